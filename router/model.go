@@ -1,0 +1,115 @@
+package router
+
+import (
+	"time"
+
+	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// Protocol names. Only HTTP is routed today.
+const ProtocolHTTP = "http"
+
+// Source names of the built-in providers.
+const (
+	SourceDocker = "docker"
+	SourceAPI    = "api"
+)
+
+// Load-balancing policies.
+const (
+	RoundRobin       = "round_robin"
+	Random           = "random"
+	PowerOfTwo       = "power_of_two"
+	LeastConnections = "least_connections"
+)
+
+// Breaker scopes.
+const (
+	ScopeRoute   = "route"
+	ScopeBackend = "backend"
+)
+
+// Entrypoint is one routed service: which requests it matches and where they
+// go. Every source (labels, API) produces Entrypoints that have already been
+// normalised by the one validator, so the router can trust every field.
+type Entrypoint struct {
+	// ID is unique across all sources and stable across reloads: state
+	// (breakers, balancer, health) is kept by it.
+	ID string `json:"id"`
+	// Name is the service name as the operator wrote it.
+	Name string `json:"name"`
+	// Source is the provider that owns this entrypoint (SourceDocker, SourceAPI).
+	Source   string `json:"source"`
+	Protocol string `json:"protocol"`
+	// Hosts are lower-case host names without port; "*.example.com" matches
+	// any sub-domain of example.com (not example.com itself).
+	Hosts []string `json:"hostnames"`
+	// Path is a segment-aware path prefix; "/" matches everything.
+	Path string `json:"path"`
+	// PathRegex, if set, must also match the request path.
+	PathRegex string `json:"path_regex,omitempty"`
+	// Priority breaks ties between routes with the same host and path
+	// length; higher wins.
+	Priority int `json:"priority"`
+	// Methods, if set, restricts the route to these (upper-case) methods.
+	Methods []string `json:"methods,omitempty"`
+	// StripPrefix removes Path from the request path before forwarding.
+	StripPrefix bool `json:"strip_prefix,omitempty"`
+	// AddPrefix is prepended to the (possibly stripped) path before forwarding.
+	AddPrefix string `json:"add_prefix,omitempty"`
+
+	Backends []Backend `json:"backends"`
+
+	LoadBalancer   string          `json:"load_balancer"`
+	BackendTimeout time.Duration   `json:"backend_timeout"`
+	Retry          Retry           `json:"retry"`
+	HealthCheck    *HealthCheck    `json:"health_check,omitempty"`
+	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
+
+	// Created orders entrypoints deterministically when two collide: the
+	// oldest wins (container creation time, API creation time).
+	Created time.Time `json:"created"`
+}
+
+// Backend is one upstream server of an entrypoint.
+type Backend struct {
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+	// Weight is relative; 0 means wired but never picked.
+	Weight int `json:"weight"`
+	// Name is a display name, e.g. the container name.
+	Name string `json:"name,omitempty"`
+}
+
+// Retry configures request retries.
+type Retry struct {
+	// Attempts is the total number of tries, >= 1.
+	Attempts int `json:"attempts"`
+}
+
+// HealthCheck configures active health checks of a route's backends.
+type HealthCheck struct {
+	Path     string            `json:"path"`
+	Status   breaker.StatusSet `json:"-"`
+	Timeout  time.Duration     `json:"timeout"`
+	Interval time.Duration     `json:"interval"`
+	// Rise and Fall are the consecutive results that mark a backend up or down.
+	Rise int `json:"rise"`
+	Fall int `json:"fall"`
+}
+
+// CircuitBreaker configures the breaker that guards a route.
+type CircuitBreaker struct {
+	Params       breaker.Params `json:"-"`
+	ResponseCode int            `json:"response_code"`
+	ResponseBody string         `json:"response_body"`
+	Scope        string         `json:"scope"`
+}
+
+// SourceUpdate is the complete current output of one provider.
+type SourceUpdate struct {
+	Source      string
+	Entrypoints []Entrypoint
+	Diagnostics []diagnostics.Diagnostic
+}
