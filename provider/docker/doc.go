@@ -1,0 +1,26 @@
+// Package docker is Levee's Docker provider: it watches a Docker Engine and
+// hands the router the entrypoints that the labels of the running containers
+// describe.
+//
+// The model: the provider keeps a cache of facts (labels.Container) about
+// every running, unpaused container. A full sync (list + inspect) fills the
+// cache; after that the engine's event stream keeps it current, one inspect
+// per affected container (start, unpause, health_status, rename, network
+// connect/disconnect) or a plain removal (die, stop, destroy, pause). Changes
+// that arrive together are collected for Options.Debounce (a timer armed by
+// the first change, never a sleep per event) and then the whole cache is
+// parsed (labels.Parser.Parse, a pure function of the complete set) and sent
+// to the sink as one router.SourceUpdate: the provider always replaces its
+// whole set.
+//
+// When the stream fails or the engine goes away the provider reconnects with
+// capped exponential backoff and resyncs fully, since events may have been
+// missed; a periodic full resync (Options.ResyncInterval) is a safety net.
+// An engine that is absent at start-up is logged once as an error naming the
+// address, then retried quietly: the provider never gives up while its
+// context lives.
+//
+// When Levee itself runs in a container (a container whose ID starts with
+// the host name), that container's networks are passed to the parser as
+// Parser.OwnNetworks, so it can pick a network Levee can reach.
+package docker

@@ -1,0 +1,118 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/levee-proxy/levee/provider/labels"
+)
+
+// engine is the part of the Docker API client the provider uses; tests
+// substitute a fake.
+type engine interface {
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
+	DaemonHost() string
+}
+
+// routable reports whether a container can serve traffic: running, not
+// paused, not restarting.
+func routable(info container.InspectResponse) bool {
+	s := info.State
+	return s != nil && s.Running && !s.Paused && !s.Restarting
+}
+
+// facts converts an inspect answer into what the label grammar needs.
+func facts(info container.InspectResponse) labels.Container {
+	c := labels.Container{
+		ID:   info.ID,
+		Name: strings.TrimPrefix(info.Name, "/"),
+	}
+	if t, err := time.Parse(time.RFC3339Nano, info.Created); err == nil {
+		c.Created = t
+	}
+	if info.Config != nil {
+		if len(info.Config.Labels) > 0 {
+			c.Labels = make(map[string]string, len(info.Config.Labels))
+			for k, v := range info.Config.Labels {
+				c.Labels[k] = v
+			}
+		}
+		for p := range info.Config.ExposedPorts {
+			if p.Proto() != "tcp" {
+				continue
+			}
+			if n := p.Int(); n > 0 && !slices.Contains(c.ExposedPorts, n) {
+				c.ExposedPorts = append(c.ExposedPorts, n)
+			}
+		}
+		sort.Ints(c.ExposedPorts)
+		if hc := info.Config.Healthcheck; hc != nil && len(hc.Test) > 0 && hc.Test[0] != "NONE" {
+			c.HasHealthcheck = true
+		}
+	}
+	if info.State != nil && info.State.Health != nil && info.State.Health.Status != container.NoHealthcheck {
+		c.HasHealthcheck = true
+		c.Health = string(info.State.Health.Status)
+	}
+	if c.HasHealthcheck && c.Health == "" {
+		c.Health = string(container.Starting)
+	}
+	if info.NetworkSettings != nil {
+		for name, ep := range info.NetworkSettings.Networks {
+			n := labels.Network{Name: name}
+			if ep != nil {
+				n.IP = ep.IPAddress
+			}
+			c.Networks = append(c.Networks, n)
+		}
+		sort.Slice(c.Networks, func(i, j int) bool { return c.Networks[i].Name < c.Networks[j].Name })
+	}
+	return c
+}
+
+// listFacts lists running containers and inspects each routable one. A
+// container that vanishes between list and inspect is skipped.
+func listFacts(ctx context.Context, eng engine) (map[string]labels.Container, error) {
+	list, err := eng.ContainerList(ctx, container.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list containers at %s: %w", eng.DaemonHost(), err)
+	}
+	out := make(map[string]labels.Container, len(list))
+	for _, s := range list {
+		info, err := eng.ContainerInspect(ctx, s.ID)
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("inspect container %s at %s: %w", s.ID, eng.DaemonHost(), err)
+		}
+		if routable(info) {
+			out[info.ID] = facts(info)
+		}
+	}
+	return out, nil
+}
+
+// sortedFacts returns the cache's containers ordered by name then ID, so the
+// parser sees the same input for the same set.
+func sortedFacts(cache map[string]labels.Container) []labels.Container {
+	out := make([]labels.Container, 0, len(cache))
+	for _, c := range cache {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}

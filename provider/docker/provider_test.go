@@ -1,0 +1,382 @@
+package docker
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/levee-proxy/levee/provider/labels"
+	"github.com/levee-proxy/levee/router"
+	"github.com/rs/zerolog"
+)
+
+type harness struct {
+	eng   *fakeEngine
+	clock *fakeClock
+	rec   *recorder
+	logs  *syncBuffer
+	p     *Provider
+	done  chan error
+}
+
+// start runs a provider against eng with a fake clock; it is stopped when
+// the test ends.
+func start(t *testing.T, eng *fakeEngine, opts Options) *harness {
+	t.Helper()
+	h := &harness{eng: eng, clock: newFakeClock(), rec: newRecorder(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	opts.Clock = h.clock
+	opts.Parse = h.rec.parse
+	opts.Logger = zerolog.New(h.logs).Level(zerolog.DebugLevel)
+	if opts.Hostname == "" {
+		opts.Hostname = "not-a-container"
+	}
+	h.p = newProvider(opts, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { h.done <- h.p.Run(ctx, h.rec) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("Run returned %v after cancel, want nil", err)
+			}
+		case <-time.After(waitLimit):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return h
+}
+
+func TestInitialSyncReportsContainerFacts(t *testing.T) {
+	eng := newFakeEngine()
+	eng.set(ctr{
+		id: "id-web", name: "web", labels: map[string]string{"levee.enable": "true"},
+		nets:  map[string]string{"zeta": "10.0.2.2", "alpha": "10.0.1.2"},
+		ports: []string{"9090/tcp", "53/udp", "8080/tcp", "8080/udp"},
+	}.inspect())
+	eng.set(ctr{id: "id-paused", name: "paused", paused: true}.inspect())
+	eng.set(ctr{id: "id-hc", name: "hc", health: "starting"}.inspect())
+	// A HEALTHCHECK the engine has not reported on yet counts as starting.
+	noState := ctr{id: "id-fresh", name: "fresh"}.inspect()
+	noState.Config.Healthcheck = &container.HealthConfig{Test: []string{"CMD", "x"}}
+	eng.set(noState)
+	// HEALTHCHECK NONE disables an image's check.
+	disabled := ctr{id: "id-none", name: "none"}.inspect()
+	disabled.Config.Healthcheck = &container.HealthConfig{Test: []string{"NONE"}}
+	eng.set(disabled)
+
+	h := start(t, eng, Options{})
+	call, upd := h.rec.next(t)
+	if !h.p.Synced() {
+		t.Error("Synced() = false after the first update")
+	}
+	if upd.Source != router.SourceDocker || len(upd.Entrypoints) != 4 {
+		t.Errorf("update = source %q with %d entrypoints, want docker with 4", upd.Source, len(upd.Entrypoints))
+	}
+	if got := names(call.containers); got != "fresh,hc,none,web" {
+		t.Fatalf("containers = %s, want fresh,hc,none,web (sorted, paused excluded)", got)
+	}
+	byName := map[string]labels.Container{}
+	for _, c := range call.containers {
+		byName[c.Name] = c
+	}
+	want := labels.Container{
+		ID:           "id-web",
+		Name:         "web",
+		Created:      time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC),
+		Labels:       map[string]string{"levee.enable": "true"},
+		Networks:     []labels.Network{{Name: "alpha", IP: "10.0.1.2"}, {Name: "zeta", IP: "10.0.2.2"}},
+		ExposedPorts: []int{8080, 9090},
+	}
+	if got := byName["web"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("web facts =\n%+v\nwant\n%+v", got, want)
+	}
+	if c := byName["hc"]; !c.HasHealthcheck || c.Health != "starting" {
+		t.Errorf("hc health = %v %q, want true starting", c.HasHealthcheck, c.Health)
+	}
+	if c := byName["fresh"]; !c.HasHealthcheck || c.Health != "starting" {
+		t.Errorf("fresh health = %v %q, want true starting", c.HasHealthcheck, c.Health)
+	}
+	if c := byName["none"]; c.HasHealthcheck || c.Health != "" {
+		t.Errorf("HEALTHCHECK NONE health = %v %q, want none", c.HasHealthcheck, c.Health)
+	}
+}
+
+func TestSyncedFalseBeforeFirstSync(t *testing.T) {
+	eng := newFakeEngine()
+	eng.setDown(errDown)
+	h := start(t, eng, Options{})
+	h.clock.expectTimer(t, DefaultRetryMin)
+	if h.p.Synced() {
+		t.Error("Synced() = true while the engine is unreachable")
+	}
+}
+
+func TestEventBurstGivesOneDebouncedUpdate(t *testing.T) {
+	eng := newFakeEngine()
+	h := start(t, eng, Options{Debounce: 100 * time.Millisecond})
+	s := eng.stream(t)
+	if call, _ := h.rec.next(t); len(call.containers) != 0 {
+		t.Fatalf("initial containers = %s, want none", names(call.containers))
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		eng.set(ctr{id: "id-" + n, name: n}.inspect())
+		s.send(t, events.ContainerEventType, "start", "id-"+n, nil)
+	}
+	h.clock.expectTimer(t, 100*time.Millisecond)
+	h.rec.none(t)
+	h.clock.Advance(100 * time.Millisecond)
+	call, _ := h.rec.next(t)
+	if got := names(call.containers); got != "a,b,c" {
+		t.Fatalf("containers after burst = %s, want a,b,c in one update", got)
+	}
+	// One debounce timer for the whole burst, one inspect per event, no re-list.
+	for {
+		select {
+		case d := <-h.clock.created:
+			if d == 100*time.Millisecond {
+				t.Error("a second debounce timer was armed within one burst")
+			}
+			continue
+		default:
+		}
+		break
+	}
+	lists, inspects := eng.counts()
+	if lists != 1 {
+		t.Errorf("lists = %d, want 1 (events must not re-list)", lists)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if inspects["id-"+n] != 1 {
+			t.Errorf("inspects of %s = %d, want 1", n, inspects["id-"+n])
+		}
+	}
+}
+
+func TestStopDieDestroyPauseRemoveWithoutInspect(t *testing.T) {
+	eng := newFakeEngine()
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		eng.set(ctr{id: "id-" + n, name: n}.inspect())
+	}
+	h := start(t, eng, Options{})
+	s := eng.stream(t)
+	h.rec.next(t)
+	_, before := eng.counts()
+	s.send(t, events.ContainerEventType, "die", "id-a", nil)
+	s.send(t, events.ContainerEventType, "stop", "id-a", nil)
+	s.send(t, events.ContainerEventType, "stop", "id-b", nil)
+	s.send(t, events.ContainerEventType, "destroy", "id-c", nil)
+	s.send(t, events.ContainerEventType, "pause", "id-d", nil)
+	h.clock.expectTimer(t, DefaultDebounce)
+	h.clock.Advance(DefaultDebounce)
+	call, _ := h.rec.next(t)
+	if got := names(call.containers); got != "e" {
+		t.Fatalf("containers = %s, want e", got)
+	}
+	if _, after := eng.counts(); !reflect.DeepEqual(before, after) {
+		t.Errorf("inspects changed from %v to %v; removals need no inspect", before, after)
+	}
+
+	// Unpause brings d back.
+	s.send(t, events.ContainerEventType, "unpause", "id-d", nil)
+	h.clock.expectTimer(t, DefaultDebounce)
+	h.clock.Advance(DefaultDebounce)
+	if call, _ := h.rec.next(t); names(call.containers) != "d,e" {
+		t.Fatalf("containers after unpause = %s, want d,e", names(call.containers))
+	}
+}
+
+func TestHealthRenameAndNetworkEventsRefreshOneContainer(t *testing.T) {
+	eng := newFakeEngine()
+	eng.set(ctr{id: "id-a", name: "a", health: "starting", nets: map[string]string{"front": "10.0.0.2"}}.inspect())
+	h := start(t, eng, Options{})
+	s := eng.stream(t)
+	h.rec.next(t)
+
+	step := func(name string, change ctr, typ events.Type, action, id string, attrs map[string]string, check func(labels.Container) bool) {
+		t.Helper()
+		eng.set(change.inspect())
+		s.send(t, typ, action, id, attrs)
+		h.clock.expectTimer(t, DefaultDebounce)
+		h.clock.Advance(DefaultDebounce)
+		call, _ := h.rec.next(t)
+		if len(call.containers) != 1 || !check(call.containers[0]) {
+			t.Fatalf("%s: containers = %+v", name, call.containers)
+		}
+	}
+	step("healthy", ctr{id: "id-a", name: "a", health: "healthy", nets: map[string]string{"front": "10.0.0.2"}},
+		events.ContainerEventType, "health_status: healthy", "id-a", nil,
+		func(c labels.Container) bool { return c.Health == "healthy" })
+	step("unhealthy", ctr{id: "id-a", name: "a", health: "unhealthy", nets: map[string]string{"front": "10.0.0.2"}},
+		events.ContainerEventType, "health_status: unhealthy", "id-a", nil,
+		func(c labels.Container) bool { return c.Health == "unhealthy" })
+	step("rename", ctr{id: "id-a", name: "b", health: "unhealthy", nets: map[string]string{"front": "10.0.0.2"}},
+		events.ContainerEventType, "rename", "id-a", nil,
+		func(c labels.Container) bool { return c.Name == "b" })
+	step("connect", ctr{id: "id-a", name: "b", health: "unhealthy", nets: map[string]string{"front": "10.0.0.2", "back": "10.0.9.2"}},
+		events.NetworkEventType, "connect", "net-back-id", map[string]string{"container": "id-a", "name": "back"},
+		func(c labels.Container) bool {
+			return reflect.DeepEqual(c.Networks, []labels.Network{{Name: "back", IP: "10.0.9.2"}, {Name: "front", IP: "10.0.0.2"}})
+		})
+	step("disconnect", ctr{id: "id-a", name: "b", health: "unhealthy", nets: map[string]string{"back": "10.0.9.2"}},
+		events.NetworkEventType, "disconnect", "net-front-id", map[string]string{"container": "id-a", "name": "front"},
+		func(c labels.Container) bool {
+			return reflect.DeepEqual(c.Networks, []labels.Network{{Name: "back", IP: "10.0.9.2"}})
+		})
+}
+
+func TestStartOfStoppedContainerIsIgnored(t *testing.T) {
+	eng := newFakeEngine()
+	h := start(t, eng, Options{})
+	s := eng.stream(t)
+	h.rec.next(t)
+	// A network connect precedes start: the container is not running yet,
+	// so nothing changes and no update is armed.
+	stopped := ctr{id: "id-x", name: "x"}.inspect()
+	stopped.State.Running = false
+	eng.set(stopped)
+	s.send(t, events.NetworkEventType, "connect", "net", map[string]string{"container": "id-x"})
+	// A vanished container is not an error either.
+	s.send(t, events.ContainerEventType, "start", "id-gone", nil)
+	eng.set(ctr{id: "id-y", name: "y"}.inspect())
+	s.send(t, events.ContainerEventType, "start", "id-y", nil)
+	h.clock.expectTimer(t, DefaultDebounce)
+	h.clock.Advance(DefaultDebounce)
+	if call, _ := h.rec.next(t); names(call.containers) != "y" {
+		t.Fatalf("containers = %s, want y", names(call.containers))
+	}
+}
+
+func TestStreamErrorReconnectsWithBackoffAndResyncs(t *testing.T) {
+	eng := newFakeEngine()
+	eng.set(ctr{id: "id-a", name: "a"}.inspect())
+	h := start(t, eng, Options{})
+	s := eng.stream(t)
+	if call, _ := h.rec.next(t); names(call.containers) != "a" {
+		t.Fatalf("initial = %s", names(call.containers))
+	}
+	// While the stream is down, a goes and b comes: no event will say so.
+	eng.del("id-a")
+	eng.set(ctr{id: "id-b", name: "b"}.inspect())
+	s.errs <- errDown
+	h.clock.expectTimer(t, DefaultRetryMin)
+	h.clock.Advance(DefaultRetryMin)
+	eng.stream(t)
+	if call, _ := h.rec.next(t); names(call.containers) != "b" {
+		t.Fatalf("after resync = %s, want b", names(call.containers))
+	}
+	if lists, _ := eng.counts(); lists != 2 {
+		t.Errorf("lists = %d, want 2 (initial + resync)", lists)
+	}
+	if n := len(h.logs.lines("warn", "lost the connection to the engine at tcp://fake:2375")); n != 1 {
+		t.Errorf("warn lines about the lost stream = %d, want 1; logs:\n%s", n, h.logs.String())
+	}
+	if n := len(h.logs.lines("info", "connected to the engine at tcp://fake:2375")); n != 2 {
+		t.Errorf("info connected lines = %d, want 2", n)
+	}
+}
+
+func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
+	eng := newFakeEngine()
+	eng.setDown(errDown)
+	h := start(t, eng, Options{RetryMin: 250 * time.Millisecond, RetryMax: time.Second})
+	for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, time.Second} {
+		h.clock.expectTimer(t, d)
+		h.clock.Advance(d)
+	}
+	// The engine comes back: connect, then lose the stream. The backoff
+	// starts over from the minimum.
+	h.clock.expectTimer(t, time.Second)
+	eng.setDown(nil)
+	h.clock.Advance(time.Second)
+	s := eng.stream(t)
+	h.rec.next(t)
+	s.errs <- errDown
+	h.clock.expectTimer(t, 250*time.Millisecond)
+
+	errs := h.logs.lines("error", "")
+	if len(errs) != 1 || !strings.Contains(errs[0], "tcp://fake:2375") || !strings.Contains(errs[0], "connection refused") {
+		t.Errorf("error lines = %q, want exactly one naming tcp://fake:2375 and the cause", errs)
+	}
+	if n := len(h.logs.lines("debug", "still unreachable")); n < 5 {
+		t.Errorf("debug retry lines = %d, want >= 5", n)
+	}
+	if n := len(h.logs.lines("info", "connected to the engine")); n != 1 {
+		t.Errorf("info connected lines = %d, want 1", n)
+	}
+}
+
+func TestPeriodicResyncCatchesMissedChanges(t *testing.T) {
+	eng := newFakeEngine()
+	h := start(t, eng, Options{ResyncInterval: time.Minute})
+	eng.stream(t)
+	h.rec.next(t)
+	h.clock.expectTimer(t, time.Minute)
+	eng.set(ctr{id: "id-a", name: "a"}.inspect())
+	h.clock.Advance(time.Minute)
+	if call, _ := h.rec.next(t); names(call.containers) != "a" {
+		t.Fatalf("after resync = %s, want a", names(call.containers))
+	}
+	// A resync that finds nothing new sends nothing.
+	h.clock.expectTimer(t, time.Minute)
+	h.clock.Advance(time.Minute)
+	h.clock.expectTimer(t, time.Minute) // armed after the second resync finished
+	h.rec.none(t)
+	if lists, _ := eng.counts(); lists != 3 {
+		t.Errorf("lists = %d, want 3", lists)
+	}
+}
+
+func TestOwnContainerNetworksReachTheParser(t *testing.T) {
+	eng := newFakeEngine()
+	eng.set(ctr{id: "0123456789abcdef", name: "levee", nets: map[string]string{"front": "10.0.0.9", "back": "10.0.1.9"}}.inspect())
+	h := start(t, eng, Options{Hostname: "0123456789ab", Parser: labels.Parser{Prefix: "edge"}})
+	s := eng.stream(t)
+	call, _ := h.rec.next(t)
+	if !reflect.DeepEqual(call.parser.OwnNetworks, []string{"back", "front"}) || call.parser.Prefix != "edge" {
+		t.Fatalf("parser = %+v, want prefix edge and own networks [back front]", call.parser)
+	}
+	eng.set(ctr{id: "0123456789abcdef", name: "levee", nets: map[string]string{"front": "10.0.0.9", "back": "10.0.1.9", "extra": "10.0.2.9"}}.inspect())
+	s.send(t, events.NetworkEventType, "connect", "net-extra", map[string]string{"container": "0123456789abcdef"})
+	h.clock.expectTimer(t, DefaultDebounce)
+	h.clock.Advance(DefaultDebounce)
+	call, _ = h.rec.next(t)
+	if !reflect.DeepEqual(call.parser.OwnNetworks, []string{"back", "extra", "front"}) {
+		t.Fatalf("own networks after connect = %v", call.parser.OwnNetworks)
+	}
+}
+
+func TestNotInAContainerMeansNoOwnNetworks(t *testing.T) {
+	eng := newFakeEngine()
+	// A container whose name equals the host name is not Levee's own.
+	eng.set(ctr{id: "ffff", name: "myhost", nets: map[string]string{"front": "10.0.0.9"}}.inspect())
+	h := start(t, eng, Options{Hostname: "myhost"})
+	call, _ := h.rec.next(t)
+	if len(call.parser.OwnNetworks) != 0 {
+		t.Fatalf("own networks = %v, want none", call.parser.OwnNetworks)
+	}
+}
+
+func TestBackoffDoublesToCapAndResets(t *testing.T) {
+	b := newBackoff(250*time.Millisecond, 30*time.Second)
+	var got []time.Duration
+	for range 10 {
+		got = append(got, b.delay())
+	}
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
+		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("delays = %v, want %v", got, want)
+	}
+	b.reset()
+	if d := b.delay(); d != 250*time.Millisecond {
+		t.Fatalf("after reset = %v, want 250ms", d)
+	}
+	if d := newBackoff(0, 0).delay(); d != DefaultRetryMin {
+		t.Fatalf("zero bounds delay = %v, want default %v", d, DefaultRetryMin)
+	}
+}
