@@ -42,6 +42,7 @@ const (
 	BadHost           Code = "W032"
 	BadRewrite        Code = "W033"
 	NoBackends        Code = "W034"
+	DuplicateKey      Code = "W035"
 	PathDefaulted     Code = "I001"
 	PortDefaulted     Code = "I002"
 )

@@ -1,12 +1,19 @@
 package labels
 
 import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
 )
 
+// DefaultPrefix is the label prefix when Parser.Prefix is empty.
+const DefaultPrefix = "levee"
+
 // Parser turns containers into entrypoints.
-// STUB: the label-grammar work replaces this file.
 type Parser struct {
 	// Prefix is the label prefix, "levee" by default.
 	Prefix string
@@ -15,12 +22,398 @@ type Parser struct {
 	// OwnNetworks are the networks Levee's own container is attached to
 	// (empty when Levee does not run in a container).
 	OwnNetworks []string
-	// Offline skips address resolution (`levee validate` on compose files).
+	// Offline skips address resolution (`levee validate` on compose files):
+	// backends get the container name as address and no W009/W010 is made.
 	Offline bool
 }
 
+// candidate is one (container, service) whose labels decoded to a routable
+// config, before replicas are grouped.
+type candidate struct {
+	c      *Container
+	svc    string
+	proto  string
+	cfg    router.LabelConfig
+	fields map[string]string
+	net    *Network // chosen network; nil when none
+}
+
 // Parse turns the complete current set of containers into entrypoints and
-// diagnostics. It is a pure function of its input, deterministic in order.
+// diagnostics. It is a pure function of its input, deterministic in order:
+// entrypoints sorted by ID, diagnostics by object, service and key.
+//
+// Replicas (same service name and same hosts) become one entrypoint with one
+// backend per container; the oldest container's labels apply to all of them
+// (W031 names the keys where a replica differs). Two groups with the same
+// service name but different hosts get distinct IDs: the oldest keeps the
+// service name, the next get "-2", "-3"… suffixes.
 func (p Parser) Parse(containers []Container) ([]router.Entrypoint, []diagnostics.Diagnostic) {
-	return nil, nil
+	prefix := p.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	sorted := make([]*Container, len(containers))
+	for i := range containers {
+		sorted[i] = &containers[i]
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return older(sorted[i], sorted[j]) })
+
+	var diags []diagnostics.Diagnostic
+	var cands []candidate
+	for _, c := range sorted {
+		cs, ds := p.parseContainer(prefix, c)
+		cands = append(cands, cs...)
+		diags = append(diags, ds...)
+	}
+
+	eps, ds := p.group(prefix, cands)
+	diags = append(diags, ds...)
+	sort.SliceStable(eps, func(i, j int) bool { return eps[i].ID < eps[j].ID })
+	diagnostics.Sort(diags)
+	return eps, diags
+}
+
+func older(a, b *Container) bool {
+	if !a.Created.Equal(b.Created) {
+		return a.Created.Before(b.Created)
+	}
+	if a.ID != b.ID {
+		return a.ID < b.ID
+	}
+	return a.Name < b.Name
+}
+
+func source(c *Container, svc string) diagnostics.Source {
+	return diagnostics.Source{Provider: router.SourceDocker, ObjectID: c.ID, ObjectName: c.Name, Service: svc}
+}
+
+func diag(code diagnostics.Code, src diagnostics.Source, key, value, fallback, msg, hint string) diagnostics.Diagnostic {
+	sev := diagnostics.Warn
+	if e, ok := diagnostics.Lookup(code); ok {
+		sev = e.Severity
+	}
+	return diagnostics.Diagnostic{Code: code, Severity: sev, Source: src, Key: key, Value: value,
+		Fallback: fallback, Message: msg, Hint: hint}
+}
+
+var globalKeys = []string{"enable", "network"}
+
+// otherProtocols are real protocols Levee does not route (yet): no
+// did-you-mean http for them.
+var otherProtocols = map[string]bool{"tcp": true, "udp": true, "tls": true, "https": true, "grpc": true}
+
+// parseContainer applies the grammar to one container's labels.
+func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diagnostics.Diagnostic) {
+	var diags []diagnostics.Diagnostic
+	src := source(c, "")
+	enableKey := prefix + ".enable"
+	enabled := p.ExposedByDefault
+	enableRaw, explicit := c.Labels[enableKey]
+	if explicit {
+		b, err := router.ParseBool(enableRaw)
+		if err != nil {
+			diags = append(diags, diag(diagnostics.BadBool, src, enableKey, enableRaw, strconv.FormatBool(p.ExposedByDefault),
+				"invalid boolean: want true/false, 1/0, yes/no or on/off", ""))
+		} else {
+			enabled = b
+		}
+	}
+	if !enabled {
+		// Not opted in: not a diagnostic, whatever else it carries, so
+		// unrelated containers never produce noise. The one exception is a
+		// near miss of the enable label itself (levee.Enable=true): the
+		// operator meant to opt in and would otherwise get silence.
+		return nil, append(diags, misspelledEnable(prefix, c)...)
+	}
+
+	keys := make([]string, 0, len(c.Labels))
+	for k := range c.Labels {
+		if strings.HasPrefix(k, prefix+".") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+
+	type svcKey struct{ proto, svc string }
+	services := map[svcKey]map[string]string{}
+	var order []svcKey
+	networkLabel, hasNetwork := "", false
+	otherLabels := false
+	for _, k := range keys {
+		rest := k[len(prefix)+1:]
+		switch rest {
+		case "enable":
+			continue
+		case "network":
+			networkLabel, hasNetwork = strings.TrimSpace(c.Labels[k]), true
+			otherLabels = true
+			continue
+		}
+		otherLabels = true
+		parts := strings.SplitN(rest, ".", 3)
+		if len(parts) < 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			hint := ""
+			if len(parts) == 1 {
+				hint = diagnostics.DidYouMean(rest, globalKeys)
+				if hint != "" {
+					hint = "did you mean " + prefix + "." + strings.TrimSuffix(strings.TrimPrefix(hint, "did you mean "), "?") + "?"
+				}
+			}
+			diags = append(diags, diag(diagnostics.UnknownKey, src, k, c.Labels[k], "",
+				fmt.Sprintf("unknown label: want %s.enable, %s.network or %s.<protocol>.<service>.<field>", prefix, prefix, prefix), hint))
+			continue
+		}
+		sk := svcKey{parts[0], parts[1]}
+		if services[sk] == nil {
+			services[sk] = map[string]string{}
+			order = append(order, sk)
+		}
+		services[sk][parts[2]] = c.Labels[k]
+	}
+
+	if len(order) == 0 {
+		if explicit || otherLabels {
+			diags = append(diags, diag(diagnostics.NoService, src, enableKey, enableRaw, "",
+				fmt.Sprintf("container is enabled but has no %s.<protocol>.<service>.<field> label: nothing is routed", prefix), ""))
+		}
+		return nil, diags
+	}
+
+	var net *Network
+	if !p.Offline {
+		var ds []diagnostics.Diagnostic
+		net, ds = p.chooseNetwork(prefix, c, networkLabel, hasNetwork)
+		diags = append(diags, ds...)
+	}
+
+	var cands []candidate
+	for _, sk := range order {
+		fields := services[sk]
+		ssrc := source(c, sk.svc)
+		if sk.proto != router.ProtocolHTTP {
+			first := sortedFieldNames(fields)[0]
+			hint := ""
+			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{router.ProtocolHTTP}) != "" {
+				hint = "did you mean " + prefix + "." + router.ProtocolHTTP + "." + sk.svc + "." + first + "?"
+			}
+			diags = append(diags, diag(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, sk.proto, "",
+				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
+			continue
+		}
+		keyOf := func(field string) string { return prefix + "." + sk.proto + "." + sk.svc + "." + field }
+		cfg, ds := router.DecodeLabels(fields, ssrc, keyOf)
+		diags = append(diags, ds...)
+		if !cfg.Routable {
+			continue
+		}
+		cands = append(cands, candidate{c: c, svc: sk.svc, proto: sk.proto, cfg: cfg, fields: fields, net: net})
+	}
+	return cands, diags
+}
+
+func misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
+	var out []diagnostics.Diagnostic
+	for _, k := range sortedFieldNames(c.Labels) {
+		rest, ok := strings.CutPrefix(k, prefix+".")
+		if !ok || rest == "enable" || strings.Contains(rest, ".") {
+			continue
+		}
+		if diagnostics.DidYouMean(rest, []string{"enable"}) != "" {
+			out = append(out, diag(diagnostics.UnknownKey, source(c, ""), k, c.Labels[k], "",
+				"unknown label: the container is not enabled", "did you mean "+prefix+".enable?"))
+		}
+	}
+	return out
+}
+
+func sortedFieldNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// chooseNetwork picks the network whose IP Levee dials: the network label,
+// else a network Levee's own container shares, else the first by name.
+func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabel bool) (*Network, []diagnostics.Diagnostic) {
+	nets := append([]Network(nil), c.Networks...)
+	sort.SliceStable(nets, func(i, j int) bool { return nets[i].Name < nets[j].Name })
+	var auto *Network
+	for i := range nets {
+		for _, own := range p.OwnNetworks {
+			if nets[i].Name == own && auto == nil {
+				auto = &nets[i]
+			}
+		}
+	}
+	if auto == nil && len(nets) > 0 {
+		auto = &nets[0]
+	}
+	var diags []diagnostics.Diagnostic
+	if hasLabel && label != "" {
+		for i := range nets {
+			if nets[i].Name == label {
+				return &nets[i], nil
+			}
+		}
+		fallback, names := "none", make([]string, len(nets))
+		if auto != nil {
+			fallback = auto.Name
+		}
+		for i := range nets {
+			names[i] = nets[i].Name
+		}
+		diags = append(diags, diag(diagnostics.NetworkNotFound, source(c, ""), prefix+".network", label, fallback,
+			fmt.Sprintf("network %q is not attached to the container (attached: %s)", label, strings.Join(names, ", ")),
+			diagnostics.DidYouMean(label, names)))
+	}
+	return auto, diags
+}
+
+// group merges replicas into entrypoints and chooses ports and addresses.
+func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []diagnostics.Diagnostic) {
+	type grp struct {
+		key     string
+		members []candidate
+	}
+	var groups []*grp
+	byKey := map[string]*grp{}
+	for _, cd := range cands {
+		k := cd.svc + "\x00" + strings.Join(sortedCopy(cd.cfg.Entrypoint.Hosts), ",")
+		g := byKey[k]
+		if g == nil {
+			g = &grp{key: k}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.members = append(g.members, cd) // cands are oldest-first already
+	}
+
+	// IDs: the oldest group of a service name keeps the name; later groups
+	// with the same name get the first free "-N" suffix.
+	taken := map[string]bool{}
+	for _, g := range groups {
+		taken[g.members[0].svc] = false
+	}
+	var eps []router.Entrypoint
+	var diags []diagnostics.Diagnostic
+	for _, g := range groups {
+		win := g.members[0]
+		id := win.svc
+		if used, ok := taken[id]; ok && used {
+			for n := 2; ; n++ {
+				cand := win.svc + "-" + strconv.Itoa(n)
+				if _, exists := taken[cand]; !exists {
+					id = cand
+					break
+				}
+			}
+		}
+		taken[id] = true
+
+		ep := win.cfg.Entrypoint
+		ep.ID, ep.Name, ep.Source, ep.Created = id, win.svc, router.SourceDocker, win.c.Created
+		ep.Backends = nil
+		keyOf := func(field string) string { return prefix + "." + win.proto + "." + win.svc + "." + field }
+		for i, m := range g.members {
+			src := source(m.c, m.svc)
+			if i > 0 {
+				if differ := differingKeys(win.fields, m.fields); len(differ) > 0 {
+					full := make([]string, len(differ))
+					for j, f := range differ {
+						full[j] = keyOf(f)
+					}
+					diags = append(diags, diag(diagnostics.ReplicasDisagree, src, "", strings.Join(full, ","), "labels of "+win.c.Name,
+						fmt.Sprintf("replica labels differ from the oldest replica %s on %s; its labels apply", win.c.Name, strings.Join(differ, ", ")), ""))
+				}
+			}
+			if m.c.HasHealthcheck && m.c.Health != "healthy" {
+				continue // routed again once its HEALTHCHECK reports healthy
+			}
+			var addr string
+			if p.Offline {
+				addr = m.c.Name
+			} else {
+				if m.net == nil || m.net.IP == "" {
+					netName := "no network"
+					if m.net != nil {
+						netName = "network " + m.net.Name
+					}
+					diags = append(diags, diag(diagnostics.NoAddress, src, "", "", "",
+						fmt.Sprintf("container has no IP address on %s: it gets no traffic", netName), ""))
+					continue
+				}
+				addr = m.net.IP
+			}
+			port := win.cfg.Port
+			if port == 0 {
+				var why string
+				port, why = choosePort(m.c.ExposedPorts)
+				if p.Offline && len(m.c.ExposedPorts) == 0 {
+					// A compose file does not say what the image EXPOSEs;
+					// the live engine may choose differently.
+					why += "; offline, the image's EXPOSE is not known"
+				}
+				diags = append(diags, diag(diagnostics.PortDefaulted, src, keyOf("port"), "", strconv.Itoa(port),
+					fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose"))
+			}
+			ep.Backends = append(ep.Backends, router.Backend{Address: addr, Port: port, Weight: win.cfg.Weight, Name: m.c.Name})
+		}
+		eps = append(eps, ep)
+	}
+	return eps, diags
+}
+
+// choosePort applies the port rule: the only exposed port, else the lowest
+// exposed port, else 80.
+func choosePort(exposed []int) (int, string) {
+	var ports []int
+	seen := map[int]bool{}
+	for _, pt := range exposed {
+		if pt >= 1 && pt <= 65535 && !seen[pt] {
+			seen[pt] = true
+			ports = append(ports, pt)
+		}
+	}
+	sort.Ints(ports)
+	switch len(ports) {
+	case 0:
+		return router.DefaultPort, "the default (the container exposes no port)"
+	case 1:
+		return ports[0], "the container's only exposed port"
+	}
+	strs := make([]string, len(ports))
+	for i, pt := range ports {
+		strs[i] = strconv.Itoa(pt)
+	}
+	return ports[0], "the lowest of the exposed ports " + strings.Join(strs, ", ")
+}
+
+// differingKeys names the fields where two replicas' labels differ. Hosts
+// are equal as sets by construction of the group, however they are written.
+func differingKeys(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if k == "host" {
+			continue
+		}
+		if bv, ok := b[k]; !ok || bv != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && k != "host" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedCopy(ss []string) []string {
+	out := append([]string(nil), ss...)
+	sort.Strings(out)
+	return out
 }

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider/docker"
+	"github.com/levee-proxy/levee/provider/labels"
+	"github.com/levee-proxy/levee/router"
+)
+
+// listContainers reads the live engine for `levee validate` without files:
+// the Docker provider's own list+inspect, so validate sees exactly what serve
+// would. Tests replace it.
+var listContainers = docker.ListContainers
+
+// Statuses of a service in a validate report.
+const (
+	statusRouted   = "routed"   // routed with no warning
+	statusDegraded = "degraded" // routed, some field fell back
+	statusSkipped  = "skipped"  // not routed
+	statusIgnored  = "ignored"  // container not enabled: not an error
+)
+
+// serviceReport is one row of `levee validate`: one label service of one
+// container.
+type serviceReport struct {
+	Container   string                   `json:"container"`
+	Service     string                   `json:"service,omitempty"`
+	Entrypoint  string                   `json:"entrypoint,omitempty"`
+	Status      string                   `json:"status"`
+	Hosts       []string                 `json:"hosts,omitempty"`
+	Backend     string                   `json:"backend,omitempty"`
+	Diagnostics []diagnostics.Diagnostic `json:"diagnostics"`
+}
+
+type validateReport struct {
+	Services []serviceReport `json:"services"`
+	Summary  map[string]int  `json:"summary"`
+}
+
+const validateUsage = `Usage: levee validate [flags] [FILE...]
+
+Checks the labels of docker-compose FILEs (or, with no file, of the live
+engine's containers) with the same parser and validator as levee serve, and
+prints per service: routed, degraded (routed, some field fell back) or
+skipped (not routed), with its diagnostics (see levee explain CODE).
+
+Exit status: 0 everything routes, 1 something is skipped, 2 usage error or
+nothing could be read.
+
+Flags:
+`
+
+// runValidate implements `levee validate`.
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("levee validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prefix := fs.String("label-prefix", labels.DefaultPrefix, "label prefix (use \"sozune\" for compose files written for Sōzune)")
+	format := fs.String("format", "text", "output format: text or json")
+	host := fs.String("docker-host", "", "Docker engine address for the live check (default: DOCKER_HOST, else the local socket)")
+	byDefault := fs.Bool("docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, validateUsage)
+		fs.PrintDefaults()
+	}
+	files, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(stderr, "levee validate: --format %q: want text or json\n", *format)
+		return 2
+	}
+	if *prefix == "" || strings.ContainsAny(*prefix, ". =") {
+		fmt.Fprintf(stderr, "levee validate: --label-prefix %q: want a non-empty word without dots, spaces or '='\n", *prefix)
+		return 2
+	}
+
+	var containers []labels.Container
+	parser := labels.Parser{Prefix: *prefix, ExposedByDefault: *byDefault}
+	if len(files) > 0 {
+		containers, err = readComposeFiles(files)
+		if err != nil {
+			fmt.Fprintf(stderr, "levee validate: %v\n", err)
+			return 2
+		}
+		parser.Offline = true
+	} else {
+		if listContainers == nil {
+			fmt.Fprintln(stderr, "levee validate: no compose file given, and this build cannot read the live Docker engine; pass compose files: levee validate docker-compose.yml")
+			return 2
+		}
+		containers, err = listContainers(ctx, *host)
+		if err != nil {
+			fmt.Fprintf(stderr, "levee validate: read the live Docker engine: %v\n", err)
+			return 2
+		}
+	}
+
+	eps, ds := parser.Parse(containers)
+	rep := buildReport(containers, eps, ds)
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "levee validate: write report: %v\n", err)
+			return 2
+		}
+	} else {
+		writeText(stdout, rep)
+	}
+	if rep.Summary[statusSkipped] > 0 {
+		return 1
+	}
+	return 0
+}
+
+// parseInterspersed parses flags that may come after file names
+// (`levee validate compose.yml --label-prefix sozune`).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
+
+type rowKey struct{ container, service string }
+
+// buildReport turns the parser's output into one row per (container,
+// service). Diagnostics about a whole container (Service "") go to each of
+// its rows.
+func buildReport(containers []labels.Container, eps []router.Entrypoint, ds []diagnostics.Diagnostic) validateReport {
+	order := map[string]int{}
+	for i, c := range containers {
+		order[c.Name] = i
+	}
+	rows := map[rowKey]*serviceReport{}
+	row := func(container, service string) *serviceReport {
+		k := rowKey{container, service}
+		if rows[k] == nil {
+			rows[k] = &serviceReport{Container: container, Service: service, Diagnostics: []diagnostics.Diagnostic{}}
+		}
+		return rows[k]
+	}
+	for _, ep := range eps {
+		for _, b := range ep.Backends {
+			r := row(b.Name, ep.Name)
+			r.Entrypoint, r.Hosts = ep.ID, ep.Hosts
+			r.Backend = fmt.Sprintf("%s:%d", b.Address, b.Port)
+		}
+	}
+	var containerLevel []diagnostics.Diagnostic
+	for _, d := range ds {
+		if d.Source.Service == "" {
+			containerLevel = append(containerLevel, d)
+			continue
+		}
+		r := row(d.Source.ObjectName, d.Source.Service)
+		r.Diagnostics = append(r.Diagnostics, d)
+	}
+	for _, d := range containerLevel {
+		attached := false
+		for k, r := range rows {
+			if k.container == d.Source.ObjectName && k.service != "" {
+				r.Diagnostics = append(r.Diagnostics, d)
+				attached = true
+			}
+		}
+		if !attached {
+			r := row(d.Source.ObjectName, "")
+			r.Diagnostics = append(r.Diagnostics, d)
+		}
+	}
+	for _, c := range containers {
+		has := false
+		for k := range rows {
+			if k.container == c.Name {
+				has = true
+				break
+			}
+		}
+		if !has {
+			row(c.Name, "").Status = statusIgnored
+		}
+	}
+
+	rep := validateReport{Summary: map[string]int{statusRouted: 0, statusDegraded: 0, statusSkipped: 0, statusIgnored: 0}}
+	for _, r := range rows {
+		if r.Status == "" {
+			r.Status = statusOf(r)
+		}
+		diagnostics.Sort(r.Diagnostics)
+		rep.Summary[r.Status]++
+		rep.Services = append(rep.Services, *r)
+	}
+	sort.Slice(rep.Services, func(i, j int) bool {
+		a, b := rep.Services[i], rep.Services[j]
+		if order[a.Container] != order[b.Container] {
+			return order[a.Container] < order[b.Container]
+		}
+		if a.Container != b.Container {
+			return a.Container < b.Container
+		}
+		return a.Service < b.Service
+	})
+	return rep
+}
+
+func statusOf(r *serviceReport) string {
+	if r.Entrypoint == "" {
+		return statusSkipped
+	}
+	for _, d := range r.Diagnostics {
+		if d.Severity >= diagnostics.Warn {
+			return statusDegraded
+		}
+	}
+	return statusRouted
+}
+
+func writeText(w io.Writer, rep validateReport) {
+	ws, wc, wv := 0, 0, 1
+	for _, r := range rep.Services {
+		ws, wc, wv = max(ws, len(r.Status)), max(wc, len(r.Container)), max(wv, len(r.Service))
+	}
+	for _, r := range rep.Services {
+		svc := r.Service
+		if svc == "" {
+			svc = "-"
+		}
+		detail := strings.Join(r.Hosts, ",")
+		if r.Backend != "" {
+			detail += " -> " + r.Backend
+		}
+		if r.Status == statusIgnored {
+			detail = "(not enabled)"
+		}
+		line := fmt.Sprintf("%-*s  %-*s  %-*s  %s", ws, r.Status, wc, r.Container, wv, svc, detail)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		for _, d := range r.Diagnostics {
+			fmt.Fprintf(w, "%*s  %s\n", ws, "", diagnosticLine(d))
+		}
+	}
+	fmt.Fprintf(w, "\n%d routed, %d degraded, %d skipped, %d not enabled\n",
+		rep.Summary[statusRouted], rep.Summary[statusDegraded], rep.Summary[statusSkipped], rep.Summary[statusIgnored])
+}
+
+// diagnosticLine renders a diagnostic without its object (the row names it).
+func diagnosticLine(d diagnostics.Diagnostic) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", d.Code, d.Severity)
+	if d.Key != "" {
+		fmt.Fprintf(&b, " %s", d.Key)
+	}
+	if d.Value != "" {
+		fmt.Fprintf(&b, "=%q", d.Value)
+	}
+	fmt.Fprintf(&b, ": %s", d.Message)
+	if d.Fallback != "" {
+		fmt.Fprintf(&b, " (using %s)", d.Fallback)
+	}
+	if d.Hint != "" {
+		fmt.Fprintf(&b, "; %s", d.Hint)
+	}
+	return b.String()
+}

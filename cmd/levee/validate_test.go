@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/levee-proxy/levee/provider/labels"
+)
+
+func validate(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := runValidate(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// rowRe matches a report row: status, container, service.
+func hasRow(out, status, container, service string) bool {
+	re := regexp.MustCompile(`(?m)^` + status + `\s+` + regexp.QuoteMeta(container) + `\s+` + regexp.QuoteMeta(service) + `\s`)
+	return re.MatchString(out)
+}
+
+func TestValidateGood(t *testing.T) {
+	out, errOut, code := validate(t, "testdata/good.yml")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	for _, r := range [][3]string{
+		{"routed", "web-1", "web"}, {"routed", "api", "api"}, {"routed", "worker", "jobs"}, {"ignored", "db", "-"},
+	} {
+		if !hasRow(out, r[0], r[1], r[2]) {
+			t.Errorf("no row %v in\n%s", r, out)
+		}
+	}
+	if !strings.Contains(out, "www.example.com,example.com -> web-1:8080") || !strings.Contains(out, "3 routed, 0 degraded, 0 skipped, 1 not enabled") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestValidateDegraded(t *testing.T) {
+	out, _, code := validate(t, "testdata/degraded.yml")
+	if code != 0 {
+		t.Fatalf("degraded counts as routed: exit %d\n%s", code, out)
+	}
+	if !hasRow(out, "degraded", "shop", "shop") {
+		t.Errorf("no degraded row:\n%s", out)
+	}
+	for _, want := range []string{
+		`W024 warn levee.http.shop.circuitBreaker.threshold="abc"`, "(using 0.5)",
+		`W013 warn levee.http.shop.circuitbreaker.minRequests="10"`, "did you mean levee.http.shop.circuitBreaker.minRequests?",
+		`W028 warn levee.http.shop.stripPrefix="yep"`,
+		"I002 info levee.http.shop.port", "using 8080, the container's only exposed port",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestValidateSkipped(t *testing.T) {
+	out, _, code := validate(t, "testdata/skipped.yml")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	for _, r := range [][3]string{{"routed", "app", "app"}, {"skipped", "app", "admin"}, {"skipped", "lonely", "-"}} {
+		if !hasRow(out, r[0], r[1], r[2]) {
+			t.Errorf("no row %v in\n%s", r, out)
+		}
+	}
+	if !strings.Contains(out, "E002 error levee.http.admin.host") || !strings.Contains(out, "E004 error levee.enable") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestValidateSozunePrefix(t *testing.T) {
+	out, _, code := validate(t, "testdata/sozune.yml", "--label-prefix", "sozune")
+	if code != 0 || !hasRow(out, "routed", "whoami", "whoami") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	// With the default prefix nothing in the file is enabled.
+	out, _, code = validate(t, "testdata/sozune.yml")
+	if code != 0 || !hasRow(out, "ignored", "whoami", "-") {
+		t.Errorf("default prefix: exit %d\n%s", code, out)
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	out, _, code := validate(t, "--format", "json", "testdata/skipped.yml", "testdata/degraded.yml")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	var rep validateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	codes := map[string][]string{}
+	for _, s := range rep.Services {
+		got[s.Container+"/"+s.Service] = s.Status
+		for _, d := range s.Diagnostics {
+			codes[s.Container+"/"+s.Service] = append(codes[s.Container+"/"+s.Service], string(d.Code))
+			if d.Source.Provider != "docker" || d.Source.ObjectName != s.Container {
+				t.Errorf("source %+v in row %s", d.Source, s.Container)
+			}
+		}
+	}
+	want := map[string]string{"app/app": "routed", "app/admin": "skipped", "lonely/": "skipped", "shop/shop": "degraded"}
+	if len(got) != len(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	if rep.Summary["skipped"] != 2 || rep.Summary["degraded"] != 1 || rep.Summary["routed"] != 1 {
+		t.Errorf("summary %v", rep.Summary)
+	}
+	if strings.Join(codes["app/admin"], ",") != "E002" {
+		t.Errorf("app/admin codes %v", codes["app/admin"])
+	}
+}
+
+func TestValidateUsageErrors(t *testing.T) {
+	cases := [][]string{
+		{"--format", "xml", "testdata/good.yml"},
+		{"--bogus"},
+		{"testdata/missing.yml"},
+		{"--label-prefix", "a.b", "testdata/good.yml"},
+		{"validate_test.go"}, // not a compose file
+	}
+	for _, args := range cases {
+		if _, errOut, code := validate(t, args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	if out, errOut, code := validate(t, "-h"); code != 0 || !strings.Contains(errOut+out, "Usage: levee validate") {
+		t.Errorf("-h: exit %d", code)
+	}
+}
+
+func TestValidateLiveEngine(t *testing.T) {
+	saved := listContainers
+	t.Cleanup(func() { listContainers = saved })
+
+	listContainers = nil
+	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "cannot read the live Docker engine") {
+		t.Errorf("nil listContainers: exit %d, %q", code, errOut)
+	}
+
+	var gotHost string
+	listContainers = func(_ context.Context, host string) ([]labels.Container, error) {
+		gotHost = host
+		return []labels.Container{{ID: "abc", Name: "web-1", Labels: map[string]string{
+			"levee.enable": "true", "levee.http.web.host": "a.com", "levee.http.web.port": "80"},
+			Networks: []labels.Network{{Name: "bridge", IP: "172.17.0.2"}}}}, nil
+	}
+	out, _, code := validate(t, "--docker-host", "tcp://engine:2375")
+	if code != 0 || gotHost != "tcp://engine:2375" || !strings.Contains(out, "a.com -> 172.17.0.2:80") {
+		t.Errorf("live: exit %d host %q\n%s", code, gotHost, out)
+	}
+
+	listContainers = func(context.Context, string) ([]labels.Container, error) {
+		return nil, errors.New("connection refused")
+	}
+	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "connection refused") {
+		t.Errorf("engine error: exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,116 @@
+package diagnostics
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// codeConstants reads every Code constant declared in the package source,
+// so a constant added without a catalogue entry fails the test.
+func codeConstants(t *testing.T) map[string]Code {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", nil, 0)
+	if err != nil {
+		t.Fatalf("parse package: %v", err)
+	}
+	out := map[string]Code{}
+	for _, pkg := range pkgs {
+		for _, file := range pkg.Files {
+			for _, decl := range file.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
+						continue
+					}
+					for i, name := range vs.Names {
+						lit := vs.Values[i].(*ast.BasicLit)
+						v, _ := strconv.Unquote(lit.Value)
+						out[name.Name] = Code(v)
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("found no Code constants")
+	}
+	return out
+}
+
+func TestEveryCodeHasACompleteEntry(t *testing.T) {
+	consts := codeConstants(t)
+	seen := map[Code]string{}
+	for name, code := range consts {
+		if other, dup := seen[code]; dup {
+			t.Errorf("%s and %s share code %s", name, other, code)
+		}
+		seen[code] = name
+		e, ok := Lookup(code)
+		if !ok {
+			t.Errorf("%s (%s) has no catalogue entry", name, code)
+			continue
+		}
+		if e.Title == "" || e.Effect == "" || e.Fix == "" || e.Example == "" {
+			t.Errorf("%s (%s): incomplete entry %+v", name, code, e)
+		}
+	}
+	if len(Catalogue()) != len(consts) {
+		t.Errorf("catalogue has %d entries for %d constants", len(Catalogue()), len(consts))
+	}
+}
+
+// The letter of a code is its severity, and numbers are three digits.
+func TestCodeNumbering(t *testing.T) {
+	re := regexp.MustCompile(`^[EWI][0-9]{3}$`)
+	letter := map[Severity]byte{Error: 'E', Warn: 'W', Info: 'I'}
+	for _, e := range Catalogue() {
+		if !re.MatchString(string(e.Code)) {
+			t.Errorf("code %q is not E/W/I + 3 digits", e.Code)
+			continue
+		}
+		if e.Code[0] != letter[e.Severity] {
+			t.Errorf("%s has severity %s", e.Code, e.Severity)
+		}
+	}
+}
+
+func TestCatalogueIsSortedCopy(t *testing.T) {
+	c := Catalogue()
+	for i := 1; i < len(c); i++ {
+		if c[i-1].Code >= c[i].Code {
+			t.Fatalf("not sorted at %s, %s", c[i-1].Code, c[i].Code)
+		}
+	}
+	c[0].Title = "changed"
+	if e, _ := Lookup(c[0].Code); e.Title == "changed" {
+		t.Error("Catalogue returned the shared slice")
+	}
+	if _, ok := Lookup("W999"); ok {
+		t.Error("Lookup found an unknown code")
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	cands := []string{"circuitBreaker.threshold", "circuitBreaker.minRequests", "host", "port", "path"}
+	cases := map[string]string{
+		"circuitbreaker.threshold": "did you mean circuitBreaker.threshold?",
+		"circuitBreaker.treshold":  "did you mean circuitBreaker.threshold?",
+		"hots":                     "did you mean host?",
+		"completelyDifferent":      "",
+		"prot":                     "did you mean port?",
+	}
+	for in, want := range cases {
+		if got := DidYouMean(in, cands); got != want {
+			t.Errorf("DidYouMean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

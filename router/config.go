@@ -1,0 +1,277 @@
+package router
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// Defaults of the entrypoint fields (see Fields for the full table).
+const (
+	DefaultPath           = "/"
+	DefaultLoadBalancer   = RoundRobin
+	DefaultBackendTimeout = 30 * time.Second
+	DefaultWeight         = 100
+	DefaultRetryAttempts  = 1
+	// DefaultPort is the last resort of the port choice (no port label, no
+	// exposed port) and the port of an API backend without one.
+	DefaultPort = 80
+	// DefaultResponseCode and DefaultResponseBody are what an open breaker
+	// answers.
+	DefaultResponseCode = http.StatusServiceUnavailable
+	DefaultResponseBody = "upstream circuit open"
+
+	DefaultHealthPath     = "/"
+	DefaultHealthStatus   = "200-399"
+	DefaultHealthTimeout  = 5 * time.Second
+	DefaultHealthInterval = 10 * time.Second
+	DefaultHealthRise     = 2
+	DefaultHealthFall     = 3
+
+	// MaxRetryAttempts bounds retry.attempts.
+	MaxRetryAttempts = 10
+	// MaxWeight bounds a backend's weight.
+	MaxWeight = 1_000_000
+)
+
+// DefaultEntrypoint returns an entrypoint with every field at its default
+// and no identity, hosts or backends.
+func DefaultEntrypoint() Entrypoint {
+	return Entrypoint{
+		Protocol:       ProtocolHTTP,
+		Path:           DefaultPath,
+		LoadBalancer:   DefaultLoadBalancer,
+		BackendTimeout: DefaultBackendTimeout,
+		Retry:          Retry{Attempts: DefaultRetryAttempts},
+	}
+}
+
+// DefaultHealthCheck returns the health check used once any healthCheck.*
+// field is set: the fields not given take these values.
+func DefaultHealthCheck() HealthCheck {
+	st, _ := breaker.ParseStatuses(DefaultHealthStatus)
+	return HealthCheck{
+		Path:     DefaultHealthPath,
+		Status:   st,
+		Timeout:  DefaultHealthTimeout,
+		Interval: DefaultHealthInterval,
+		Rise:     DefaultHealthRise,
+		Fall:     DefaultHealthFall,
+	}
+}
+
+// DefaultCircuitBreaker returns the breaker used once any circuitBreaker.*
+// field is set: the fields not given take these values.
+func DefaultCircuitBreaker() CircuitBreaker {
+	return CircuitBreaker{
+		Params:       breaker.DefaultParams(),
+		ResponseCode: DefaultResponseCode,
+		ResponseBody: DefaultResponseBody,
+		Scope:        ScopeRoute,
+	}
+}
+
+// Kind is the type of a config field as operators see it.
+type Kind string
+
+// Field kinds.
+const (
+	KindString   Kind = "string"
+	KindInt      Kind = "integer"
+	KindFloat    Kind = "number"
+	KindBool     Kind = "boolean"
+	KindDuration Kind = "duration"
+	KindList     Kind = "list"
+	KindStatuses Kind = "status list"
+	KindEnum     Kind = "enum"
+)
+
+// Field is one row of the config table: the one definition from which label
+// parsing, JSON/YAML decoding, validation and docs/labels.md all derive.
+type Field struct {
+	// Label is the key after <prefix>.<protocol>.<service>., camelCase,
+	// e.g. "circuitBreaker.threshold".
+	Label string
+	// LabelAliases are other accepted label keys (e.g. Sōzune's "prefix").
+	LabelAliases []string
+	// JSON is the path in the API payload, e.g.
+	// "config.circuit_breaker.threshold". Paths starting with "backends[]"
+	// are per-backend fields, decoded with the backends.
+	JSON string
+	// JSONAliases are other accepted JSON paths (e.g. "…cooldown_secs").
+	JSONAliases []string
+	Kind        Kind
+	// Values lists the accepted values of an enum.
+	Values []string
+	// Default is the value used when the field is absent or invalid, as
+	// text.
+	Default string
+	// Doc explains the field in one or two sentences.
+	Doc string
+	// Example is a valid label value.
+	Example string
+	// Code is the diagnostic a bad value produces.
+	Code diagnostics.Code
+
+	set func(d *draft, f *Field, key string, v any)
+}
+
+// Fields returns the config table, in documentation order.
+func Fields() []Field {
+	out := make([]Field, len(fieldTable))
+	copy(out, fieldTable)
+	for i := range out {
+		out[i].set = nil
+	}
+	return out
+}
+
+var fieldTable = buildFieldTable()
+
+var (
+	hostLabelRe = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,62})$`)
+	methodNames = map[string]bool{
+		http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+		http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+		http.MethodOptions: true, http.MethodTrace: true,
+	}
+	lbAliases = map[string]string{
+		RoundRobin: RoundRobin, "rr": RoundRobin, "roundrobin": RoundRobin,
+		Random:     Random,
+		PowerOfTwo: PowerOfTwo, "p2c": PowerOfTwo,
+		LeastConnections: LeastConnections, "leastconn": LeastConnections, "least_conn": LeastConnections,
+	}
+)
+
+func buildFieldTable() []Field {
+	cbDef := breaker.DefaultParams()
+	return []Field{
+		// Routing.
+		{Label: "host", JSON: "config.hostnames", Kind: KindList, Default: "(required)", Code: diagnostics.BadHost,
+			Doc:     "Host names the service answers, comma-separated; `*.example.com` matches any sub-domain of example.com. Case-insensitive, port ignored. Without a valid host the service is not routed (E002).",
+			Example: "app.example.com,*.app.example.com", set: setHosts},
+		{Label: "port", JSON: "backends[].port", Kind: KindInt, Default: "only exposed port, else lowest exposed, else 80", Code: diagnostics.BadPort,
+			Doc:     "Port of the container that receives the traffic (1-65535). Without it Levee chooses and says so (I002).",
+			Example: "8080", set: setPort},
+		{Label: "path", LabelAliases: []string{"prefix"}, JSON: "config.path", Kind: KindString, Default: "/", Code: diagnostics.BadPath,
+			Doc:     "Path prefix, segment-aware (`/api` matches `/api` and `/api/x`, not `/apix`); the longest prefix wins. `prefix` is an alias.",
+			Example: "/api", set: setPath},
+		{Label: "pathRegex", JSON: "config.path_regex", Kind: KindString, Default: "(none)", Code: diagnostics.BadPathRegex,
+			Doc:     "A Go (RE2) regular expression the request path must also match.",
+			Example: "^/api/v[0-9]+/", set: setPathRegex},
+		{Label: "priority", JSON: "config.priority", Kind: KindInt, Default: "0", Code: diagnostics.BadPriority,
+			Doc:     "Breaks ties between routes with the same host and path length (and collisions, W018); higher wins.",
+			Example: "10", set: setPriority},
+		{Label: "methods", JSON: "config.methods", Kind: KindList, Default: "(all)", Code: diagnostics.BadMethod,
+			Doc:     "Restricts the route to these HTTP methods, comma-separated, any case.",
+			Example: "GET,HEAD", set: setMethods},
+		{Label: "stripPrefix", JSON: "config.strip_prefix", Kind: KindBool, Default: "false", Code: diagnostics.BadBool,
+			Doc:     "Removes the matched path prefix before forwarding (`/api/x` → `/x`).",
+			Example: "true", set: setStripPrefix},
+		{Label: "addPrefix", JSON: "config.add_prefix", Kind: KindString, Default: "(none)", Code: diagnostics.BadRewrite,
+			Doc:     "Prepended to the (possibly stripped) path before forwarding.",
+			Example: "/v1", set: setAddPrefix},
+		// Balancing.
+		{Label: "loadBalancer", JSON: "config.load_balancer", Kind: KindEnum, Default: RoundRobin, Code: diagnostics.BadLoadBalancer,
+			Values:  []string{RoundRobin + " (rr)", Random, PowerOfTwo + " (p2c)", LeastConnections + " (leastconn)"},
+			Doc:     "How a backend is picked among the service's backends.",
+			Example: "least_connections", set: setLoadBalancer},
+		{Label: "weight", JSON: "backends[].weight", Kind: KindInt, Default: strconv.Itoa(DefaultWeight), Code: diagnostics.BadWeight,
+			Doc:     "Relative weight of this container's backend (0-1000000); 0 keeps it wired but never picked.",
+			Example: "50", set: setWeight},
+		// Resilience.
+		{Label: "backendTimeout", JSON: "config.backend_timeout", Kind: KindDuration, Default: DefaultBackendTimeout.String(), Code: diagnostics.BadTimeout,
+			Doc:     "How long Levee waits for a backend's response headers (whole seconds or a Go duration).",
+			Example: "15s", set: setBackendTimeout},
+		{Label: "retry.attempts", JSON: "config.retry.attempts", Kind: KindInt, Default: strconv.Itoa(DefaultRetryAttempts), Code: diagnostics.BadRetry,
+			Doc:     "Total number of tries of an idempotent request on transport errors (1-10; 1 = no retry).",
+			Example: "3", set: setRetryAttempts},
+		{Label: "healthCheck.path", JSON: "config.health_check.path", Kind: KindString, Default: DefaultHealthPath, Code: diagnostics.BadHealthCheck,
+			Doc:     "Path probed on each backend. Setting any healthCheck.* field turns active health checks on.",
+			Example: "/healthz", set: setHealthPath},
+		{Label: "healthCheck.status", JSON: "config.health_check.status", Kind: KindStatuses, Default: DefaultHealthStatus, Code: diagnostics.BadHealthCheck,
+			Doc:     "Statuses that count as healthy.",
+			Example: "200-299", set: setHealthStatus},
+		{Label: "healthCheck.timeout", JSON: "config.health_check.timeout", Kind: KindDuration, Default: DefaultHealthTimeout.String(), Code: diagnostics.BadHealthCheck,
+			Doc:     "Timeout of one probe.",
+			Example: "2s", set: setHealthDuration(func(h *HealthCheck) *time.Duration { return &h.Timeout })},
+		{Label: "healthCheck.interval", JSON: "config.health_check.interval", Kind: KindDuration, Default: DefaultHealthInterval.String(), Code: diagnostics.BadHealthCheck,
+			Doc:     "Time between probes of one backend.",
+			Example: "5s", set: setHealthDuration(func(h *HealthCheck) *time.Duration { return &h.Interval })},
+		{Label: "healthCheck.rise", JSON: "config.health_check.rise", Kind: KindInt, Default: strconv.Itoa(DefaultHealthRise), Code: diagnostics.BadHealthCheck,
+			Doc:     "Consecutive successful probes that mark a backend up (1-100).",
+			Example: "2", set: setHealthCount(func(h *HealthCheck) *int { return &h.Rise })},
+		{Label: "healthCheck.fall", JSON: "config.health_check.fall", Kind: KindInt, Default: strconv.Itoa(DefaultHealthFall), Code: diagnostics.BadHealthCheck,
+			Doc:     "Consecutive failed probes that mark a backend down (1-100).",
+			Example: "3", set: setHealthCount(func(h *HealthCheck) *int { return &h.Fall })},
+		// Circuit breaker.
+		{Label: "circuitBreaker.enabled", JSON: "config.circuit_breaker.enabled", Kind: KindBool, Default: "true once any circuitBreaker.* field is set", Code: diagnostics.BadBool,
+			Doc:     "Turns the breaker on with all defaults (`true`) or off although other circuitBreaker.* fields are set (`false`).",
+			Example: "true", set: setBreakerEnabled},
+		{Label: "circuitBreaker.threshold", JSON: "config.circuit_breaker.threshold", Kind: KindFloat, Default: ratioText(cbDef.Threshold), Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Failure ratio in (0,1] over the window that opens the breaker.",
+			Example: "0.5", set: setBreakerFloat(func(p *breaker.Params) *float64 { return &p.Threshold }, true)},
+		{Label: "circuitBreaker.minRequests", JSON: "config.circuit_breaker.min_requests", Kind: KindInt, Default: strconv.Itoa(cbDef.MinRequests), Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Outcomes the window must hold before the ratio counts (1-100000); the count window holds the last minRequests outcomes.",
+			Example: "20", set: setBreakerInt(func(p *breaker.Params) *int { return &p.MinRequests }, true)},
+		{Label: "circuitBreaker.window", JSON: "config.circuit_breaker.window", Kind: KindDuration, Default: "0s (count window)", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "0 = count-based window of the last minRequests outcomes; a duration (>= 1s) = rolling time window.",
+			Example: "60s", set: setBreakerDuration(func(p *breaker.Params) *time.Duration { return &p.Window }, false)},
+		{Label: "circuitBreaker.consecutiveFailures", JSON: "config.circuit_breaker.consecutive_failures", Kind: KindInt, Default: "0 (off)", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Failures in a row that open the breaker; 0 turns the rule off.",
+			Example: "5", set: setBreakerInt(func(p *breaker.Params) *int { return &p.ConsecutiveFailures }, false)},
+		{Label: "circuitBreaker.slowCallDuration", JSON: "config.circuit_breaker.slow_call_duration", Kind: KindDuration, Default: "0s (off)", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Calls slower than this count as slow; 0 turns the slow-call rule off.",
+			Example: "2s", set: setBreakerDuration(func(p *breaker.Params) *time.Duration { return &p.SlowCallDuration }, false)},
+		{Label: "circuitBreaker.slowCallThreshold", JSON: "config.circuit_breaker.slow_call_threshold", Kind: KindFloat, Default: "0 (off)", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Slow-call ratio in (0,1] that opens the breaker; 0 turns the rule off.",
+			Example: "0.8", set: setBreakerFloat(func(p *breaker.Params) *float64 { return &p.SlowCallThreshold }, false)},
+		{Label: "circuitBreaker.cooldown", JSON: "config.circuit_breaker.cooldown", JSONAliases: []string{"config.circuit_breaker.cooldown_secs"}, Kind: KindDuration, Default: cbDef.Cooldown.String(), Code: diagnostics.BadCircuitBreaker,
+			Doc:     "How long the breaker stays open before half-open probes (whole seconds or a Go duration). JSON also accepts `cooldown_secs`.",
+			Example: "10", set: setBreakerDuration(func(p *breaker.Params) *time.Duration { return &p.Cooldown }, true)},
+		{Label: "circuitBreaker.maxCooldown", JSON: "config.circuit_breaker.max_cooldown", Kind: KindDuration, Default: "cooldown", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "With a value above cooldown, each consecutive trip doubles the open duration up to this cap.",
+			Example: "5m", set: setBreakerDuration(func(p *breaker.Params) *time.Duration { return &p.MaxCooldown }, false)},
+		{Label: "circuitBreaker.halfOpenProbes", JSON: "config.circuit_breaker.half_open_probes", Kind: KindInt, Default: strconv.Itoa(cbDef.HalfOpenProbes), Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Concurrent probe requests allowed while half-open (1-10000).",
+			Example: "2", set: setBreakerInt(func(p *breaker.Params) *int { return &p.HalfOpenProbes }, true)},
+		{Label: "circuitBreaker.successesToClose", JSON: "config.circuit_breaker.successes_to_close", Kind: KindInt, Default: strconv.Itoa(cbDef.SuccessesToClose), Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Consecutive successful probes that close the breaker.",
+			Example: "3", set: setBreakerInt(func(p *breaker.Params) *int { return &p.SuccessesToClose }, true)},
+		{Label: "circuitBreaker.probeTimeout", JSON: "config.circuit_breaker.probe_timeout", Kind: KindDuration, Default: "cooldown", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "A probe that has not reported after this frees its slot (hung backend, WebSocket).",
+			Example: "30s", set: setBreakerDuration(func(p *breaker.Params) *time.Duration { return &p.ProbeTimeout }, false)},
+		{Label: "circuitBreaker.failureStatuses", JSON: "config.circuit_breaker.failure_statuses", Kind: KindStatuses, Default: "500-599", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Response statuses that count as failures (transport errors and timeouts always do).",
+			Example: "500,502-504", set: setBreakerStatuses(func(p *breaker.Params) *breaker.StatusSet { return &p.FailureStatuses })},
+		{Label: "circuitBreaker.successStatuses", JSON: "config.circuit_breaker.success_statuses", Kind: KindStatuses, Default: "(unset: every non-failure status is a success)", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "If set, statuses in neither list are neutral (they neither trip nor heal).",
+			Example: "2xx,3xx", set: setBreakerStatuses(func(p *breaker.Params) *breaker.StatusSet { return &p.SuccessStatuses })},
+		{Label: "circuitBreaker.cooldownJitter", JSON: "config.circuit_breaker.cooldown_jitter", Kind: KindFloat, Default: "0", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Random extra fraction [0,1] of the open duration, so replicas of Levee do not probe in lock-step.",
+			Example: "0.1", set: setBreakerFloat(func(p *breaker.Params) *float64 { return &p.CooldownJitter }, false)},
+		{Label: "circuitBreaker.recoveryDuration", JSON: "config.circuit_breaker.recovery_duration", Kind: KindDuration, Default: "0s (off)", Code: diagnostics.BadCircuitBreaker,
+			Doc:     "After closing, traffic ramps up linearly over this duration; 0 turns the ramp off.",
+			Example: "30s", set: setBreakerDuration(func(p *breaker.Params) *time.Duration { return &p.RecoveryDuration }, false)},
+		{Label: "circuitBreaker.mode", JSON: "config.circuit_breaker.mode", Kind: KindEnum, Default: "enforce", Code: diagnostics.BadCircuitBreaker,
+			Values:  []string{"enforce", "shadow"},
+			Doc:     "`shadow` judges and emits events like `enforce` but never rejects: try thresholds on live traffic.",
+			Example: "shadow", set: setBreakerMode},
+		{Label: "circuitBreaker.responseCode", JSON: "config.circuit_breaker.response_code", Kind: KindInt, Default: strconv.Itoa(DefaultResponseCode), Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Status answered while the breaker is open (200-599).",
+			Example: "503", set: setBreakerResponseCode},
+		{Label: "circuitBreaker.responseBody", JSON: "config.circuit_breaker.response_body", Kind: KindString, Default: DefaultResponseBody, Code: diagnostics.BadCircuitBreaker,
+			Doc:     "Body answered while the breaker is open (at most 4096 bytes).",
+			Example: "try again later", set: setBreakerResponseBody},
+		{Label: "circuitBreaker.scope", JSON: "config.circuit_breaker.scope", Kind: KindEnum, Default: ScopeRoute, Code: diagnostics.BadCircuitBreaker,
+			Values:  []string{ScopeRoute, ScopeBackend},
+			Doc:     "One breaker for the route, or one per backend.",
+			Example: "backend", set: setBreakerScope},
+	}
+}
+
+func ratioText(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

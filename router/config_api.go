@@ -1,0 +1,379 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/levee-proxy/levee/diagnostics"
+	"go.yaml.in/yaml/v3"
+)
+
+// Format is the encoding of an API payload.
+type Format uint8
+
+// Payload formats.
+const (
+	FormatJSON Format = iota
+	FormatYAML
+)
+
+// InputError is a structural problem with an API payload: the entrypoint
+// cannot be stored at all. Status is 400 for a malformed body and 422 for a
+// well-formed one that cannot be an entrypoint (bad name, no hostnames).
+// Field-level problems are never InputErrors: they are diagnostics with a
+// fallback.
+type InputError struct {
+	Status      int
+	Message     string
+	Diagnostics []diagnostics.Diagnostic
+}
+
+// Error implements error.
+func (e *InputError) Error() string { return e.Message }
+
+// NamePattern is what an API entrypoint name (its id) must match.
+var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// maxNameLen bounds names: they become ids in URLs, metrics and logs.
+const maxNameLen = 128
+
+// jsonNames are the accepted config JSON paths, for did-you-mean.
+var jsonNames = func() []string {
+	var out []string
+	for _, f := range fieldTable {
+		if strings.HasPrefix(f.JSON, "config.") {
+			out = append(out, f.JSON)
+			out = append(out, f.JSONAliases...)
+		}
+	}
+	return append(out, "config.retry", "config.health_check", "config.circuit_breaker")
+}()
+
+// jsonGroups are config paths whose value is an object of fields.
+var jsonGroups = map[string]diagnostics.Code{
+	"config.retry":           diagnostics.BadRetry,
+	"config.health_check":    diagnostics.BadHealthCheck,
+	"config.circuit_breaker": diagnostics.BadCircuitBreaker,
+}
+
+var (
+	topLevelKeys = []string{"name", "protocol", "backends", "config", "created"}
+	backendKeys  = []string{"address", "port", "weight", "name"}
+)
+
+// DecodeEntrypoint decodes an API payload (Sōzune's shape:
+// {"name","protocol","backends":[…],"config":{…}}) through the same field
+// table as labels. Field-level problems fall back per field and are
+// returned as diagnostics keyed by JSON path; a structural problem returns
+// an *InputError. src names the object; its empty parts are filled
+// (Provider "api", ObjectID and ObjectName the entrypoint name).
+func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entrypoint, []diagnostics.Diagnostic, error) {
+	root, err := parsePayload(format, body)
+	if err != nil {
+		return Entrypoint{}, nil, err
+	}
+	obj, ok := root.(map[string]any)
+	if !ok {
+		return Entrypoint{}, nil, &InputError{Status: http.StatusBadRequest, Message: "payload must be an object"}
+	}
+
+	name, err := decodeName(obj["name"])
+	if err != nil {
+		return Entrypoint{}, nil, err
+	}
+	if src.Provider == "" {
+		src.Provider = SourceAPI
+	}
+	if src.ObjectID == "" {
+		src.ObjectID = name
+	}
+	if src.ObjectName == "" {
+		src.ObjectName = name
+	}
+
+	d := newDraft(src, func(f *Field) string { return f.JSON })
+	if p, ok := obj["protocol"]; ok && p != nil {
+		s, isStr := p.(string)
+		if !isStr || !strings.EqualFold(strings.TrimSpace(s), ProtocolHTTP) {
+			diag := newDiagnostic(diagnostics.UnknownProtocol, src, "protocol", displayValue(p), "",
+				"unsupported protocol: only Http is routed", "")
+			return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity,
+				Message: fmt.Sprintf("unsupported protocol %s: only Http is supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}
+		}
+	}
+	var created time.Time
+	if c, ok := obj["created"]; ok && c != nil {
+		s, _ := c.(string)
+		t, perr := time.Parse(time.RFC3339Nano, s)
+		if perr != nil {
+			d.add(diagnostics.UnknownKey, "created", displayValue(c), "", "created must be an RFC 3339 timestamp", "")
+		} else {
+			created = t.UTC()
+		}
+	}
+	for _, k := range sortedConfigKeys(obj) {
+		if !hasString(topLevelKeys, k) {
+			d.add(diagnostics.UnknownKey, k, displayValue(obj[k]), "", fmt.Sprintf("unknown field %q", k), didYouMean(k, topLevelKeys))
+		}
+	}
+
+	cfg, ok := obj["config"].(map[string]any)
+	if !ok && obj["config"] != nil {
+		return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity, Message: "config must be an object"}
+	}
+	var items []fieldValue
+	flattenConfig(d, "config", cfg, &items)
+	d.apply(items)
+
+	backends, err := decodeBackends(d, obj["backends"])
+	if err != nil {
+		return Entrypoint{}, nil, err
+	}
+	ep, routable := d.finish()
+	if !routable {
+		return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity,
+			Message: "config.hostnames must hold at least one valid host name", Diagnostics: d.diags}
+	}
+	ep.ID, ep.Name, ep.Source, ep.Created = name, name, SourceAPI, created
+	ep.Backends = backends
+	return ep, d.diags, nil
+}
+
+func parsePayload(format Format, body []byte) (any, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, &InputError{Status: http.StatusBadRequest, Message: "empty payload"}
+	}
+	switch format {
+	case FormatJSON:
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, &InputError{Status: http.StatusBadRequest, Message: fmt.Sprintf("malformed JSON: %v", err)}
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, &InputError{Status: http.StatusBadRequest, Message: "malformed JSON: data after the object"}
+		}
+		return v, nil
+	case FormatYAML:
+		var v any
+		if err := yaml.Unmarshal(body, &v); err != nil {
+			return nil, &InputError{Status: http.StatusBadRequest, Message: fmt.Sprintf("malformed YAML: %v", err)}
+		}
+		return fromYAML(v, 0)
+	}
+	return nil, &InputError{Status: http.StatusBadRequest, Message: fmt.Sprintf("unknown payload format %d", format)}
+}
+
+// fromYAML converts a decoded YAML value to the JSON value forms the field
+// table understands (numbers as json.Number, maps with string keys).
+func fromYAML(v any, depth int) (any, error) {
+	if depth > 64 {
+		return nil, &InputError{Status: http.StatusBadRequest, Message: "malformed YAML: nested too deeply"}
+	}
+	switch x := v.(type) {
+	case nil, string, bool:
+		return x, nil
+	case int:
+		return json.Number(strconv.Itoa(x)), nil
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10)), nil
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10)), nil
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
+	case time.Time:
+		return x.Format(time.RFC3339Nano), nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, err := fromYAML(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, err := fromYAML(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, err := fromYAML(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[fmt.Sprint(k)] = c
+		}
+		return out, nil
+	}
+	return fmt.Sprint(v), nil
+}
+
+func decodeName(v any) (string, error) {
+	s, ok := v.(string)
+	switch {
+	case v == nil:
+		return "", &InputError{Status: http.StatusUnprocessableEntity, Message: "name is required"}
+	case !ok:
+		return "", &InputError{Status: http.StatusUnprocessableEntity, Message: fmt.Sprintf("name must be a string, got %s", displayValue(v))}
+	case len(s) > maxNameLen || !NamePattern.MatchString(s):
+		return "", &InputError{Status: http.StatusUnprocessableEntity,
+			Message: fmt.Sprintf("invalid name %q: want lower-case letters, digits, '_' and '-', starting with a letter or digit, at most %d characters", s, maxNameLen)}
+	}
+	return s, nil
+}
+
+// flattenConfig walks the config object and collects leaf fields; objects
+// recurse only where the table has a group (retry, health_check,
+// circuit_breaker). Unknown keys are W013 with a did-you-mean.
+func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValue) {
+	for _, k := range sortedConfigKeys(obj) {
+		v := obj[k]
+		p := path + "." + k
+		if code, isGroup := jsonGroups[p]; isGroup {
+			sub, ok := v.(map[string]any)
+			if !ok {
+				if v != nil {
+					d.add(code, p, displayValue(v), "defaults", p+" must be an object", "")
+				}
+				continue
+			}
+			flattenConfig(d, p, sub, items)
+			continue
+		}
+		idx, alias, ok := lookupJSON(p)
+		if !ok {
+			d.add(diagnostics.UnknownKey, p, displayValue(v), "", fmt.Sprintf("unknown field %q", p), didYouMean(p, jsonNames))
+			continue
+		}
+		*items = append(*items, fieldValue{field: idx, alias: alias, key: p, value: v})
+	}
+}
+
+func lookupJSON(path string) (idx int, alias bool, ok bool) {
+	if !strings.HasPrefix(path, "config.") {
+		return 0, false, false
+	}
+	for i, f := range fieldTable {
+		if f.JSON == path {
+			return i, false, true
+		}
+		for _, a := range f.JSONAliases {
+			if a == path {
+				return i, true, true
+			}
+		}
+	}
+	return 0, false, false
+}
+
+// decodeBackends decodes the backends list. A backend that cannot be used
+// (no address) is dropped with W010; bad port and weight fall back.
+func decodeBackends(d *draft, v any) ([]Backend, error) {
+	if v == nil {
+		d.add(diagnostics.NoBackends, "backends", "", "503 no-healthy-backend",
+			"no backends: the entrypoint answers 503 until backends are given", "")
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, &InputError{Status: http.StatusUnprocessableEntity, Message: "backends must be a list"}
+	}
+	portF, weightF := fieldByLabel("port"), fieldByLabel("weight")
+	var out []Backend
+	for i, raw := range list {
+		prefix := fmt.Sprintf("backends[%d]", i)
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			d.add(diagnostics.NoAddress, prefix, displayValue(raw), "", "a backend must be an object with an address", "")
+			continue
+		}
+		for _, k := range sortedConfigKeys(obj) {
+			if !hasString(backendKeys, k) {
+				d.add(diagnostics.UnknownKey, prefix+"."+k, displayValue(obj[k]), "", fmt.Sprintf("unknown field %q", k),
+					didYouMean(k, backendKeys))
+			}
+		}
+		addr, _ := obj["address"].(string)
+		addr = strings.TrimSpace(addr)
+		if addr == "" || strings.ContainsAny(addr, "/ ") {
+			d.add(diagnostics.NoAddress, prefix+".address", displayValue(obj["address"]), "",
+				"a backend needs an address (host name or IP, without scheme or port)", "")
+			continue
+		}
+		b := Backend{Address: addr, Port: DefaultPort, Weight: DefaultWeight}
+		if p, ok := obj["port"]; ok && p != nil {
+			n, err := toInt(p)
+			if err == nil && (n < 1 || n > 65535) {
+				err = fmt.Errorf("must be in 1-65535")
+			}
+			if err != nil {
+				d.add(portF.Code, prefix+".port", displayValue(p), strconv.Itoa(DefaultPort), "invalid port: "+err.Error(), "")
+			} else {
+				b.Port = n
+			}
+		} else {
+			d.add(diagnostics.PortDefaulted, prefix+".port", "", strconv.Itoa(DefaultPort), "no port given: using 80", "")
+		}
+		if w, ok := obj["weight"]; ok && w != nil {
+			n, err := toInt(w)
+			if err == nil && (n < 0 || n > MaxWeight) {
+				err = fmt.Errorf("must be in 0-%d", MaxWeight)
+			}
+			if err != nil {
+				d.add(weightF.Code, prefix+".weight", displayValue(w), strconv.Itoa(DefaultWeight), "invalid weight: "+err.Error(), "")
+			} else {
+				b.Weight = n
+			}
+		}
+		if n, ok := obj["name"]; ok && n != nil {
+			b.Name, _ = scalarText(n)
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		d.add(diagnostics.NoBackends, "backends", "", "503 no-healthy-backend",
+			"no usable backends: the entrypoint answers 503 until backends are given", "")
+	}
+	return out, nil
+}
+
+func didYouMean(got string, candidates []string) string {
+	return diagnostics.DidYouMean(got, candidates)
+}
+
+func sortedConfigKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func hasString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,637 @@
+package router
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// draft is an entrypoint being decoded. Setters from the field table write
+// into it and report problems; finish applies the cross-field rules (hosts
+// required, breaker parameters validated together) once all fields are in.
+type draft struct {
+	ep    Entrypoint
+	src   diagnostics.Source
+	keyOf func(f *Field) string
+	diags []diagnostics.Diagnostic
+
+	port      int // 0: not given
+	weight    int
+	weightSet bool
+
+	hc    HealthCheck
+	hcSet bool
+
+	cb        CircuitBreaker // Params hold only the given fields (zero = default)
+	cbSet     bool
+	cbEnabled *bool
+	// cbGiven maps a breaker field's label name ("minRequests") to what the
+	// operator wrote, so Params.Validate's findings carry their key and value.
+	cbGiven map[string]givenValue
+}
+
+type givenValue struct{ key, value string }
+
+// item is one field value as it arrived: the key as written (label key or
+// JSON path) and the value.
+type fieldValue struct {
+	field int // index in fieldTable
+	alias bool
+	key   string
+	value any
+}
+
+func newDraft(src diagnostics.Source, keyOf func(f *Field) string) *draft {
+	cb := DefaultCircuitBreaker()
+	cb.Params = breaker.Params{}
+	return &draft{
+		ep:      DefaultEntrypoint(),
+		src:     src,
+		keyOf:   keyOf,
+		weight:  DefaultWeight,
+		hc:      DefaultHealthCheck(),
+		cb:      cb,
+		cbGiven: map[string]givenValue{},
+	}
+}
+
+// newDiagnostic builds a diagnostic with the catalogue's severity.
+func newDiagnostic(code diagnostics.Code, src diagnostics.Source, key, value, fallback, msg, hint string) diagnostics.Diagnostic {
+	sev := diagnostics.Warn
+	if e, ok := diagnostics.Lookup(code); ok {
+		sev = e.Severity
+	}
+	return diagnostics.Diagnostic{Code: code, Severity: sev, Source: src, Key: key, Value: value,
+		Fallback: fallback, Message: msg, Hint: hint}
+}
+
+func (d *draft) add(code diagnostics.Code, key, value, fallback, msg, hint string) {
+	d.diags = append(d.diags, newDiagnostic(code, d.src, key, value, fallback, msg, hint))
+}
+
+// bad reports that field f's value is invalid and its default applies.
+func (d *draft) bad(f *Field, key string, v any, reason string) {
+	d.add(f.Code, key, displayValue(v), f.Default, fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
+}
+
+// apply runs the setters of items in table order. A field given twice (by
+// its name and an alias) keeps the canonical one and reports the other.
+func (d *draft) apply(items []fieldValue) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].field != items[j].field {
+			return items[i].field < items[j].field
+		}
+		if items[i].alias != items[j].alias {
+			return !items[i].alias
+		}
+		return items[i].key < items[j].key
+	})
+	applied := map[int]string{}
+	for _, it := range items {
+		f := &fieldTable[it.field]
+		if first, dup := applied[it.field]; dup {
+			d.add(diagnostics.DuplicateKey, it.key, displayValue(it.value), "value of "+first,
+				fmt.Sprintf("%s is given twice; %s wins", f.Label, first), "remove "+it.key)
+			continue
+		}
+		applied[it.field] = it.key
+		if it.value == nil {
+			continue // JSON null: not given
+		}
+		f.set(d, f, it.key, it.value)
+	}
+}
+
+// finish applies the cross-field rules and returns the entrypoint, whether
+// it can be routed, and the diagnostics.
+func (d *draft) finish() (Entrypoint, bool) {
+	routable := true
+	if len(d.ep.Hosts) == 0 {
+		d.add(diagnostics.MissingHost, d.keyOf(fieldByLabel("host")), "", "",
+			"no valid host: the service is not routed", "")
+		routable = false
+	}
+	if d.hcSet {
+		hc := d.hc
+		d.ep.HealthCheck = &hc
+	}
+	enabled := d.cbSet
+	if d.cbEnabled != nil {
+		enabled = *d.cbEnabled
+	}
+	if enabled {
+		cb := d.cb
+		p, errs := cb.Params.Validate()
+		for _, fe := range errs {
+			f := fieldByLabel("circuitBreaker." + fe.Field)
+			g, ok := d.cbGiven[fe.Field]
+			if !ok {
+				g = givenValue{value: fe.Value}
+				if f != nil {
+					g.key = d.keyOf(f)
+				}
+			}
+			d.add(diagnostics.BadCircuitBreaker, g.key, g.value, fe.Default,
+				fmt.Sprintf("invalid circuitBreaker.%s: %s", fe.Field, fe.Reason), "")
+		}
+		cb.Params = p
+		d.ep.CircuitBreaker = &cb
+	}
+	diagnostics.Sort(d.diags)
+	return d.ep, routable
+}
+
+func fieldByLabel(label string) *Field {
+	for i := range fieldTable {
+		if fieldTable[i].Label == label {
+			return &fieldTable[i]
+		}
+	}
+	return nil
+}
+
+// LabelConfig is one service's configuration decoded from labels.
+type LabelConfig struct {
+	// Entrypoint is normalised; its ID, Name, Source, Created and Backends
+	// are the caller's to fill.
+	Entrypoint Entrypoint
+	// Port is the port label, 0 when not given (the caller chooses).
+	Port int
+	// Weight applies to every backend of the service.
+	Weight int
+	// Routable is false when an error (E002) keeps the service unrouted.
+	Routable bool
+}
+
+// labelNames are the accepted label field names, for did-you-mean.
+var labelNames = func() []string {
+	var out []string
+	for _, f := range fieldTable {
+		out = append(out, f.Label)
+		out = append(out, f.LabelAliases...)
+	}
+	return out
+}()
+
+// DecodeLabels decodes one service's label fields (the part after
+// <prefix>.<protocol>.<service>.) through the field table. key renders a
+// field name as the full label key for diagnostics. Unknown fields are W013
+// with a did-you-mean; bad values fall back per field.
+func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(field string) string) (LabelConfig, []diagnostics.Diagnostic) {
+	d := newDraft(src, func(f *Field) string { return key(f.Label) })
+	var items []fieldValue
+	for name, value := range fields {
+		idx, alias, ok := lookupLabel(name)
+		if !ok {
+			hint := ""
+			if c, ok := diagnostics.Closest(name, labelNames); ok {
+				hint = "did you mean " + key(c) + "?"
+			}
+			d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), hint)
+			continue
+		}
+		items = append(items, fieldValue{field: idx, alias: alias, key: key(name), value: value})
+	}
+	d.apply(items)
+	ep, routable := d.finish()
+	return LabelConfig{Entrypoint: ep, Port: d.port, Weight: d.weight, Routable: routable}, d.diags
+}
+
+func lookupLabel(name string) (idx int, alias bool, ok bool) {
+	for i, f := range fieldTable {
+		if f.Label == name {
+			return i, false, true
+		}
+		for _, a := range f.LabelAliases {
+			if a == name {
+				return i, true, true
+			}
+		}
+	}
+	return 0, false, false
+}
+
+// --- setters ---------------------------------------------------------------
+
+func validHost(h string) bool {
+	if len(h) == 0 || len(h) > 253 {
+		return false
+	}
+	h = strings.TrimPrefix(h, "*.")
+	for _, label := range strings.Split(h, ".") {
+		if !hostLabelRe.MatchString(label) {
+			return false
+		}
+	}
+	return true
+}
+
+func setHosts(d *draft, f *Field, key string, v any) {
+	items, err := toList(v)
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	seen := map[string]bool{}
+	var hosts []string
+	for _, h := range items {
+		norm := strings.TrimSuffix(strings.ToLower(h), ".")
+		if !validHost(norm) {
+			d.add(f.Code, key, h, "",
+				fmt.Sprintf("invalid host %q dropped: want a host name without scheme, path or port (a leading *. is a wildcard)", h), "")
+			continue
+		}
+		if !seen[norm] {
+			seen[norm] = true
+			hosts = append(hosts, norm)
+		}
+	}
+	d.ep.Hosts = hosts
+}
+
+func setPort(d *draft, f *Field, key string, v any) {
+	n, err := toInt(v)
+	if err == nil && (n < 1 || n > 65535) {
+		err = fmt.Errorf("must be in 1-65535")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.port = n
+}
+
+// badPathChar reports characters that cannot be in a path prefix as written
+// in config (query, fragment, whitespace, controls).
+func badPathChar(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return r == '?' || r == '#' || unicode.IsSpace(r) || unicode.IsControl(r)
+	}) >= 0
+}
+
+func hasDotSegment(s string) bool {
+	for _, seg := range strings.Split(s, "/") {
+		if seg == ".." || seg == "." {
+			return true
+		}
+	}
+	return false
+}
+
+func setPath(d *draft, f *Field, key string, v any) {
+	s, err := toString(v)
+	switch {
+	case err != nil:
+	case s == "":
+		err = fmt.Errorf("empty path")
+	case badPathChar(s):
+		err = fmt.Errorf("a path prefix has no query, fragment or spaces")
+	case hasDotSegment(s):
+		err = fmt.Errorf("no . or .. segments")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	norm := s
+	if !strings.HasPrefix(norm, "/") {
+		norm = "/" + norm
+	}
+	if len(norm) > 1 {
+		norm = strings.TrimRight(norm, "/")
+		if norm == "" {
+			norm = "/"
+		}
+	}
+	if norm != s {
+		d.add(diagnostics.PathDefaulted, key, s, norm, fmt.Sprintf("path %q normalised to %q", s, norm), "")
+	}
+	d.ep.Path = norm
+}
+
+func setPathRegex(d *draft, f *Field, key string, v any) {
+	s, err := toString(v)
+	if err == nil && len(s) > 1024 {
+		err = fmt.Errorf("longer than 1024 bytes")
+	}
+	if err == nil && s != "" {
+		if _, cerr := regexp.Compile(s); cerr != nil {
+			err = fmt.Errorf("%v", cerr)
+		}
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.ep.PathRegex = s
+}
+
+func setPriority(d *draft, f *Field, key string, v any) {
+	n, err := toInt(v)
+	if err == nil && (n < -1_000_000 || n > 1_000_000) {
+		err = fmt.Errorf("must be in -1000000..1000000")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.ep.Priority = n
+}
+
+func setMethods(d *draft, f *Field, key string, v any) {
+	items, err := toList(v)
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range items {
+		up := strings.ToUpper(m)
+		if !methodNames[up] {
+			d.add(f.Code, key, m, "", fmt.Sprintf("unknown HTTP method %q: dropped", m), "")
+			continue
+		}
+		if !seen[up] {
+			seen[up] = true
+			out = append(out, up)
+		}
+	}
+	d.ep.Methods = out
+}
+
+func setStripPrefix(d *draft, f *Field, key string, v any) {
+	b, err := toBool(v)
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.ep.StripPrefix = b
+}
+
+func setAddPrefix(d *draft, f *Field, key string, v any) {
+	s, err := toString(v)
+	switch {
+	case err != nil:
+	case s == "":
+		d.ep.AddPrefix = ""
+		return
+	case !strings.HasPrefix(s, "/"):
+		err = fmt.Errorf("must start with /")
+	case badPathChar(s):
+		err = fmt.Errorf("no query, fragment or spaces")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.ep.AddPrefix = s
+}
+
+func setLoadBalancer(d *draft, f *Field, key string, v any) {
+	s, err := toString(v)
+	if err == nil {
+		if lb, ok := lbAliases[strings.ToLower(s)]; ok {
+			d.ep.LoadBalancer = lb
+			return
+		}
+		err = fmt.Errorf("want round_robin (rr), random, power_of_two (p2c) or least_connections (leastconn)")
+	}
+	d.bad(f, key, v, err.Error())
+}
+
+func setWeight(d *draft, f *Field, key string, v any) {
+	n, err := toInt(v)
+	if err == nil && (n < 0 || n > MaxWeight) {
+		err = fmt.Errorf("must be in 0-%d", MaxWeight)
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.weight, d.weightSet = n, true
+}
+
+func setBackendTimeout(d *draft, f *Field, key string, v any) {
+	t, err := toDuration(v)
+	if err == nil && t <= 0 {
+		err = fmt.Errorf("must be positive")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.ep.BackendTimeout = t
+}
+
+func setRetryAttempts(d *draft, f *Field, key string, v any) {
+	n, err := toInt(v)
+	if err == nil && (n < 1 || n > MaxRetryAttempts) {
+		err = fmt.Errorf("must be in 1-%d (total tries)", MaxRetryAttempts)
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.ep.Retry.Attempts = n
+}
+
+func setHealthPath(d *draft, f *Field, key string, v any) {
+	d.hcSet = true
+	s, err := toString(v)
+	if err == nil && (!strings.HasPrefix(s, "/") || strings.IndexFunc(s, unicode.IsSpace) >= 0 || strings.Contains(s, "#")) {
+		err = fmt.Errorf("must start with / and have no spaces or fragment")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.hc.Path = s
+}
+
+func setHealthStatus(d *draft, f *Field, key string, v any) {
+	d.hcSet = true
+	st, err := toStatuses(v)
+	if err == nil && st.IsEmpty() {
+		err = fmt.Errorf("empty status list")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.hc.Status = st
+}
+
+func setHealthDuration(ptr func(*HealthCheck) *time.Duration) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		d.hcSet = true
+		t, err := toDuration(v)
+		if err == nil && t <= 0 {
+			err = fmt.Errorf("must be positive")
+		}
+		if err != nil {
+			d.bad(f, key, v, err.Error())
+			return
+		}
+		*ptr(&d.hc) = t
+	}
+}
+
+func setHealthCount(ptr func(*HealthCheck) *int) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		d.hcSet = true
+		n, err := toInt(v)
+		if err == nil && (n < 1 || n > 100) {
+			err = fmt.Errorf("must be in 1-100")
+		}
+		if err != nil {
+			d.bad(f, key, v, err.Error())
+			return
+		}
+		*ptr(&d.hc) = n
+	}
+}
+
+func setBreakerEnabled(d *draft, f *Field, key string, v any) {
+	b, err := toBool(v)
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.cbEnabled = &b
+}
+
+// breakerName is the breaker's own name of a field ("minRequests"), which
+// Params.Validate uses in its FieldErrors.
+func breakerName(f *Field) string { return strings.TrimPrefix(f.Label, "circuitBreaker.") }
+
+// Zero means "default" in breaker.Params for some fields; an operator who
+// writes 0 there made a mistake, so positive rejects it here rather than
+// letting the default apply silently.
+func setBreakerFloat(ptr func(*breaker.Params) *float64, positive bool) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		d.cbSet = true
+		x, err := toFloat(v)
+		if err == nil && positive && x == 0 {
+			err = fmt.Errorf("must be a ratio in (0, 1]")
+		}
+		if err != nil {
+			d.bad(f, key, v, err.Error())
+			return
+		}
+		*ptr(&d.cb.Params) = x
+		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
+	}
+}
+
+func setBreakerInt(ptr func(*breaker.Params) *int, positive bool) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		d.cbSet = true
+		n, err := toInt(v)
+		if err == nil && positive && n == 0 {
+			err = fmt.Errorf("must be at least 1")
+		}
+		if err != nil {
+			d.bad(f, key, v, err.Error())
+			return
+		}
+		*ptr(&d.cb.Params) = n
+		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
+	}
+}
+
+func setBreakerDuration(ptr func(*breaker.Params) *time.Duration, positive bool) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		d.cbSet = true
+		t, err := toDuration(v)
+		if err == nil && positive && t == 0 {
+			err = fmt.Errorf("must be a positive duration")
+		}
+		if err != nil {
+			d.bad(f, key, v, err.Error())
+			return
+		}
+		*ptr(&d.cb.Params) = t
+		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
+	}
+}
+
+func setBreakerStatuses(ptr func(*breaker.Params) *breaker.StatusSet) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		d.cbSet = true
+		st, err := toStatuses(v)
+		if err != nil {
+			d.bad(f, key, v, err.Error())
+			return
+		}
+		*ptr(&d.cb.Params) = st
+		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
+	}
+}
+
+func setBreakerMode(d *draft, f *Field, key string, v any) {
+	d.cbSet = true
+	s, err := toString(v)
+	if err == nil {
+		var m breaker.Mode
+		if m, err = breaker.ParseMode(s); err == nil {
+			d.cb.Params.Mode = m
+			return
+		}
+		err = fmt.Errorf("want enforce or shadow")
+	}
+	d.bad(f, key, v, err.Error())
+}
+
+func setBreakerResponseCode(d *draft, f *Field, key string, v any) {
+	d.cbSet = true
+	n, err := toInt(v)
+	if err == nil && (n < 200 || n > 599) {
+		err = fmt.Errorf("must be a status in 200-599")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.cb.ResponseCode = n
+}
+
+func setBreakerResponseBody(d *draft, f *Field, key string, v any) {
+	d.cbSet = true
+	s, ok := scalarText(v)
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("want a string")
+	case len(s) > 4096:
+		err = fmt.Errorf("longer than 4096 bytes")
+	}
+	if err != nil {
+		d.bad(f, key, v, err.Error())
+		return
+	}
+	d.cb.ResponseBody = s
+}
+
+func setBreakerScope(d *draft, f *Field, key string, v any) {
+	d.cbSet = true
+	s, err := toString(v)
+	if err == nil {
+		switch strings.ToLower(s) {
+		case ScopeRoute:
+			d.cb.Scope = ScopeRoute
+			return
+		case ScopeBackend:
+			d.cb.Scope = ScopeBackend
+			return
+		}
+		err = fmt.Errorf("want route or backend")
+	}
+	d.bad(f, key, v, err.Error())
+}

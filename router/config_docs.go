@@ -1,0 +1,87 @@
+package router
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// FieldsMarkdown renders the field table as docs/labels.md. The file is
+// generated from this function and a test keeps it in sync, so the docs
+// cannot drift from what the parser accepts.
+func FieldsMarkdown() []byte {
+	var b bytes.Buffer
+	b.WriteString("<!-- Code generated from the field table (router.FieldsMarkdown); DO NOT EDIT. -->\n")
+	b.WriteString("<!-- Regenerate: go test ./router -run TestFieldsMarkdownInSync -update -->\n\n")
+	b.WriteString(`# Labels and API fields
+
+Levee is configured per service with container labels or, for hosts that are not containers, with the REST API.
+Both go through one field table and one validator, so the same mistake gives the same diagnostic code either way
+(see [diagnostics.md](diagnostics.md)).
+
+## Grammar
+
+` + "```" + `
+<prefix>.enable=true                          opt the container in (unless --docker-exposed-by-default)
+<prefix>.network=<network>                    the network whose IP Levee dials
+<prefix>.<protocol>.<service>.<field>=<value>
+` + "```" + `
+
+- ` + "`<prefix>`" + ` is ` + "`levee`" + ` by default (` + "`--label-prefix`" + `), so a compose file written for Sōzune works with ` + "`--label-prefix sozune`" + `.
+- ` + "`<protocol>`" + ` is ` + "`http`" + ` (others are W012 and ignored). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
+- Keys are camelCase and match exactly; a near miss is W013 with a did-you-mean.
+- ` + "`<prefix>.enable`" + ` accepts the booleans below (W028 when invalid: the --docker-exposed-by-default setting applies).
+  A container that is not enabled produces no diagnostic.
+- ` + "`<prefix>.network`" + `: when the container is not attached to it, W009 and Levee chooses: a network shared with Levee's own
+  container, else the first by name. A container without an address on the chosen network is not a backend (W010).
+- Replicas (containers with the same service name and the same hosts) form one entrypoint with one backend each; when their labels
+  differ the oldest container's labels apply (W031 names the keys). Containers with a HEALTHCHECK are backends only while healthy.
+- Setting any ` + "`healthCheck.*`" + ` field turns health checks on, and any ` + "`circuitBreaker.*`" + ` field turns the breaker on; the fields not
+  given take their defaults.
+
+## Values
+
+- **duration**: whole seconds (` + "`10`" + `, as Sōzune) or a Go duration (` + "`1500ms`" + `, ` + "`2m`" + `). In JSON/YAML a number is seconds, a string either form.
+- **boolean**: ` + "`true/false`" + `, ` + "`1/0`" + `, ` + "`yes/no`" + `, ` + "`on/off`" + `, any case (JSON booleans too).
+- **list**: comma-separated, items trimmed, empty items dropped (JSON: a list of strings, or the same comma-separated string).
+- **status list**: codes, ranges and classes: ` + "`500,502-504`" + `, ` + "`5xx`" + ` (JSON: also a number or a list).
+- **integer**, **number**: as written; ` + "`1.5`" + ` is not an integer.
+
+A bad value falls back to the field's default with the field's code; every other field still applies.
+
+## API payload
+
+` + "```json" + `
+{"name":"app","protocol":"Http",
+ "backends":[{"address":"10.0.0.5","port":8080,"weight":100}],
+ "config":{"hostnames":["app.example.com"],
+           "circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}
+` + "```" + `
+
+` + "`name`" + ` (the id, ` + "`[a-z0-9][a-z0-9_-]*`" + `) and ` + "`config.hostnames`" + ` are required (else 422); ` + "`protocol`" + ` defaults to ` + "`Http`" + `.
+Without ` + "`backends`" + ` the entrypoint answers 503 until backends are given (W034). A backend without ` + "`port`" + ` uses 80 (I002);
+one without ` + "`address`" + ` is dropped (W010). Unknown fields are W013, never silently dropped.
+
+## Fields
+
+| label | JSON / YAML | type | default | example | code | description |
+|---|---|---|---|---|---|---|
+`)
+	for _, f := range fieldTable {
+		label := "`" + f.Label + "`"
+		for _, a := range f.LabelAliases {
+			label += ", `" + a + "`"
+		}
+		js := "`" + f.JSON + "`"
+		for _, a := range f.JSONAliases {
+			js += ", `" + a + "`"
+		}
+		kind := string(f.Kind)
+		if len(f.Values) > 0 {
+			kind += ": " + strings.Join(f.Values, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` | [%s](diagnostics.md#%s) | %s |\n",
+			label, js, kind, f.Default, f.Example, f.Code, strings.ToLower(string(f.Code)), strings.ReplaceAll(f.Doc, "|", "\\|"))
+	}
+	return b.Bytes()
+}
