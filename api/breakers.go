@@ -1,0 +1,58 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/levee-proxy/levee/router"
+)
+
+// breakerList is the GET /breakers answer.
+type breakerList struct {
+	Breakers []router.BreakerStatus `json:"breakers"`
+}
+
+func (s *Server) listBreakers(w http.ResponseWriter, r *http.Request, _ string) {
+	list := s.router.Breakers()
+	if list == nil {
+		list = []router.BreakerStatus{}
+	}
+	writeJSON(w, http.StatusOK, breakerList{Breakers: list})
+}
+
+func (s *Server) getBreaker(w http.ResponseWriter, r *http.Request, _ string) {
+	name := r.PathValue("route")
+	st, ok := s.router.Breaker(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// controlBreaker applies a manual action. The API logs who asked and
+// passes who on, so the router's transition event says it too.
+func (s *Server) controlBreaker(w http.ResponseWriter, r *http.Request, who, action string) {
+	name := r.PathValue("route")
+	if _, ok := s.router.Breaker(name); !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)
+		return
+	}
+	if err := s.router.ControlBreaker(name, action, who); err != nil {
+		if errors.Is(err, router.ErrNotFound) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)
+			return
+		}
+		s.log.Warn().Err(err).Str("route", name).Str("action", action).Str("who", who).Msg("breaker control refused")
+		writeError(w, http.StatusConflict, fmt.Sprintf("%s breaker of route %q: %v", action, name, err), nil)
+		return
+	}
+	s.log.Info().Str("route", name).Str("action", action).Str("who", who).Msg("breaker control")
+	st, ok := s.router.Breaker(name)
+	if !ok { // the route went away in between
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

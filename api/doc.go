@@ -1,0 +1,19 @@
+// Package api is Levee's REST API: entrypoints as JSON or YAML (validated
+// by the same decoder as labels), persisted durably, behind bearer tokens;
+// diagnostics, breaker state and control, live events (SSE), Prometheus
+// metrics and an OpenAPI document generated from the route table.
+//
+// The model: the API is one config source among others ("api"). Its
+// entrypoints live in a Store, which owns the state file and is the only
+// writer of it. Every accepted change is written durably (temp file, fsync,
+// rename, fsync of the directory) before the client hears success, and then
+// the Store hands the router its complete API set (Update with
+// Source "api"), exactly like any other provider. Everything the API shows
+// about the running system (merged entrypoints of all sources, breakers,
+// diagnostics, events) is read from the router through the small Router
+// interface, so this package does not depend on how the router is built.
+//
+// Every route is declared once in a table (routes.go); the same table
+// registers the handlers on the ServeMux and generates /openapi.json, so
+// the document cannot drift from the handlers.
+package api

@@ -1,0 +1,177 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router"
+)
+
+// entrypointView is one entrypoint as GET shows it: the router's status
+// (entrypoint, backends with health, breakers, diagnostics) with its id and
+// owning source on top, and, for API entrypoints, the stored payload, which
+// can be edited and sent back with PUT.
+type entrypointView struct {
+	ID     string `json:"id"`
+	Source string `json:"source"`
+	router.EntrypointStatus
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// entrypointList is the GET /entrypoints answer.
+type entrypointList struct {
+	Entrypoints []entrypointView `json:"entrypoints"`
+}
+
+func (s *Server) view(st router.EntrypointStatus) entrypointView {
+	v := entrypointView{ID: st.Entrypoint.ID, Source: st.Entrypoint.Source, EntrypointStatus: st}
+	if v.Source == router.SourceAPI {
+		if e, ok := s.store.Get(v.ID); ok {
+			v.Payload = e.Payload
+		}
+	}
+	return v
+}
+
+func (s *Server) listEntrypoints(w http.ResponseWriter, r *http.Request, _ string) {
+	list := entrypointList{Entrypoints: []entrypointView{}}
+	for _, st := range s.router.Entrypoints() {
+		list.Entrypoints = append(list.Entrypoints, s.view(st))
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getEntrypoint(w http.ResponseWriter, r *http.Request, _ string) {
+	id := r.PathValue("id")
+	st, ok := s.router.Entrypoint(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(st))
+}
+
+// owner says who owns id: "" when nobody, router.SourceAPI when the store
+// holds it, else the router's view of its source. The store is asked
+// first: it is the truth for API entrypoints, even while the router shows
+// another source's entrypoint with the same id (a collision).
+func (s *Server) owner(id string) string {
+	if _, ok := s.store.Get(id); ok {
+		return router.SourceAPI
+	}
+	return s.otherOwner(id)
+}
+
+// otherOwner is the source of id in the router's merged view, or "" when
+// the router does not route it. An entrypoint that already left its source
+// (still answering 503 for its grace period) belongs to nobody.
+func (s *Server) otherOwner(id string) string {
+	st, ok := s.router.Entrypoint(id)
+	if !ok || st.Removed {
+		return ""
+	}
+	if st.Entrypoint.Source == "" {
+		return "another source"
+	}
+	return st.Entrypoint.Source
+}
+
+func (s *Server) createEntrypoint(w http.ResponseWriter, r *http.Request, who string) {
+	ep, ds, ok := s.decodeEntry(w, r, diagnostics.Source{})
+	if !ok {
+		return
+	}
+	id := ep.ID
+	// The store checks its own ids atomically; other sources are checked
+	// here, against the router's merged view.
+	if owner := s.otherOwner(id); owner != "" && owner != router.SourceAPI {
+		writeError(w, http.StatusConflict, fmt.Sprintf("entrypoint %q already exists (source %s)", id, owner), ds)
+		return
+	}
+	stored, err := s.store.Create(ep, ds)
+	if errors.Is(err, ErrExists) {
+		writeError(w, http.StatusConflict, fmt.Sprintf("entrypoint %q already exists (source api); use PUT /entrypoints/%s to replace it", id, id), ds)
+		return
+	}
+	if err != nil {
+		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Msg("API entrypoint not created: state file write failed")
+		writeError(w, http.StatusInternalServerError, "not created: "+err.Error(), ds)
+		return
+	}
+	s.log.Info().Str("entrypoint", id).Str("who", who).Int("diagnostics", len(stored.Diagnostics)).Msg("API entrypoint created")
+	w.Header().Set("Location", "/entrypoints/"+id)
+	s.writeStored(w, http.StatusCreated, stored)
+}
+
+func (s *Server) replaceEntrypoint(w http.ResponseWriter, r *http.Request, who string) {
+	id := r.PathValue("id")
+	if !s.mayChange(w, id) {
+		return
+	}
+	ep, ds, ok := s.decodeEntry(w, r, diagnostics.Source{ObjectID: id, ObjectName: id})
+	if !ok {
+		return
+	}
+	if ep.ID != id {
+		writeError(w, http.StatusUnprocessableEntity,
+			fmt.Sprintf("name %q in the body does not match id %q in the path; renaming is DELETE + POST", ep.ID, id), ds)
+		return
+	}
+	stored, err := s.store.Replace(ep, ds)
+	if errors.Is(err, ErrAbsent) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), ds)
+		return
+	}
+	if err != nil {
+		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Msg("API entrypoint not replaced: state file write failed")
+		writeError(w, http.StatusInternalServerError, "not replaced: "+err.Error(), ds)
+		return
+	}
+	s.log.Info().Str("entrypoint", id).Str("who", who).Int("diagnostics", len(stored.Diagnostics)).Msg("API entrypoint replaced")
+	s.writeStored(w, http.StatusOK, stored)
+}
+
+func (s *Server) deleteEntrypoint(w http.ResponseWriter, r *http.Request, who string) {
+	id := r.PathValue("id")
+	if !s.mayChange(w, id) {
+		return
+	}
+	err := s.store.Delete(id)
+	if errors.Is(err, ErrAbsent) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), nil)
+		return
+	}
+	if err != nil {
+		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Msg("API entrypoint not deleted: state file write failed")
+		writeError(w, http.StatusInternalServerError, "not deleted: "+err.Error(), nil)
+		return
+	}
+	s.log.Info().Str("entrypoint", id).Str("who", who).Msg("API entrypoint deleted")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// mayChange answers 403 for another source's entrypoint and 404 for an
+// unknown one, before the body is read.
+func (s *Server) mayChange(w http.ResponseWriter, id string) bool {
+	switch owner := s.owner(id); owner {
+	case router.SourceAPI:
+		return true
+	case "":
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), nil)
+	default:
+		writeError(w, http.StatusForbidden, fmt.Sprintf("entrypoint %q belongs to source %s; change it there", id, owner), nil)
+	}
+	return false
+}
+
+func (s *Server) writeStored(w http.ResponseWriter, status int, e Entry) {
+	body, err := storedBody(e)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encode response: "+err.Error(), nil)
+		return
+	}
+	writeRaw(w, status, body)
+}

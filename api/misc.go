@@ -1,0 +1,49 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// health is liveness: the process serves HTTP.
+func (s *Server) health(w http.ResponseWriter, r *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readiness is the /ready answer. When not ready it also carries the
+// error-body fields (error, diagnostics), like every other non-2xx answer.
+type readiness struct {
+	Ready bool `json:"ready"`
+	// Pending names what has not synced yet.
+	Pending []string `json:"pending"`
+	Error   string   `json:"error,omitempty"`
+}
+
+func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ string) {
+	res := readiness{Ready: true, Pending: []string{}}
+	for _, c := range s.ready {
+		if !c.Ready() {
+			res.Pending = append(res.Pending, c.Name)
+		}
+	}
+	if len(res.Pending) > 0 {
+		res.Ready = false
+		res.Error = "waiting for the first sync of: " + strings.Join(res.Pending, ", ")
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			readiness
+			Diagnostics []diagnostics.Diagnostic `json:"diagnostics"`
+		}{res, []diagnostics.Diagnostic{}})
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ string) {
+	s.metricsHandler.ServeHTTP(w, r)
+}
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request, _ string) {
+	writeRaw(w, http.StatusOK, s.openapi)
+}

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// obj is a JSON object in the OpenAPI document; encoding/json sorts map
+// keys, so the document is deterministic.
+type obj = map[string]any
+
+var pathParam = regexp.MustCompile(`\{([a-zA-Z_][a-zA-Z0-9_]*)\}`)
+
+// openAPI builds the OpenAPI 3.0 document from the route table: one
+// operation per route, so a route cannot exist undocumented.
+func openAPI(routes []route) obj {
+	paths := obj{}
+	for _, rt := range routes {
+		item, _ := paths[rt.path].(obj)
+		if item == nil {
+			item = obj{}
+			paths[rt.path] = item
+		}
+		item[strings.ToLower(rt.method)] = operation(rt)
+	}
+	return obj{
+		"openapi": "3.0.3",
+		"info": obj{
+			"title":       "Levee API",
+			"version":     "1",
+			"description": "Entrypoints (JSON or YAML, validated like labels, stored durably), diagnostics, breakers, events and metrics. See docs/api.md.",
+		},
+		"paths": paths,
+		"components": obj{
+			"securitySchemes": obj{
+				"bearer": obj{"type": "http", "scheme": "bearer",
+					"description": "--api-token (every method) or --api-read-token (GET only)."},
+			},
+			"schemas": schemas(),
+		},
+		"security": []any{obj{"bearer": []any{}}},
+	}
+}
+
+func operation(rt route) obj {
+	op := obj{"operationId": rt.op, "summary": rt.summary}
+	if rt.access == accessOpen {
+		op["security"] = []any{}
+	}
+	var params []any
+	for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
+		params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": obj{"type": "string"}})
+	}
+	for _, q := range rt.query {
+		params = append(params, obj{"name": q.name, "in": "query", "required": false, "description": q.doc, "schema": obj{"type": "string"}})
+	}
+	if params != nil {
+		op["parameters"] = params
+	}
+	if rt.body {
+		payload := obj{"schema": ref("EntrypointPayload")}
+		op["requestBody"] = obj{
+			"required": true,
+			"content": obj{
+				"application/json":   payload,
+				"application/yaml":   payload,
+				"application/x-yaml": payload,
+				"text/yaml":          payload,
+			},
+		}
+	}
+	responses := obj{}
+	for _, r := range rt.responses {
+		desc := r.doc
+		if desc == "" {
+			desc = http.StatusText(r.status)
+		}
+		resp := obj{"description": desc}
+		switch {
+		case r.schema != "":
+			resp["content"] = obj{"application/json": obj{"schema": ref(r.schema)}}
+		case rt.stream && r.status == http.StatusOK:
+			resp["content"] = obj{"text/event-stream": obj{"schema": obj{"type": "string"}}}
+		case rt.text && r.status == http.StatusOK:
+			resp["content"] = obj{"text/plain": obj{"schema": obj{"type": "string"}}}
+		}
+		responses[strconv.Itoa(r.status)] = resp
+	}
+	op["responses"] = responses
+	return op
+}
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+// schemas describe the bodies. Entrypoint payload fields are documented in
+// docs/labels.md (generated from the config field table); here the payload
+// is described by its top level, with additional fields allowed, so the
+// document does not duplicate (and drift from) that table.
+func schemas() obj {
+	anyObject := obj{"type": "object", "additionalProperties": true}
+	diagnostic := obj{
+		"type": "object",
+		"properties": obj{
+			"code":     obj{"type": "string", "example": "W024"},
+			"severity": obj{"type": "string", "enum": []string{"info", "warn", "error"}},
+			"source": obj{"type": "object", "properties": obj{
+				"provider":  obj{"type": "string"},
+				"object_id": obj{"type": "string"},
+				"object":    obj{"type": "string"},
+				"service":   obj{"type": "string"},
+			}},
+			"key":      obj{"type": "string", "example": "config.circuit_breaker.threshold"},
+			"value":    obj{"type": "string"},
+			"fallback": obj{"type": "string"},
+			"message":  obj{"type": "string"},
+			"hint":     obj{"type": "string"},
+		},
+	}
+	diagList := obj{"type": "array", "items": ref("Diagnostic")}
+	payloadProps := obj{
+		"name":     obj{"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$", "description": "the id"},
+		"protocol": obj{"type": "string", "example": "Http"},
+		"backends": obj{"type": "array", "items": obj{"type": "object", "additionalProperties": true, "properties": obj{
+			"address": obj{"type": "string"},
+			"port":    obj{"type": "integer"},
+			"weight":  obj{"type": "integer"},
+		}}},
+		"config": obj{"type": "object", "additionalProperties": true, "description": "see docs/labels.md", "properties": obj{
+			"hostnames": obj{"type": "array", "items": obj{"type": "string"}},
+		}},
+	}
+	stored := obj{"type": "object", "additionalProperties": true, "properties": obj{}}
+	for k, v := range payloadProps {
+		stored["properties"].(obj)[k] = v
+	}
+	stored["properties"].(obj)["diagnostics"] = diagList
+	return obj{
+		"Diagnostic": diagnostic,
+		"Error": obj{
+			"type":     "object",
+			"required": []string{"error", "diagnostics"},
+			"properties": obj{
+				"error":       obj{"type": "string"},
+				"diagnostics": diagList,
+			},
+		},
+		"EntrypointPayload": obj{
+			"type":                 "object",
+			"required":             []string{"name", "config"},
+			"additionalProperties": true,
+			"properties":           payloadProps,
+		},
+		"StoredEntrypoint": stored,
+		"EntrypointStatus": obj{"type": "object", "additionalProperties": true, "properties": obj{
+			"id":          obj{"type": "string"},
+			"source":      obj{"type": "string", "example": "docker"},
+			"entrypoint":  anyObject,
+			"backends":    obj{"type": "array", "items": anyObject},
+			"breakers":    obj{"type": "array", "items": ref("BreakerStatus")},
+			"diagnostics": diagList,
+			"removed":     obj{"type": "boolean"},
+			"payload":     obj{"allOf": []any{ref("EntrypointPayload")}, "description": "API entrypoints only: the stored payload, ready for PUT"},
+		}},
+		"EntrypointList": obj{"type": "object", "properties": obj{
+			"entrypoints": obj{"type": "array", "items": ref("EntrypointStatus")},
+		}},
+		"DiagnosticsReport": obj{"type": "object", "properties": obj{
+			"totals":  obj{"type": "object", "additionalProperties": obj{"type": "integer"}},
+			"by_code": obj{"type": "object", "additionalProperties": obj{"type": "integer"}},
+			"objects": obj{"type": "array", "items": obj{"type": "object", "properties": obj{
+				"provider":    obj{"type": "string"},
+				"object_id":   obj{"type": "string"},
+				"object":      obj{"type": "string"},
+				"diagnostics": diagList,
+			}}},
+		}},
+		"BreakerStatus": anyObject,
+		"BreakerList": obj{"type": "object", "properties": obj{
+			"breakers": obj{"type": "array", "items": ref("BreakerStatus")},
+		}},
+		"Health": obj{"type": "object", "properties": obj{"status": obj{"type": "string", "example": "ok"}}},
+		"Readiness": obj{"type": "object", "properties": obj{
+			"ready":       obj{"type": "boolean"},
+			"pending":     obj{"type": "array", "items": obj{"type": "string"}},
+			"error":       obj{"type": "string"},
+			"diagnostics": diagList,
+		}},
+		"OpenAPIDocument": anyObject,
+	}
+}

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router"
+)
+
+// formatOf maps a Content-Type to a payload format; parameters such as
+// charset are allowed.
+func formatOf(contentType string) (router.Format, bool) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return 0, false
+	}
+	switch strings.ToLower(mt) {
+	case "application/json":
+		return router.FormatJSON, true
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		return router.FormatYAML, true
+	}
+	return 0, false
+}
+
+// decodeEntry reads and validates an entrypoint payload. On failure it has
+// answered the client (415, 413, 400, 422) and returns false. src names the
+// object for diagnostics when it is already known (PUT).
+func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnostics.Source) (router.Entrypoint, []diagnostics.Diagnostic, bool) {
+	format, ok := formatOf(r.Header.Get("Content-Type"))
+	if !ok {
+		writeError(w, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("Content-Type %q is not supported: send application/json or application/yaml", r.Header.Get("Content-Type")), nil)
+		return router.Entrypoint{}, nil, false
+	}
+	if r.ContentLength > MaxBodyBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes is over the limit of %d", r.ContentLength, MaxBodyBytes), nil)
+		return router.Entrypoint{}, nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the limit of %d bytes", MaxBodyBytes), nil)
+			return router.Entrypoint{}, nil, false
+		}
+		writeError(w, http.StatusBadRequest, "read body: "+err.Error(), nil)
+		return router.Entrypoint{}, nil, false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		writeError(w, http.StatusBadRequest, "empty body: send an entrypoint payload", nil)
+		return router.Entrypoint{}, nil, false
+	}
+	src.Provider = router.SourceAPI
+	ep, ds, err := s.codec.Decode(format, body, src)
+	if err != nil {
+		status, msg, eds := inputFailure(err)
+		writeError(w, status, msg, eds)
+		return router.Entrypoint{}, nil, false
+	}
+	ep, ds = ownEntrypoint(ep, ds)
+	// The decoder enforces the name grammar too; checked again here because
+	// the id becomes a URL path segment and a state file key.
+	if !router.NamePattern.MatchString(ep.ID) {
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("name %q is not a valid id: want %s", ep.ID, router.NamePattern), ds)
+		return router.Entrypoint{}, nil, false
+	}
+	return ep, ds, true
+}
+
+// inputFailure turns a decoder error into the answer: a router.InputError keeps
+// its status (400 or 422) and diagnostics; anything else is a malformed
+// payload.
+func inputFailure(err error) (status int, msg string, ds []diagnostics.Diagnostic) {
+	var ie *router.InputError
+	if errors.As(err, &ie) {
+		status = ie.Status
+		if status < 400 || status > 499 {
+			status = http.StatusBadRequest
+		}
+		return status, ie.Message, ie.Diagnostics
+	}
+	return http.StatusBadRequest, err.Error(), nil
+}
+
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && json.Valid(b)
+}
+
+// storedBody is the 201/200 answer: the canonical payload's fields and
+// "diagnostics", spliced so the payload's field order is kept.
+func storedBody(e Entry) ([]byte, error) {
+	ds := e.Diagnostics
+	if ds == nil {
+		ds = []diagnostics.Diagnostic{}
+	}
+	dj, err := json.Marshal(ds)
+	if err != nil {
+		return nil, err
+	}
+	p := bytes.TrimSpace(e.Payload)
+	inner := bytes.TrimSpace(p[1 : len(p)-1])
+	var b bytes.Buffer
+	b.Grow(len(p) + len(dj) + 20)
+	b.WriteByte('{')
+	if len(inner) > 0 {
+		b.Write(inner)
+		b.WriteByte(',')
+	}
+	b.WriteString(`"diagnostics":`)
+	b.Write(dj)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

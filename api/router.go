@@ -1,0 +1,62 @@
+package api
+
+import (
+	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router"
+)
+
+// Router is the part of the router runtime the API reads and controls.
+// *router.Router satisfies it; tests use a fake.
+type Router interface {
+	// Entrypoints returns the merged entrypoints of every source, with
+	// backend health, breaker state and diagnostics.
+	Entrypoints() []router.EntrypointStatus
+	// Entrypoint returns one merged entrypoint by id.
+	Entrypoint(id string) (router.EntrypointStatus, bool)
+	// Diagnostics returns the current diagnostics of every source,
+	// including those the router itself made (collisions).
+	Diagnostics() []diagnostics.Diagnostic
+	// Breakers returns the status of every breaker.
+	Breakers() []router.BreakerStatus
+	// Breaker returns a route's breaker.
+	Breaker(route string) (router.BreakerStatus, bool)
+	// ControlBreaker applies "open", "close" or "reset" to a route's
+	// breakers; who is recorded in the router's log and events. An unknown
+	// route is an error wrapping router.ErrNotFound.
+	ControlBreaker(route, action, who string) error
+	// Subscribe returns a bounded event stream and a function that ends the
+	// subscription (and closes the channel).
+	Subscribe(buffer int) (<-chan router.Event, func())
+}
+
+// Sink receives the complete current set of API entrypoints after every
+// change; *router.Router satisfies it.
+type Sink interface {
+	Update(u router.SourceUpdate)
+}
+
+// Codec decodes API payloads into entrypoints and encodes them back to the
+// canonical payload: the config package's one validator behind function
+// values, so this package can be tested with a fake. StandardCodec returns
+// the real one.
+type Codec struct {
+	// Decode validates a payload. Field problems come back as diagnostics
+	// (with fallbacks applied); a structural problem is an error, a
+	// *router.InputError carrying the HTTP status (400 or 422).
+	Decode func(format router.Format, body []byte, src diagnostics.Source) (router.Entrypoint, []diagnostics.Diagnostic, error)
+	// Encode renders an entrypoint as the canonical JSON payload that
+	// Decode accepts back unchanged.
+	Encode func(ep router.Entrypoint) ([]byte, error)
+}
+
+// StandardCodec is router.DecodeEntrypoint and router.EncodeEntrypoint: the
+// validator labels go through too.
+func StandardCodec() Codec {
+	return Codec{Decode: router.DecodeEntrypoint, Encode: router.EncodeEntrypoint}
+}
+
+// The real router is what the lead wires in; keep it satisfying both.
+var (
+	_ Router = (*router.Router)(nil)
+	_ Sink   = (*router.Router)(nil)
+)

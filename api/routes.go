@@ -1,0 +1,120 @@
+package api
+
+import "net/http"
+
+// route is one endpoint: what the mux registers and what /openapi.json
+// documents, from the same value.
+type route struct {
+	method  string
+	path    string // ServeMux pattern path; {name} wildcards are also OpenAPI templates
+	op      string // OpenAPI operationId
+	summary string
+	access  access
+	// body: takes an entrypoint payload (JSON or YAML).
+	body bool
+	// query parameters, documented as strings.
+	query []queryParam
+	// responses: status → the schema component it returns ("" = none).
+	responses []response
+	// stream: the 200 response is text/event-stream; text: text/plain
+	// (Prometheus exposition).
+	stream, text bool
+	handler      func(w http.ResponseWriter, r *http.Request, who string)
+}
+
+type queryParam struct{ name, doc string }
+
+type response struct {
+	status int
+	schema string
+	doc    string
+}
+
+func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+// Schema component names used by responses.
+const (
+	schemaError      = "Error"
+	schemaStored     = "StoredEntrypoint"
+	schemaStatus     = "EntrypointStatus"
+	schemaStatusList = "EntrypointList"
+	schemaDiags      = "DiagnosticsReport"
+	schemaBreaker    = "BreakerStatus"
+	schemaBreakers   = "BreakerList"
+	schemaHealth     = "Health"
+	schemaReady      = "Readiness"
+	schemaOpenAPI    = "OpenAPIDocument"
+)
+
+// authErrors are the responses every guarded route can give.
+func authErrors(need access) []response {
+	if need == accessOpen {
+		return nil
+	}
+	out := []response{{http.StatusUnauthorized, schemaError, "missing or invalid bearer token"}}
+	if need == accessWrite {
+		out = append(out, response{http.StatusForbidden, schemaError, "the read token cannot write (or: another source owns the entrypoint)"})
+	}
+	return out
+}
+
+func with(need access, rs ...response) []response { return append(rs, authErrors(need)...) }
+
+// routeTable is the API. Adding an endpoint here registers it and
+// documents it.
+func (s *Server) routeTable() []route {
+	payloadErrors := []response{
+		{http.StatusBadRequest, schemaError, "malformed payload"},
+		{http.StatusRequestEntityTooLarge, schemaError, "body over 1 MiB"},
+		{http.StatusUnsupportedMediaType, schemaError, "Content-Type is not JSON or YAML"},
+		{http.StatusUnprocessableEntity, schemaError, "payload is well-formed but invalid (no hostnames, bad name, unsupported protocol)"},
+		{http.StatusInternalServerError, schemaError, "the state file could not be written; nothing changed"},
+	}
+	return []route{
+		{method: "GET", path: "/health", op: "health", summary: "Liveness; always open.", access: accessOpen,
+			responses: with(accessOpen, response{200, schemaHealth, "alive"}), handler: s.health},
+		{method: "GET", path: "/ready", op: "ready", summary: "200 once every enabled provider has synced once.", access: accessRead,
+			responses: with(accessRead, response{200, schemaReady, "ready"}, response{503, schemaReady, "a provider is pending"}), handler: s.readiness},
+		{method: "GET", path: "/entrypoints", op: "listEntrypoints", summary: "Entrypoints of all sources with backend health, breaker state and diagnostics.", access: accessRead,
+			responses: with(accessRead, response{200, schemaStatusList, "all entrypoints"}), handler: s.listEntrypoints},
+		{method: "GET", path: "/entrypoints/{id}", op: "getEntrypoint", summary: "One entrypoint of any source.", access: accessRead,
+			responses: with(accessRead, response{200, schemaStatus, "the entrypoint"}, response{404, schemaError, "no such entrypoint"}), handler: s.getEntrypoint},
+		{method: "POST", path: "/entrypoints", op: "createEntrypoint", summary: "Create an API entrypoint; validated like labels and stored durably before the answer.", access: accessWrite, body: true,
+			responses: with(accessWrite, append([]response{{201, schemaStored, "created; the stored entrypoint and its diagnostics"}, {409, schemaError, "the id exists in some source"}}, payloadErrors...)...), handler: s.createEntrypoint},
+		{method: "PUT", path: "/entrypoints/{id}", op: "replaceEntrypoint", summary: "Replace an API entrypoint.", access: accessWrite, body: true,
+			responses: with(accessWrite, append([]response{{200, schemaStored, "replaced; the stored entrypoint and its diagnostics"}, {404, schemaError, "no such entrypoint"}}, payloadErrors...)...), handler: s.replaceEntrypoint},
+		{method: "DELETE", path: "/entrypoints/{id}", op: "deleteEntrypoint", summary: "Delete an API entrypoint.", access: accessWrite,
+			responses: with(accessWrite, response{204, "", "deleted"}, response{404, schemaError, "no such entrypoint"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.deleteEntrypoint},
+		{method: "GET", path: "/diagnostics", op: "listDiagnostics", summary: "Current diagnostics of all sources, grouped by object, with totals.", access: accessRead,
+			query: []queryParam{
+				{"severity", "only these severities: info, warn, error (comma-separated)"},
+				{"code", "only these codes, e.g. W024 (comma-separated)"},
+			},
+			responses: with(accessRead, response{200, schemaDiags, "diagnostics"}, response{400, schemaError, "unknown severity or code"}), handler: s.listDiagnostics},
+		{method: "GET", path: "/breakers", op: "listBreakers", summary: "State and figures of every breaker.", access: accessRead,
+			responses: with(accessRead, response{200, schemaBreakers, "all breakers"}), handler: s.listBreakers},
+		{method: "GET", path: "/breakers/{route}", op: "getBreaker", summary: "One route's breaker.", access: accessRead,
+			responses: with(accessRead, response{200, schemaBreaker, "the breaker"}, response{404, schemaError, "no such breaker"}), handler: s.getBreaker},
+		s.breakerControl("open", "Force the breaker open (rule manual)."),
+		s.breakerControl("close", "Force the breaker closed."),
+		s.breakerControl("reset", "Reset the breaker to closed with empty counters."),
+		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes.", access: accessRead, stream: true,
+			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
+		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,
+			responses: with(accessRead, response{200, "", "Prometheus text exposition"}), handler: s.metrics},
+		{method: "GET", path: "/openapi.json", op: "openapi", summary: "This document.", access: accessRead,
+			responses: with(accessRead, response{200, schemaOpenAPI, "OpenAPI 3.0 document"}), handler: s.serveOpenAPI},
+	}
+}
+
+func (s *Server) breakerControl(action, summary string) route {
+	return route{
+		method: "POST", path: "/breakers/{route}/" + action, op: action + "Breaker", summary: summary + " Logged with who did it.",
+		access: accessWrite,
+		responses: with(accessWrite,
+			response{200, schemaBreaker, "done; the breaker after the action"},
+			response{404, schemaError, "no such breaker"},
+			response{409, schemaError, "the router refused the action"}),
+		handler: func(w http.ResponseWriter, r *http.Request, who string) { s.controlBreaker(w, r, who, action) },
+	}
+}

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultHeartbeat is how often an idle SSE stream gets a comment line,
+	// so proxies and clients can tell a quiet stream from a dead one.
+	DefaultHeartbeat = 15 * time.Second
+	// DefaultEventBuffer is the per-subscriber event buffer; a slower
+	// client loses events (the router counts them) rather than stalling it.
+	DefaultEventBuffer = 256
+	// MaxBodyBytes is the largest accepted request body (1 MiB).
+	MaxBodyBytes = 1 << 20
+)
+
+// Options configures New.
+type Options struct {
+	// Router is the running router (see Router). Required.
+	Router Router
+	// Store holds and persists the API's own entrypoints. Required.
+	Store *Store
+	// Codec validates request payloads (only Decode is used here; the
+	// Store encodes). Required.
+	Codec Codec
+	// Gatherer is served on /metrics. Required.
+	Gatherer prometheus.Gatherer
+	// Ready lists what /ready waits for, e.g. the docker provider's first
+	// sync. Empty means ready at once.
+	Ready []ReadyCheck
+	// AdminToken (--api-token) allows every method; ReadToken
+	// (--api-read-token) allows GET only. With neither, the API is open
+	// (CheckListen makes sure that only happens on loopback).
+	AdminToken string
+	ReadToken  string
+	// Logger receives entrypoint changes and breaker control, with who.
+	Logger zerolog.Logger
+	// Heartbeat is the SSE keep-alive interval; 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// EventBuffer is each SSE subscriber's buffer; 0 means
+	// DefaultEventBuffer.
+	EventBuffer int
+}
+
+// ReadyCheck is one thing /ready waits for.
+type ReadyCheck struct {
+	// Name is reported while pending, e.g. "docker".
+	Name string
+	// Ready reports whether it is ready, e.g. (*docker.Provider).Synced.
+	Ready func() bool
+}
+
+// Server is the API's http.Handler.
+type Server struct {
+	router    Router
+	store     *Store
+	codec     Codec
+	ready     []ReadyCheck
+	auth      authenticator
+	log       zerolog.Logger
+	heartbeat time.Duration
+	buffer    int
+
+	metricsHandler http.Handler
+
+	mux     *http.ServeMux
+	routes  []route
+	openapi []byte
+}
+
+// New builds the API handler. It logs a warning once when it runs without
+// tokens.
+func New(opts Options) (*Server, error) {
+	switch {
+	case opts.Router == nil:
+		return nil, errors.New("api: Options.Router is required")
+	case opts.Store == nil:
+		return nil, errors.New("api: Options.Store is required")
+	case opts.Codec.Decode == nil:
+		return nil, errors.New("api: Options.Codec needs Decode")
+	case opts.Gatherer == nil:
+		return nil, errors.New("api: Options.Gatherer is required")
+	}
+	for i, c := range opts.Ready {
+		if c.Name == "" || c.Ready == nil {
+			return nil, fmt.Errorf("api: Options.Ready[%d] needs a Name and a Ready func", i)
+		}
+	}
+	s := &Server{
+		router:    opts.Router,
+		store:     opts.Store,
+		codec:     opts.Codec,
+		ready:     opts.Ready,
+		auth:      newAuthenticator(opts.AdminToken, opts.ReadToken),
+		log:       opts.Logger,
+		heartbeat: opts.Heartbeat,
+		buffer:    opts.EventBuffer,
+		mux:       http.NewServeMux(),
+	}
+	s.metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
+	if s.heartbeat <= 0 {
+		s.heartbeat = DefaultHeartbeat
+	}
+	if s.buffer <= 0 {
+		s.buffer = DefaultEventBuffer
+	}
+	s.routes = s.routeTable()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.pattern(), s.guard(rt.access, rt.handler))
+	}
+	doc, err := json.MarshalIndent(openAPI(s.routes), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("api: build the OpenAPI document: %w", err)
+	}
+	s.openapi = doc
+	if s.auth.open() {
+		s.log.Warn().Msg("API running without authentication: set --api-token (and --api-read-token) before exposing it")
+	}
+	return s, nil
+}
+
+// ServeHTTP routes the request. Requests no route matches still need a
+// valid token (so the route list is not probeable), and get JSON 404/405
+// bodies instead of the mux's plain text.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		if _, ok := s.authorize(w, r, accessRead); !ok {
+			return
+		}
+		s.mux.ServeHTTP(&jsonErrorWriter{ResponseWriter: w}, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// errorBody is every error response.
+type errorBody struct {
+	Error       string                   `json:"error"`
+	Diagnostics []diagnostics.Diagnostic `json:"diagnostics"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string, ds []diagnostics.Diagnostic) {
+	if ds == nil {
+		ds = []diagnostics.Diagnostic{}
+	}
+	writeJSON(w, status, errorBody{Error: msg, Diagnostics: ds})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(errorBody{Error: "encode response: " + err.Error(), Diagnostics: []diagnostics.Diagnostic{}})
+	}
+	writeRaw(w, status, body)
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(body)
+	w.Write([]byte{'\n'})
+}
+
+// jsonErrorWriter turns the mux's own plain-text errors (404, 405) into the
+// API's JSON error body, keeping headers such as Allow.
+type jsonErrorWriter struct {
+	http.ResponseWriter
+	replaced bool
+}
+
+func (w *jsonErrorWriter) WriteHeader(status int) {
+	if status < 400 {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.replaced = true
+	w.Header().Del("Content-Length")
+	writeError(w.ResponseWriter, status, http.StatusText(status), nil)
+}
+
+func (w *jsonErrorWriter) Write(b []byte) (int, error) {
+	if w.replaced {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
