@@ -1,0 +1,29 @@
+# Levee's images. There is no registry to pull a builder image from, so both
+# stages are FROM scratch around static binaries that `make image` compiles
+# first (CGO_ENABLED=0, -trimpath, version stamped with -ldflags).
+#
+#   make image            # builds bin/levee, bin/echo, then levee:dev and levee-echo:dev
+
+# The demo/test backend (cmd/echo).
+FROM scratch AS echo
+COPY bin/echo /echo
+EXPOSE 8080
+# Liveness only (/_echo/state answers 200 whatever the injected failures), so
+# that `POST /_echo/fail` shows the circuit breaker rather than a health flap.
+HEALTHCHECK --interval=2s --timeout=2s --retries=2 CMD ["/echo", "-healthcheck", "http://127.0.0.1:8080/_echo/state"]
+ENTRYPOINT ["/echo"]
+
+# The proxy. Last, so it is the default target.
+FROM scratch AS levee
+COPY bin/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY bin/levee /levee
+# The API state file lives on a volume so API-created entrypoints survive
+# container re-creation.
+VOLUME /var/lib/levee
+ENV LEVEE_STATE_FILE=/var/lib/levee/state.json \
+    LEVEE_LOG_FORMAT=json
+EXPOSE 8080 3035
+# No shell in the image: the binary probes its own /health.
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 CMD ["/levee", "health"]
+ENTRYPOINT ["/levee"]
+CMD ["serve"]

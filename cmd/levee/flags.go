@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// serveConfig is everything `levee serve` is configured with. Each field is a
+// flag and a LEVEE_* environment variable (flag wins over env, env over the
+// default); docs/operations.md lists them.
+type serveConfig struct {
+	HTTPListen       string
+	APIListen        string
+	DockerEnabled    bool
+	DockerHost       string
+	ExposedByDefault bool
+	DockerDebounce   time.Duration
+	DockerResync     time.Duration
+	LabelPrefix      string
+	LogLevel         string
+	LogFormat        string
+	StateFile        string
+	APIToken         string
+	APIReadToken     string
+	AccessLog        bool
+	ShutdownTimeout  time.Duration
+	DialTimeout      time.Duration
+	IdleConnTimeout  time.Duration
+	RouteGrace       time.Duration
+}
+
+// envName maps a flag name to its environment variable: http-listen →
+// LEVEE_HTTP_LISTEN.
+func envName(flagName string) string {
+	return "LEVEE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newServeFlags defines the serve flags on a fresh FlagSet bound to cfg.
+func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address the proxy listens on")
+	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
+	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
+	fs.StringVar(&cfg.DockerHost, "docker-host", "", "Docker Engine address (default: $DOCKER_HOST, else the local socket)")
+	fs.BoolVar(&cfg.ExposedByDefault, "docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
+	fs.DurationVar(&cfg.DockerDebounce, "docker-debounce", 100*time.Millisecond, "quiet time that ends a burst of Docker events before routes are rebuilt")
+	fs.DurationVar(&cfg.DockerResync, "docker-resync", 5*time.Minute, "interval of the safety-net full resync with the Docker Engine")
+	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")
+	fs.StringVar(&cfg.StateFile, "state-file", "./levee-state.json", "file holding the entrypoints created through the API")
+	fs.StringVar(&cfg.APIToken, "api-token", "", "bearer token for the API (every method)")
+	fs.StringVar(&cfg.APIReadToken, "api-read-token", "", "bearer token for the API (GET only)")
+	fs.BoolVar(&cfg.AccessLog, "access-log", true, "log one line per proxied request")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests to finish")
+	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", 5*time.Second, "timeout for connecting to a backend")
+	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
+	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
+	return fs
+}
+
+// parseServeFlags parses args, then fills every flag not given on the
+// command line from its LEVEE_* environment variable.
+func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
+	var cfg serveConfig
+	fs := newServeFlags(&cfg, out)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q (serve takes only flags)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		if v := getenv(name); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("environment variable %s=%q: %w", name, v, err))
+			}
+		}
+	})
+	if cfg.DockerHost == "" {
+		cfg.DockerHost = getenv("DOCKER_HOST")
+	}
+	if err := cfg.check(); err != nil {
+		errs = append(errs, err)
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// check rejects values that parse but make no sense.
+func (c serveConfig) check() error {
+	var errs []error
+	switch c.LogFormat {
+	case "auto", "json", "console":
+	default:
+		errs = append(errs, fmt.Errorf("--log-format %q: want json, console or auto", c.LogFormat))
+	}
+	if c.LabelPrefix == "" || strings.ContainsAny(c.LabelPrefix, ". =") {
+		errs = append(errs, fmt.Errorf("--label-prefix %q: want a non-empty word without dots, spaces or '='", c.LabelPrefix))
+	}
+	for name, d := range map[string]time.Duration{
+		"--docker-debounce": c.DockerDebounce, "--docker-resync": c.DockerResync,
+		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
+		"--idle-conn-timeout": c.IdleConnTimeout,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s: must be positive", name, d))
+		}
+	}
+	if c.RouteGrace < 0 {
+		errs = append(errs, fmt.Errorf("--route-grace %s: must not be negative", c.RouteGrace))
+	}
+	if c.HTTPListen == "" {
+		errs = append(errs, errors.New("--http-listen must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// isTerminal reports whether f is a character device (a terminal), without a
+// dependency on a tty library.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

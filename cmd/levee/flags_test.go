@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestServeFlagsDefaults(t *testing.T) {
+	cfg, err := parseServeFlags(nil, envOf(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPListen != ":8080" || cfg.APIListen != "127.0.0.1:3035" || cfg.LabelPrefix != "levee" ||
+		cfg.DockerDebounce != 100*time.Millisecond || !cfg.DockerEnabled || cfg.ExposedByDefault {
+		t.Fatalf("unexpected defaults: %+v", cfg)
+	}
+}
+
+func TestServeFlagsEnvAndPrecedence(t *testing.T) {
+	env := envOf(map[string]string{
+		"LEVEE_LABEL_PREFIX":               "sozune",
+		"LEVEE_HTTP_LISTEN":                ":9999",
+		"LEVEE_DOCKER_EXPOSED_BY_DEFAULT":  "true",
+		"LEVEE_DOCKER_DEBOUNCE":            "250ms",
+		"DOCKER_HOST":                      "tcp://docker.example:2375",
+	})
+	cfg, err := parseServeFlags([]string{"--http-listen", ":7000"}, env, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPListen != ":7000" {
+		t.Errorf("flag must win over env: http-listen = %q", cfg.HTTPListen)
+	}
+	if cfg.LabelPrefix != "sozune" || !cfg.ExposedByDefault || cfg.DockerDebounce != 250*time.Millisecond {
+		t.Errorf("env not applied: %+v", cfg)
+	}
+	if cfg.DockerHost != "tcp://docker.example:2375" {
+		t.Errorf("DOCKER_HOST not used as the default docker host: %q", cfg.DockerHost)
+	}
+	cfg, err = parseServeFlags(nil, envOf(map[string]string{"LEVEE_DOCKER_HOST": "unix:///x.sock", "DOCKER_HOST": "tcp://y:1"}), &bytes.Buffer{})
+	if err != nil || cfg.DockerHost != "unix:///x.sock" {
+		t.Errorf("LEVEE_DOCKER_HOST must win over DOCKER_HOST: %q, %v", cfg.DockerHost, err)
+	}
+}
+
+func TestServeFlagsErrorsNameTheInput(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{env: map[string]string{"LEVEE_DOCKER_DEBOUNCE": "soon"}, want: `LEVEE_DOCKER_DEBOUNCE="soon"`},
+		{env: map[string]string{"LEVEE_ACCESS_LOG": "maybe"}, want: `LEVEE_ACCESS_LOG="maybe"`},
+		{args: []string{"--log-format", "xml"}, want: `--log-format "xml"`},
+		{args: []string{"--label-prefix", "a.b"}, want: `--label-prefix "a.b"`},
+		{args: []string{"--dial-timeout", "0s"}, want: "--dial-timeout 0s: must be positive"},
+		{args: []string{"extra"}, want: `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		_, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("args %v env %v: error %v, want it to mention %s", c.args, c.env, err, c.want)
+		}
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"frobnicate"}, &out, &errOut, envOf(nil)); code != 2 {
+		t.Errorf("unknown command exit = %d, want 2", code)
+	}
+	if !strings.Contains(errOut.String(), `unknown command "frobnicate"`) {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"serve", "--log-level", "loud"}, &out, &errOut, envOf(nil)); code != 2 {
+		t.Errorf("bad log level exit = %d, want 2", code)
+	}
+	if !strings.Contains(errOut.String(), `--log-level "loud"`) {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &out, &out, envOf(nil)); code != 0 || !strings.HasPrefix(out.String(), "levee ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+)
+
+// newLogger builds the process logger from --log-level and --log-format.
+func newLogger(cfg serveConfig, out io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
+	if err != nil || cfg.LogLevel == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", cfg.LogLevel)
+	}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if f, ok := out.(*os.File); ok && isTerminal(f) {
+			format = "console"
+		}
+	}
+	w := out
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// runServe runs the proxy until ctx is cancelled (SIGINT/SIGTERM), then
+// stops accepting, drains in-flight requests up to --shutdown-timeout and
+// returns 0.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg, err := parseServeFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "levee: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(cfg, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee: %v\n", err)
+		return 2
+	}
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error().Err(err).Msg("levee stopped")
+		return 1
+	}
+	return 0
+}
+
+// serve wires the sources, the router and the listeners together.
+func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
+	log.Info().Str("version", version).Msg("levee starting")
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	app, err := build(ctx, cfg, log, reg)
+	if err != nil {
+		return err
+	}
+
+	proxyLn, err := net.Listen("tcp", cfg.HTTPListen)
+	if err != nil {
+		return fmt.Errorf("proxy listener on %s: %w", cfg.HTTPListen, err)
+	}
+	apiLn, err := net.Listen("tcp", cfg.APIListen)
+	if err != nil {
+		proxyLn.Close()
+		return fmt.Errorf("API listener on %s: %w", cfg.APIListen, err)
+	}
+	proxySrv := &http.Server{
+		Handler:           app.proxy,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          stdLogger(log, "proxy"),
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	apiSrv := &http.Server{
+		Handler:           app.api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          stdLogger(log, "api"),
+		// SSE streams end with runCtx, so Shutdown does not wait for them.
+		BaseContext: func(net.Listener) context.Context { return runCtx },
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	serveOn := func(name string, srv *http.Server, ln net.Listener) {
+		defer wg.Done()
+		log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Msg("listening")
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("%s listener on %s: %w", name, ln.Addr(), err)
+		}
+	}
+	wg.Add(2)
+	go serveOn("proxy", proxySrv, proxyLn)
+	go serveOn("api", apiSrv, apiLn)
+	for _, background := range app.background {
+		wg.Add(1)
+		go func() { defer wg.Done(); background(runCtx) }()
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info().Dur("timeout", cfg.ShutdownTimeout).Msg("shutting down: draining in-flight requests")
+	case serveErr = <-errc:
+	}
+	cancel()
+	shutdownCtx, done := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer done()
+	// Shutdown stops accepting at once and waits for in-flight requests;
+	// SSE streams and hijacked connections end with runCtx.
+	var shutdownErr error
+	for _, srv := range []*http.Server{proxySrv, apiSrv} {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			shutdownErr = errors.Join(shutdownErr, err)
+			srv.Close()
+		}
+	}
+	wg.Wait()
+	if shutdownErr != nil {
+		log.Warn().Err(shutdownErr).Msg("shutdown timeout reached; remaining connections were closed")
+	}
+	log.Info().Msg("levee stopped")
+	return serveErr
+}

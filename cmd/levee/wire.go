@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/api"
+	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider/docker"
+	"github.com/levee-proxy/levee/provider/labels"
+	"github.com/levee-proxy/levee/router"
+)
+
+// app is a wired Levee: the two handlers and what runs beside them.
+type app struct {
+	proxy      http.Handler
+	api        http.Handler
+	background []func(context.Context)
+}
+
+// build wires the sources, the router and the API. Data flows one way:
+// providers (docker, the API store) → router → proxied request.
+func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *prometheus.Registry) (*app, error) {
+	if err := api.CheckListen(cfg.APIListen, cfg.APIToken); err != nil {
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
+
+	store := diagnostics.NewStore()
+	rt := router.New(router.Options{
+		Logger:            log.With().Str("component", "router").Logger(),
+		Registerer:        reg,
+		Diagnostics:       store,
+		AccessLog:         cfg.AccessLog,
+		DialTimeout:       cfg.DialTimeout,
+		IdleConnTimeout:   cfg.IdleConnTimeout,
+		RemovedRouteGrace: cfg.RouteGrace,
+	})
+
+	codec := api.StandardCodec()
+	entrypoints, err := api.OpenStore(api.StoreOptions{Path: cfg.StateFile, Codec: codec, Sink: rt})
+	if err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("loading API state: %w", err)
+	}
+
+	a := &app{proxy: rt}
+	a.background = append(a.background, func(ctx context.Context) {
+		<-ctx.Done()
+		rt.Close()
+	})
+
+	var ready []api.ReadyCheck
+	if cfg.DockerEnabled {
+		prov, err := docker.New(docker.Options{
+			Host:           cfg.DockerHost,
+			Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault},
+			Debounce:       cfg.DockerDebounce,
+			ResyncInterval: cfg.DockerResync,
+			Logger:         log.With().Str("component", "docker").Logger(),
+		})
+		if err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("docker provider: %w", err)
+		}
+		ready = append(ready, api.ReadyCheck{Name: "docker", Ready: prov.Synced})
+		a.background = append(a.background, func(ctx context.Context) {
+			if err := prov.Run(ctx, rt); err != nil {
+				log.Error().Err(err).Msg("docker provider stopped")
+			}
+		})
+	}
+
+	srv, err := api.New(api.Options{
+		Router:     rt,
+		Store:      entrypoints,
+		Codec:      codec,
+		Gatherer:   reg,
+		Ready:      ready,
+		AdminToken: cfg.APIToken,
+		ReadToken:  cfg.APIReadToken,
+		Logger:     log.With().Str("component", "api").Logger(),
+	})
+	if err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("API: %w", err)
+	}
+	a.api = srv
+	return a, nil
+}

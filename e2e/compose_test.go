@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/levee-proxy/levee/e2e/dockertest"
+)
+
+// compose runs docker-compose for one project. The test uses the top-level
+// docker-compose.yml unchanged, with images and ports parametrised through
+// the environment variables the file documents.
+type compose struct {
+	t       *testing.T
+	root    string
+	project string
+	env     []string
+}
+
+func (c *compose) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	bin, pre := composeCommand()
+	cmd := exec.CommandContext(ctx, bin, append(append(pre, "-p", c.project, "-f", filepath.Join(c.root, "docker-compose.yml")), args...)...)
+	cmd.Dir = c.root
+	cmd.Env = append(os.Environ(), c.env...)
+	return cmd
+}
+
+func (c *compose) run(args ...string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := c.cmd(ctx, args...).CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// composeCommand prefers the docker-compose binary, else the compose plugin.
+func composeCommand() (string, []string) {
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return "docker-compose", nil
+	}
+	return "docker", []string{"compose"}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+type apiClient struct {
+	base, token string
+}
+
+func (a apiClient) do(t *testing.T, method, path, contentType, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// metricValue finds `name{labels} value` in a Prometheus text exposition.
+func metricValue(exposition, name, labels string) (float64, bool) {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name+"{"+labels+"}") + ` (\S+)$`)
+	m := re.FindStringSubmatch(exposition)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return v, err == nil
+}
+
+// echoIPs returns the addresses of the compose project's echo replicas, so
+// the test can steer them directly (fail/ok) even while Levee's breaker is
+// open and shields them.
+func echoIPs(t *testing.T, cli *client.Client, project string) []string {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", "com.docker.compose.project="+project),
+		filters.Arg("label", "com.docker.compose.service=echo"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, c := range list {
+		for _, n := range c.NetworkSettings.Networks {
+			if n.IPAddress != "" {
+				ips = append(ips, n.IPAddress)
+				break
+			}
+		}
+	}
+	if len(ips) != 2 {
+		t.Fatalf("want 2 echo replicas with an address, got %v", ips)
+	}
+	return ips
+}
+
+func post(t *testing.T, url string) {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(url, "text/plain", nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %s", url, resp.Status)
+	}
+}
+
+// The compose demo, end to end on the real engine: build, up, both replicas
+// routed, the deliberate W024 visible in `docker-compose logs levee` as
+// JSON, breaker opens on failures and closes after recovery, an API-created
+// entrypoint is routed and survives a restart of the levee container.
+func TestComposeDemo(t *testing.T) {
+	cli := dockertest.Require(t)
+	if bin, _ := composeCommand(); bin == "docker" {
+		if err := exec.Command("docker", "compose", "version").Run(); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("neither docker-compose nor the docker compose plugin is installed")
+			}
+			t.Skip("neither docker-compose nor the docker compose plugin is installed")
+		}
+	}
+	root := moduleRoot(t)
+	id := dockertest.RunID(t)
+	httpPort, apiPort := freePort(t), freePort(t)
+	c := &compose{t: t, root: root, project: "levee-e2e-" + id, env: []string{
+		"LEVEE_IMAGE=levee:e2e-" + id,
+		"ECHO_IMAGE=levee-echo:e2e-" + id,
+		"LEVEE_HTTP_PORT=" + strconv.Itoa(httpPort),
+		"LEVEE_API_PORT=" + strconv.Itoa(apiPort),
+		"LEVEE_API_TOKEN=e2e-" + id,
+	}}
+
+	// Build exactly as the README says (make image), with run-labelled tags
+	// so that cleanup removes them.
+	mk := exec.Command("make", "image", "LEVEE_IMAGE=levee:e2e-"+id, "ECHO_IMAGE=levee-echo:e2e-"+id,
+		"DOCKER_BUILD_FLAGS=--label "+dockertest.Label+"="+id)
+	mk.Dir = root
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if t.Failed() {
+			out, _ := c.cmd(ctx, "logs", "--no-color", "levee").CombinedOutput()
+			t.Logf("docker-compose logs levee:\n%s", out)
+		}
+		if out, err := c.cmd(ctx, "down", "-v", "--remove-orphans").CombinedOutput(); err != nil {
+			t.Errorf("docker-compose down -v: %v\n%s", err, out)
+		}
+	})
+	c.run("up", "-d", "--no-build")
+
+	api := apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), token: "e2e-" + id}
+	proxy := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
+	dockertest.Eventually(t, 60*time.Second, func() error {
+		if status, body := api.do(t, "GET", "/ready", "", ""); status != 200 {
+			return fmt.Errorf("/ready = %d %s", status, body)
+		}
+		return nil
+	})
+
+	// Both replicas are reached through Levee.
+	hostnames := map[string]bool{}
+	dockertest.Eventually(t, 60*time.Second, func() error {
+		status, hdr, _, err := tryGet(proxy, "echo.localhost")
+		if err != nil {
+			return err
+		}
+		if status != 200 {
+			return fmt.Errorf("echo.localhost = %d %s", status, hdr.Get("X-Levee-Diagnostic"))
+		}
+		hostnames[hdr.Get("X-Echo-Hostname")] = true
+		if len(hostnames) < 2 {
+			return fmt.Errorf("replicas seen: %v", hostnames)
+		}
+		return nil
+	})
+
+	// The deliberate mistake is in the logs as a JSON line with code,
+	// container and key.
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		logs := c.run("logs", "--no-color", "levee")
+		sc := bufio.NewScanner(strings.NewReader(logs))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if i := strings.Index(line, "{"); i >= 0 {
+				var m map[string]any
+				if json.Unmarshal([]byte(line[i:]), &m) == nil && m["code"] == "W024" &&
+					m["key"] == "levee.http.broken.circuitBreaker.threshold" &&
+					strings.Contains(fmt.Sprint(m["object"]), "broken") {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no W024 JSON line naming the broken container and key in the logs")
+	})
+
+	// Make echo fail: the breaker opens and Levee answers 503 + Retry-After.
+	ips := echoIPs(t, cli, c.project)
+	for _, ip := range ips {
+		post(t, "http://"+ip+":8080/_echo/fail?status=500")
+	}
+	var retryAfter string
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		status, hdr, _, err := tryGet(proxy, "echo.localhost")
+		if err != nil {
+			return err
+		}
+		if status != 503 || hdr.Get("X-Levee-Diagnostic") != "circuit-open" {
+			return fmt.Errorf("got %d %q, want 503 circuit-open", status, hdr.Get("X-Levee-Diagnostic"))
+		}
+		retryAfter = hdr.Get("Retry-After")
+		return nil
+	})
+	if n, err := strconv.Atoi(retryAfter); err != nil || n < 1 || n > 5 {
+		t.Fatalf("Retry-After %q, want whole seconds in [1,5] (cooldown 5s)", retryAfter)
+	}
+	status, body := api.do(t, "GET", "/metrics", "", "")
+	if v, ok := metricValue(string(body), "levee_breaker_state", `route="echo"`); status != 200 || !ok || v != 1 {
+		t.Fatalf("levee_breaker_state{route=\"echo\"} = %v (found %v), want 1", v, ok)
+	}
+
+	// Make it healthy: after the cooldown a probe succeeds and it closes.
+	for _, ip := range ips {
+		post(t, "http://"+ip+":8080/_echo/ok")
+	}
+	dockertest.Eventually(t, 60*time.Second, func() error {
+		status, hdr, _, err := tryGet(proxy, "echo.localhost")
+		if err != nil {
+			return err
+		}
+		if status != 200 {
+			return fmt.Errorf("echo.localhost = %d %q", status, hdr.Get("X-Levee-Diagnostic"))
+		}
+		_, body := api.do(t, "GET", "/metrics", "", "")
+		if v, ok := metricValue(string(body), "levee_breaker_state", `route="echo"`); !ok || v != 0 {
+			return fmt.Errorf("levee_breaker_state = %v, want 0", v)
+		}
+		return nil
+	})
+
+	// An entrypoint posted to the API is routed…
+	payload := fmt.Sprintf(`{"name":"viaapi","protocol":"Http","backends":[{"address":%q,"port":8080}],"config":{"hostnames":["api.localhost"]}}`, ips[0])
+	if status, body := api.do(t, "POST", "/entrypoints", "application/json", payload); status != 201 {
+		t.Fatalf("POST /entrypoints = %d %s", status, body)
+	}
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		if status, hdr, _, err := tryGet(proxy, "api.localhost"); err != nil || status != 200 {
+			return fmt.Errorf("api.localhost = %d %q %v", status, hdr.Get("X-Levee-Diagnostic"), err)
+		}
+		return nil
+	})
+
+	// …and still there after the levee container restarts.
+	c.run("restart", "levee")
+	dockertest.Eventually(t, 60*time.Second, func() error {
+		status, body := api.do(t, "GET", "/entrypoints/viaapi", "", "")
+		if status != 200 || !bytes.Contains(body, []byte("api.localhost")) {
+			return fmt.Errorf("GET /entrypoints/viaapi = %d %s", status, body)
+		}
+		if status, hdr, _, err := tryGet(proxy, "api.localhost"); err != nil || status != 200 {
+			return fmt.Errorf("api.localhost after restart = %d %q %v", status, hdr.Get("X-Levee-Diagnostic"), err)
+		}
+		return nil
+	})
+}
