@@ -1,0 +1,262 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/levee-proxy/levee/breaker"
+)
+
+// guard is one breaker in the request path: a route's (scope=route) or one
+// backend's (scope=backend). It lives in the state registry, so a new
+// snapshot re-attaches to it and only its parameters change.
+type guard struct {
+	b       *breaker.Breaker
+	route   string
+	backend string // empty for scope=route
+	// rejected is resolved once so that a rejection does not look a label
+	// up.
+	rejected prometheus.Counter
+	// dropped is set once the state is gone: transitions of a dropped
+	// breaker (a late report) are no longer announced.
+	dropped atomic.Bool
+	// by names the operator of a pending manual action, for its event.
+	by atomic.Pointer[string]
+}
+
+// name is the breaker's metric and event identity: the route id, or
+// "route@backend" for scope=backend.
+func (g *guard) name() string {
+	if g.backend == "" {
+		return g.route
+	}
+	return g.route + "@" + g.backend
+}
+
+// newGuard creates the breaker and wires its transitions to logs, metrics
+// and the event bus.
+func (r *Router) newGuard(route, backend string, p breaker.Params) *guard {
+	g := &guard{route: route, backend: backend}
+	g.b = breaker.NewWithParams(g.name(), p, breaker.Options{Clock: r.clock})
+	g.rejected = r.metrics.rejected.WithLabelValues(g.name())
+	g.b.OnTransition(func(t breaker.Transition) { r.onTransition(g, t) })
+	return g
+}
+
+func (r *Router) onTransition(g *guard, t breaker.Transition) {
+	if g.dropped.Load() {
+		return
+	}
+	ev := r.log.Info()
+	if t.To == breaker.Open {
+		ev = r.log.Warn()
+	}
+	ev = ev.Str("event", "breaker_"+t.Event()).Str("route", g.route)
+	if g.backend != "" {
+		ev = ev.Str("backend", g.backend)
+	}
+	by := ""
+	if t.Rule == breaker.RuleManual {
+		if p := g.by.Swap(nil); p != nil {
+			by = *p
+			ev = ev.Str("by", by)
+		}
+	}
+	ev.Str("from", t.From.String()).Str("to", t.To.String()).
+		Str("rule", t.Rule.String()).
+		Float64("retry_after", t.RetryAfter.Seconds()).
+		Uint64("generation", t.Generation).
+		Msg("circuit breaker " + t.Event())
+	r.metrics.transitions.WithLabelValues(g.name(), t.To.String(), t.Rule.String()).Inc()
+	r.bus.publish(Event{Type: EventBreaker, Time: t.At, Data: BreakerEvent{
+		Route: g.route, Backend: g.backend, Event: t.Event(),
+		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
+		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by,
+	}})
+}
+
+// configureGuards creates, updates or removes the breakers of a route state
+// to match its entrypoint. State carries on across parameter changes.
+func (r *Router) configureGuards(rs *routeState, ep *Entrypoint, bss []*backendState) {
+	cb := ep.CircuitBreaker
+	wantRoute := cb != nil && cb.Scope != ScopeBackend
+	wantBackend := cb != nil && cb.Scope == ScopeBackend
+
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r.setGuard(&rs.guard, wantRoute, rs.id, "", cb)
+	for _, s := range bss {
+		r.setGuard(&s.guard, wantBackend, rs.id, s.key, cb)
+	}
+}
+
+// setGuard makes slot hold a breaker with cb's parameters when want is
+// true, keeping an existing one (and its state), or empties it.
+func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend string, cb *CircuitBreaker) {
+	g := slot.Load()
+	switch {
+	case want && g == nil:
+		slot.Store(r.newGuard(route, backend, cb.Params))
+	case want:
+		g.b.SetParams(cb.Params)
+	case g != nil:
+		slot.Store(nil)
+		g.dropped.Store(true)
+		r.forgetGuard(g)
+	}
+}
+
+// forgetGuard removes the breaker's metric series.
+func (r *Router) forgetGuard(g *guard) {
+	name := g.name()
+	r.metrics.transitions.DeletePartialMatch(map[string]string{"route": name})
+	r.metrics.rejected.DeleteLabelValues(name)
+}
+
+// BreakerStatus is the state of one breaker as the API shows it.
+type BreakerStatus struct {
+	// Route is the entrypoint id.
+	Route string `json:"route"`
+	// Backend is "address:port" for scope=backend breakers.
+	Backend string `json:"backend,omitempty"`
+	// Name is the breaker's identity in metrics and events.
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Mode is "enforce" or "shadow".
+	Mode                string  `json:"mode"`
+	Generation          uint64  `json:"generation"`
+	Forced              bool    `json:"forced,omitempty"`
+	FailureRatio        float64 `json:"failure_ratio"`
+	SlowRatio           float64 `json:"slow_ratio"`
+	WindowTotal         int     `json:"window_total"`
+	WindowFailures      int     `json:"window_failures"`
+	ConsecutiveFailures int     `json:"consecutive_failures"`
+	Admitted            uint64  `json:"admitted"`
+	Rejected            uint64  `json:"rejected"`
+	Successes           uint64  `json:"successes"`
+	Failures            uint64  `json:"failures"`
+	Trips               int     `json:"trips"`
+	// RetryAfterSeconds is, while open, the whole seconds until half-open.
+	RetryAfterSeconds int        `json:"retry_after_seconds,omitempty"`
+	OpenedAt          *time.Time `json:"opened_at,omitempty"`
+	// LastTransition describes the most recent transition, if any.
+	LastTransition *BreakerEvent `json:"last_transition,omitempty"`
+}
+
+func statusOf(g *guard) BreakerStatus {
+	st := g.b.Stats()
+	bs := BreakerStatus{
+		Route: g.route, Backend: g.backend, Name: g.name(),
+		State: st.State.String(), Mode: st.Mode.String(), Generation: st.Generation, Forced: st.Forced,
+		FailureRatio: st.FailureRatio, SlowRatio: st.SlowRatio,
+		WindowTotal: st.WindowTotal, WindowFailures: st.WindowFailures,
+		ConsecutiveFailures: st.ConsecutiveFailures,
+		Admitted:            st.Admitted, Rejected: st.Rejected, Successes: st.Successes, Failures: st.Failures,
+		Trips:             st.Trips,
+		RetryAfterSeconds: int(math.Ceil(st.RetryAfter.Seconds())),
+	}
+	if !st.OpenedAt.IsZero() {
+		t := st.OpenedAt
+		bs.OpenedAt = &t
+	}
+	if lt := st.LastTransition; !lt.At.IsZero() {
+		bs.LastTransition = &BreakerEvent{
+			Route: g.route, Backend: g.backend, Event: lt.Event(), From: lt.From.String(), To: lt.To.String(),
+			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation,
+		}
+	}
+	return bs
+}
+
+// guards returns the breakers of a route state: the route's, or its
+// backends' ordered by address.
+func (rs *routeState) guards() []*guard {
+	if g := rs.guard.Load(); g != nil {
+		return []*guard{g}
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var out []*guard
+	for _, s := range rs.backends {
+		if g := s.guard.Load(); g != nil {
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, func(a, b *guard) int { return strings.Compare(a.backend, b.backend) })
+	return out
+}
+
+// Breakers returns the status of every breaker of every current route,
+// ordered by route id then backend.
+func (r *Router) Breakers() []BreakerStatus {
+	var out []BreakerStatus
+	for _, rt := range r.snap.Load().routes {
+		for _, g := range rt.state.guards() {
+			out = append(out, statusOf(g))
+		}
+	}
+	return out
+}
+
+// Breaker returns the status of a route's breaker. For scope=backend it
+// returns the first backend's breaker; use Breakers for all of them.
+func (r *Router) Breaker(route string) (BreakerStatus, bool) {
+	rt, ok := r.snap.Load().Route(route)
+	if !ok {
+		return BreakerStatus{}, false
+	}
+	gs := rt.state.guards()
+	if len(gs) == 0 {
+		return BreakerStatus{}, false
+	}
+	return statusOf(gs[0]), true
+}
+
+// Breaker control actions accepted by ControlBreaker.
+const (
+	ActionOpen  = "open"
+	ActionClose = "close"
+	ActionReset = "reset"
+)
+
+// ErrNotFound says a route (or its breaker) does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ControlBreaker forces a route's breakers open or closed, or resets them
+// (every backend's for scope=backend). who is logged with the action.
+func (r *Router) ControlBreaker(route, action, who string) error {
+	rt, ok := r.snap.Load().Route(route)
+	if !ok {
+		return fmt.Errorf("controlling the breaker of route %q: route %w", route, ErrNotFound)
+	}
+	gs := rt.state.guards()
+	if len(gs) == 0 {
+		return fmt.Errorf("controlling the breaker of route %q: the route has no circuit breaker: %w", route, ErrNotFound)
+	}
+	var do func(*breaker.Breaker)
+	switch action {
+	case ActionOpen:
+		do = (*breaker.Breaker).ForceOpen
+	case ActionClose:
+		do = (*breaker.Breaker).ForceClose
+	case ActionReset:
+		do = (*breaker.Breaker).Reset
+	default:
+		return fmt.Errorf("controlling the breaker of route %q: unknown action %q (want open, close or reset)", route, action)
+	}
+	r.log.Info().Str("event", "breaker_control").Str("route", route).Str("action", action).Str("by", who).
+		Msg("circuit breaker " + action + " requested")
+	for _, g := range gs {
+		g.by.Store(&who)
+		do(g.b)
+		g.by.CompareAndSwap(&who, nil) // no transition (already there): forget it
+	}
+	return nil
+}

@@ -1,0 +1,537 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// h1Transport is a lean HTTP/1.1 client for backend traffic. Compared with
+// net/http.Transport it runs each exchange on the calling goroutine (no
+// read and write loop goroutines, no channels, no per-request timer: the
+// header timeout is a read deadline), which is most of the Transport's
+// per-request cost on a small request.
+//
+// It supports what the proxy needs and nothing more: plain HTTP/1.1 to a
+// host:port, keep-alive with an idle pool per backend, request bodies of
+// known or unknown length (chunked), any response framing net/http can read,
+// 1xx skipping, protocol switches (101) and request cancellation through the
+// request's context. A request on a pooled connection that the backend had
+// already closed is sent again on a new connection when nothing came back
+// and the request can be replayed.
+type h1Transport struct {
+	dialer        net.Dialer
+	headerTimeout time.Duration
+	idleTimeout   time.Duration
+	maxIdle       int
+
+	mu    sync.Mutex
+	idle  map[string][]*h1Conn // LIFO: the most recently used is warmest
+	close chan struct{}
+	once  sync.Once
+}
+
+func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
+	t := &h1Transport{
+		dialer:        net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second},
+		headerTimeout: headerTimeout,
+		idleTimeout:   o.IdleConnTimeout,
+		maxIdle:       o.MaxIdleConnsPerHost,
+		idle:          make(map[string][]*h1Conn),
+		close:         make(chan struct{}),
+	}
+	go t.reap()
+	return t
+}
+
+// countingConn counts the bytes read, to tell "the backend answered
+// nothing" from "it answered something" whatever the reader buffered.
+type countingConn struct {
+	net.Conn
+	n int64
+	// limit, when non-zero, is the count past which reads fail: it bounds
+	// the response headers a backend can make the proxy buffer.
+	limit int64
+}
+
+// errHeadersTooLarge is returned when a backend's response head exceeds
+// maxResponseHeaderBytes.
+var errHeadersTooLarge = errors.New("backend response headers too large")
+
+// maxResponseHeaderBytes bounds a response's status line and headers
+// (net/http's Transport allows 10 MB; a proxy has no use for that much).
+const maxResponseHeaderBytes = 1 << 20
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	if c.limit != 0 && c.n >= c.limit {
+		return 0, errHeadersTooLarge
+	}
+	n, err := c.Conn.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// h1Conn is one backend connection with its buffers.
+type h1Conn struct {
+	t        *h1Transport
+	key      string
+	conn     net.Conn
+	counted  *countingConn
+	readMark int64 // counted.n when the current exchange started
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	idleAt   time.Time
+	reused   bool
+	broken   atomic.Bool
+	stopCtx  func() bool // stops the context watch of the current exchange
+	closeReq bool        // the request asked to close after the exchange
+}
+
+// reap closes connections idle for longer than idleTimeout.
+func (t *h1Transport) reap() {
+	tick := time.NewTicker(max(t.idleTimeout/2, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.close:
+			return
+		case now := <-tick.C:
+			var stale []*h1Conn
+			t.mu.Lock()
+			for k, cs := range t.idle {
+				keep := cs[:0]
+				for _, c := range cs {
+					if now.Sub(c.idleAt) > t.idleTimeout {
+						stale = append(stale, c)
+					} else {
+						keep = append(keep, c)
+					}
+				}
+				if len(keep) == 0 {
+					delete(t.idle, k)
+				} else {
+					t.idle[k] = keep
+				}
+			}
+			t.mu.Unlock()
+			for _, c := range stale {
+				_ = c.conn.Close()
+			}
+		}
+	}
+}
+
+// CloseIdleConnections closes every pooled connection.
+func (t *h1Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	all := t.idle
+	t.idle = make(map[string][]*h1Conn)
+	t.mu.Unlock()
+	for _, cs := range all {
+		for _, c := range cs {
+			_ = c.conn.Close()
+		}
+	}
+}
+
+// shutdown stops the reaper and closes idle connections.
+func (t *h1Transport) shutdown() {
+	t.once.Do(func() { close(t.close) })
+	t.CloseIdleConnections()
+}
+
+func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
+	now := time.Now()
+	t.mu.Lock()
+	for cs := t.idle[key]; len(cs) > 0; cs = t.idle[key] {
+		c := cs[len(cs)-1]
+		t.idle[key] = cs[:len(cs)-1]
+		if now.Sub(c.idleAt) > t.idleTimeout {
+			t.mu.Unlock()
+			_ = c.conn.Close()
+			t.mu.Lock()
+			continue
+		}
+		t.mu.Unlock()
+		// A backend may close a keep-alive connection while it idles
+		// (Node.js after 5 s, for one). Finding out now costs one
+		// non-blocking peek, only for connections idle long enough to
+		// have been closed; finding out after sending would fail a
+		// non-idempotent request.
+		if now.Sub(c.idleAt) > peekAfterIdle && peerClosed(c.conn) {
+			_ = c.conn.Close()
+			t.mu.Lock()
+			continue
+		}
+		c.reused = true
+		return c, nil
+	}
+	t.mu.Unlock()
+	conn, err := t.dialer.DialContext(ctx, "tcp", key)
+	if err != nil {
+		return nil, err
+	}
+	cc := &countingConn{Conn: conn}
+	return &h1Conn{
+		t: t, key: key, conn: conn, counted: cc,
+		br: bufio.NewReaderSize(cc, 16<<10),
+		bw: bufio.NewWriterSize(conn, 16<<10),
+	}, nil
+}
+
+func (t *h1Transport) put(c *h1Conn) {
+	if c.broken.Load() || c.closeReq {
+		_ = c.conn.Close()
+		return
+	}
+	c.idleAt = time.Now()
+	t.mu.Lock()
+	if len(t.idle[c.key]) >= t.maxIdle {
+		t.mu.Unlock()
+		_ = c.conn.Close()
+		return
+	}
+	t.idle[c.key] = append(t.idle[c.key], c)
+	t.mu.Unlock()
+}
+
+// peekAfterIdle is how long a pooled connection may idle before it is
+// checked for a close by the backend: backends' keep-alive timeouts are
+// seconds, and a busy connection is not worth a syscall.
+const peekAfterIdle = 500 * time.Millisecond
+
+// maxInlineBody is the largest request body written before the response
+// is read, on the calling goroutine.
+const maxInlineBody = 16 << 10
+
+// errNothingReceived marks a failure after which the request can safely be
+// sent again on a new connection: the backend closed a pooled connection
+// before answering anything.
+var errNothingReceived = errors.New("backend closed the connection before answering")
+
+// RoundTrip sends req (whose URL.Host is the backend's host:port) and
+// returns the response with headers read. The body streams from the
+// connection; closing it returns the connection to the pool when the body
+// was read to its end.
+func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	for try := 0; ; try++ {
+		c, err := t.get(req.Context(), req.URL.Host)
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		resp, err := c.exchange(req)
+		if err == nil {
+			return resp, nil
+		}
+		if errors.Is(err, errNothingReceived) && try == 0 && replayable(req) {
+			if req.Body != nil && req.GetBody != nil {
+				if req.Body, err = req.GetBody(); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		closeBody(req)
+		return nil, err
+	}
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+func replayable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// exchange writes the request and reads the response headers.
+func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	// Cancellation breaks the connection by moving its deadline to the
+	// past; that wakes any blocked read or write.
+	c.stopCtx = context.AfterFunc(ctx, func() {
+		c.broken.Store(true)
+		_ = c.conn.SetDeadline(time.Unix(1, 0))
+	})
+	if c.t.headerTimeout > 0 {
+		_ = c.conn.SetReadDeadline(time.Now().Add(c.t.headerTimeout))
+	}
+	c.closeReq = req.Close
+	c.readMark = c.counted.n
+	chunked, err := c.writeHead(req)
+	if err != nil {
+		return nil, c.fail(err, true, req)
+	}
+	// A large or streamed body is written by its own goroutine, as the
+	// backend may answer (and stop reading) before it has all of it. A
+	// small one fits the socket buffers, so writing it first cannot block
+	// on such a backend, and the connection stays reusable.
+	var bodyDone chan error
+	switch {
+	case hasBody(req) && req.ContentLength > 0 && req.ContentLength <= maxInlineBody:
+		if err := c.writeBody(req, false); err != nil {
+			return nil, c.fail(err, true, req)
+		}
+	case hasBody(req):
+		bodyDone = make(chan error, 1)
+		go func() { bodyDone <- c.writeBody(req, chunked) }()
+	default:
+		if err := c.bw.Flush(); err != nil {
+			return nil, c.fail(err, true, req)
+		}
+	}
+
+	c.counted.limit = c.counted.n + maxResponseHeaderBytes
+	resp, err := c.readResponse(req)
+	c.counted.limit = 0
+	if err != nil {
+		return nil, c.fail(err, false, req) // closing the connection stops a body writer
+	}
+	if c.t.headerTimeout > 0 {
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		c.stopCtx()
+		resp.Body = &h1Upgraded{Reader: c.br, conn: c.conn}
+		return resp, nil
+	}
+	resp.Body = &h1Body{c: c, body: resp.Body, bodyDone: bodyDone, closeAfter: resp.Close}
+	return resp, nil
+}
+
+// fail cleans up a failed exchange and marks the error replayable the way
+// net/http does: a pooled connection the backend had closed, and either
+// the request could not be written or it is idempotent and not a byte came
+// back.
+func (c *h1Conn) fail(err error, writing bool, req *http.Request) error {
+	c.stopCtx()
+	c.broken.Store(true)
+	_ = c.conn.Close()
+	if req.Context().Err() != nil || !c.reused {
+		return err
+	}
+	if writing || (idempotent(req) && isClosedByPeer(err) && c.counted.n == c.readMark) {
+		return fmt.Errorf("%w: %w", errNothingReceived, err)
+	}
+	return err
+}
+
+func isClosedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		isConnReset(err)
+}
+
+func isConnReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && (op.Op == "read" || op.Op == "write") && !op.Timeout()
+}
+
+func hasBody(req *http.Request) bool {
+	return req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0
+}
+
+// writeHead writes the request line and headers. Framing comes from
+// req.ContentLength only: a Content-Length or Transfer-Encoding header in
+// req.Header is never written, so both can never go out together.
+func (c *h1Conn) writeHead(req *http.Request) (chunked bool, err error) {
+	w := c.bw
+	w.WriteString(req.Method)
+	w.WriteByte(' ')
+	w.WriteString(req.URL.RequestURI())
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	w.WriteString(host)
+	w.WriteString("\r\n")
+	for k, vv := range req.Header {
+		switch k {
+		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Expect":
+			continue
+		}
+		for _, v := range vv {
+			if v == "" && k == "User-Agent" {
+				continue
+			}
+			if !validHeaderValue(v) || !validHeaderValue(k) {
+				return false, fmt.Errorf("writing request header %q: invalid characters", k)
+			}
+			w.WriteString(k)
+			w.WriteString(": ")
+			w.WriteString(v)
+			w.WriteString("\r\n")
+		}
+	}
+	switch {
+	case !hasBody(req):
+		if req.ContentLength != 0 || methodExpectsBody(req.Method) {
+			w.WriteString("Content-Length: 0\r\n")
+		}
+	case req.ContentLength > 0:
+		w.WriteString("Content-Length: ")
+		var buf [20]byte
+		w.Write(strconv.AppendInt(buf[:0], req.ContentLength, 10))
+		w.WriteString("\r\n")
+	default:
+		w.WriteString("Transfer-Encoding: chunked\r\n")
+		chunked = true
+	}
+	if req.Close {
+		w.WriteString("Connection: close\r\n")
+	}
+	_, err = w.WriteString("\r\n")
+	return chunked, err
+}
+
+func methodExpectsBody(m string) bool {
+	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
+}
+
+// validHeaderValue rejects CR, LF and NUL: the server has parsed the
+// client's headers already, but a header set by code must not be able to
+// split the request either.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *h1Conn) writeBody(req *http.Request, chunked bool) error {
+	var w io.Writer = c.bw
+	var cw io.WriteCloser
+	if chunked {
+		cw = httputil.NewChunkedWriter(c.bw)
+		w = cw
+	}
+	var err error
+	if req.ContentLength > 0 {
+		var n int64
+		n, err = io.Copy(w, io.LimitReader(req.Body, req.ContentLength))
+		if err == nil && n < req.ContentLength {
+			err = fmt.Errorf("request body: %w after %d of %d bytes", io.ErrUnexpectedEOF, n, req.ContentLength)
+		}
+	} else {
+		_, err = io.Copy(flushWriter{w, c.bw}, req.Body)
+	}
+	_ = req.Body.Close()
+	if err == nil && cw != nil {
+		if err = cw.Close(); err == nil {
+			_, err = c.bw.WriteString("\r\n")
+		}
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		c.broken.Store(true)
+	}
+	return err
+}
+
+// flushWriter flushes after every write, so that a streamed body of
+// unknown length reaches the backend as it arrives.
+type flushWriter struct {
+	w  io.Writer
+	bw *bufio.Writer
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.bw.Flush()
+	}
+	return n, err
+}
+
+// readResponse reads the status line and headers, skipping 1xx answers
+// other than 101.
+func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		return resp, nil
+	}
+}
+
+// h1Body is a response body that returns its connection to the pool once
+// read to the end.
+type h1Body struct {
+	c          *h1Conn
+	body       io.ReadCloser
+	bodyDone   chan error
+	closeAfter bool
+	done       bool
+	eof        bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, net.ErrClosed
+	}
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	} else if err != nil {
+		b.c.broken.Store(true)
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	if b.done {
+		return nil
+	}
+	b.done = true
+	c := b.c
+	stopped := c.stopCtx()
+	if b.bodyDone != nil {
+		select {
+		case err := <-b.bodyDone:
+			if err != nil {
+				c.broken.Store(true)
+			}
+		default:
+			// The backend answered before taking the whole request body.
+			// The writer may be blocked on the client: do not wait for it;
+			// the broken connection makes it stop.
+			c.broken.Store(true)
+			_ = c.conn.Close()
+		}
+	}
+	if !b.eof || b.closeAfter || !stopped {
+		c.broken.Store(true)
+	}
+	c.t.put(c)
+	return nil
+}
+
+// h1Upgraded is the connection after a 101: reads first drain what the
+// response reader had buffered.
+type h1Upgraded struct {
+	*bufio.Reader
+	conn net.Conn
+}
+
+func (u *h1Upgraded) Write(p []byte) (int, error) { return u.conn.Write(p) }
+func (u *h1Upgraded) Close() error                { return u.conn.Close() }

@@ -1,0 +1,239 @@
+package router
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// fakeClock is a manually advanced clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: epoch} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Backend modes.
+const (
+	modeOK   = iota // 200 "ok from <name>"
+	modeFail        // status from failStatus
+	modeHang        // waits until released (or the request ends)
+)
+
+// testBackend is a real HTTP server on 127.0.0.1 that can be told to fail
+// or hang, and counts what reaches it.
+type testBackend struct {
+	name       string
+	srv        *httptest.Server
+	hits       atomic.Int64
+	mode       atomic.Int32
+	failStatus atomic.Int32
+	healthy    atomic.Bool   // answer of /health (not counted in hits)
+	release    chan struct{} // closed to let hanging requests go
+	relOnce    sync.Once
+	arrived    chan struct{} // one value per request that starts hanging
+	mu         sync.Mutex
+	lastReq    *http.Request
+}
+
+func newBackend(t *testing.T, name string) *testBackend {
+	t.Helper()
+	b := &testBackend{name: name, release: make(chan struct{}), arrived: make(chan struct{}, 64)}
+	b.failStatus.Store(http.StatusInternalServerError)
+	b.healthy.Store(true)
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			if !b.healthy.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+			return
+		}
+		b.hits.Add(1)
+		r2 := r.Clone(r.Context())
+		b.mu.Lock()
+		b.lastReq = r2
+		b.mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Backend", name)
+		mode := b.mode.Load()
+		switch r.URL.Path { // per-request overrides
+		case "/hang":
+			mode = modeHang
+		case "/fail":
+			mode = modeFail
+		}
+		switch mode {
+		case modeFail:
+			w.WriteHeader(int(b.failStatus.Load()))
+			fmt.Fprintf(w, "fail from %s", name)
+			return
+		case modeHang:
+			b.arrived <- struct{}{}
+			select {
+			case <-b.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprintf(w, "ok from %s", name)
+	}))
+	t.Cleanup(func() {
+		b.unhang()
+		b.srv.Close()
+	})
+	return b
+}
+
+func (b *testBackend) unhang() { b.relOnce.Do(func() { close(b.release) }) }
+
+func (b *testBackend) backend() Backend {
+	host, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	return Backend{Address: host, Port: p, Weight: DefaultWeight, Name: b.name}
+}
+
+func (b *testBackend) last() *http.Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastReq
+}
+
+// deadBackend returns a Backend nothing listens on.
+func deadBackend(t *testing.T) Backend {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().(*net.TCPAddr)
+	_ = l.Close()
+	return Backend{Address: "127.0.0.1", Port: addr.Port, Weight: DefaultWeight, Name: "dead"}
+}
+
+// harness is a Router behind a real listener.
+type harness struct {
+	t     *testing.T
+	r     *Router
+	front *httptest.Server
+	clock *fakeClock
+	reg   *prometheus.Registry
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: newFakeClock(), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	if opts.Clock == nil {
+		opts.Clock = h.clock
+	}
+	opts.Registerer = h.reg
+	opts.Logger = zerolog.New(h.logs)
+	h.r = New(opts)
+	h.front = httptest.NewServer(h.r)
+	t.Cleanup(func() {
+		h.front.Close()
+		h.r.Close()
+	})
+	return h
+}
+
+// ep builds an entrypoint on host h.test, path "/", with the backends.
+func ep(id string, bs ...Backend) Entrypoint {
+	e := route(id, "/", id+".test")
+	e.Source = SourceDocker
+	e.Backends = bs
+	return e
+}
+
+func (h *harness) set(source string, eps ...Entrypoint) {
+	for i := range eps {
+		eps[i].Source = source
+	}
+	h.r.Update(SourceUpdate{Source: source, Entrypoints: eps})
+}
+
+// do sends a request for host through the proxy.
+func (h *harness) do(method, host, path string, body io.Reader) *http.Response {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.front.URL+path, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := h.front.Client().Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s%s: %v", method, host, path, err)
+	}
+	return resp
+}
+
+// get sends GET and returns status, body and response.
+func (h *harness) get(host, path string) (int, string, *http.Response) {
+	h.t.Helper()
+	resp := h.do(http.MethodGet, host, path, nil)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+func waitArrived(t *testing.T, b *testBackend) {
+	t.Helper()
+	select {
+	case <-b.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no request reached %s", b.name)
+	}
+}

@@ -1,0 +1,420 @@
+package router
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// Route is one entrypoint compiled for matching. Routes are immutable once a
+// Snapshot holds them; the mutable runtime state a route points to (balancer,
+// health, breaker) lives in the state registry and outlives the Route.
+type Route struct {
+	ep      Entrypoint
+	prefix  string // match key: Path without a trailing slash, "/" for the root
+	regex   *regexp.Regexp
+	methods []string
+	// ghost routes belong to entrypoints that disappeared recently: they
+	// answer 503 no-healthy-backend for a grace period instead of 404, and
+	// lose to every live route.
+	ghost bool
+
+	state     *routeState
+	backends  []*backend // in Entrypoint.Backends order
+	balancer  balancer
+	transport backendTransport
+	// cbParams are the validated breaker parameters, for classifying
+	// responses without asking the breaker.
+	cbParams breaker.Params
+}
+
+// ID returns the entrypoint id the route was built from.
+func (r *Route) ID() string { return r.ep.ID }
+
+// Entrypoint returns the entrypoint the route was built from. Its slices are
+// shared with the snapshot and must not be modified.
+func (r *Route) Entrypoint() Entrypoint { return r.ep }
+
+// accepts applies the filters that are not part of the table's index.
+func (r *Route) accepts(method, path string) bool {
+	if len(r.methods) > 0 && !slices.Contains(r.methods, method) {
+		return false
+	}
+	return r.regex == nil || r.regex.MatchString(path)
+}
+
+// before is the precedence among routes with the same host and prefix:
+// live before ghost, higher priority, then the oldest, then the smaller id,
+// so the winner never depends on the order sources arrived in.
+func (r *Route) before(o *Route) bool {
+	if r.ghost != o.ghost {
+		return !r.ghost
+	}
+	if r.ep.Priority != o.ep.Priority {
+		return r.ep.Priority > o.ep.Priority
+	}
+	if !r.ep.Created.Equal(o.ep.Created) {
+		return r.ep.Created.Before(o.ep.Created)
+	}
+	return r.ep.ID < o.ep.ID
+}
+
+// hostTable indexes the routes of one host pattern by path prefix. Matching
+// walks the request path from its longest segment prefix to "/", so the
+// longest prefix wins and the cost is one map lookup per path segment,
+// whatever the number of routes.
+type hostTable struct {
+	byPrefix map[string][]*Route // each slice sorted by Route.before
+}
+
+func (t *hostTable) match(method, path string) *Route {
+	p := path
+	for {
+		for _, r := range t.byPrefix[p] {
+			if r.accepts(method, path) {
+				return r
+			}
+		}
+		if p == "/" {
+			return nil
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i <= 0 {
+			p = "/"
+		} else {
+			p = p[:i]
+		}
+	}
+}
+
+// Snapshot is an immutable route table. Requests read the current one
+// through an atomic pointer, so they never lock and never see half a config.
+//
+// Host precedence: an exact host beats a wildcard, a longer wildcard suffix
+// beats a shorter one, and a "*" catch-all comes last; within the chosen
+// host, the longest path prefix wins, then priority, then the oldest
+// entrypoint, then the smallest id. A host whose routes all reject the
+// request (path, method or regex) falls through to the next host pattern.
+type Snapshot struct {
+	exact    map[string]*hostTable
+	wildcard map[string]*hostTable // keyed by the suffix after "*."
+	any      *hostTable
+	routes   []*Route // sorted by id; ghosts included
+	byID     map[string]*Route
+}
+
+// NewSnapshot compiles entrypoints into a route table without runtime state.
+// It reports route collisions (W018) on both sides; the deterministic
+// winner is the one Match returns.
+func NewSnapshot(eps []Entrypoint) (*Snapshot, []diagnostics.Diagnostic) {
+	routes := make([]*Route, 0, len(eps))
+	var diags []diagnostics.Diagnostic
+	var rc regexCache
+	for i := range eps {
+		r, d := compileRoute(&eps[i], &rc)
+		diags = append(diags, d...)
+		if r != nil {
+			routes = append(routes, r)
+		}
+	}
+	s, d := buildSnapshot(routes)
+	return s, append(diags, d...)
+}
+
+// regexCache keeps compiled path regexes across rebuilds: compiling is the
+// only expensive step of a rebuild and the expressions rarely change.
+type regexCache struct {
+	m map[string]*regexp.Regexp
+}
+
+func (c *regexCache) compile(expr string) (*regexp.Regexp, error) {
+	if re, ok := c.m[expr]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("compiling path regex %q: %w", expr, err)
+	}
+	if c.m == nil {
+		c.m = make(map[string]*regexp.Regexp)
+	}
+	c.m[expr] = re
+	return re, nil
+}
+
+// retain drops expressions no route uses any more.
+func (c *regexCache) retain(routes []*Route) {
+	if len(c.m) == 0 {
+		return
+	}
+	used := make(map[string]bool, len(c.m))
+	for _, r := range routes {
+		if r.ep.PathRegex != "" {
+			used[r.ep.PathRegex] = true
+		}
+	}
+	for k := range c.m {
+		if !used[k] {
+			delete(c.m, k)
+		}
+	}
+}
+
+// compileRoute prepares one entrypoint for matching. The validator has
+// normalised it already; a regex that still does not compile (it cannot
+// from the one validator) drops only this route, with a diagnostic.
+func compileRoute(ep *Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
+	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods}
+	if ep.PathRegex != "" {
+		re, err := rc.compile(ep.PathRegex)
+		if err != nil {
+			return nil, []diagnostics.Diagnostic{{
+				Code:     diagnostics.BadPathRegex,
+				Severity: diagnostics.Error,
+				Source:   sourceOf(*ep),
+				Key:      "pathRegex",
+				Value:    ep.PathRegex,
+				Message:  fmt.Sprintf("the route is not served: %v", err),
+			}}
+		}
+		r.regex = re
+	}
+	return r, nil
+}
+
+// prefixKey turns a configured path into the table's key: "/api/" and
+// "/api" are the same segment-aware prefix.
+func prefixKey(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	for len(p) > 1 && strings.HasSuffix(p, "/") {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+func sourceOf(ep Entrypoint) diagnostics.Source {
+	return diagnostics.Source{Provider: ep.Source, ObjectID: ep.ID, ObjectName: ep.Name, Service: ep.Name}
+}
+
+// buildSnapshot indexes compiled routes and reports collisions.
+func buildSnapshot(routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
+	s := &Snapshot{
+		exact:    make(map[string]*hostTable),
+		wildcard: make(map[string]*hostTable),
+		routes:   routes,
+		byID:     make(map[string]*Route, len(routes)),
+	}
+	slices.SortFunc(routes, func(a, b *Route) int { return strings.Compare(a.ep.ID, b.ep.ID) })
+	for _, r := range routes {
+		s.byID[r.ep.ID] = r
+		for _, h := range r.ep.Hosts {
+			t := s.table(strings.ToLower(h))
+			list := t.byPrefix[r.prefix]
+			if slices.Contains(list, r) { // the same host listed twice
+				continue
+			}
+			t.byPrefix[r.prefix] = append(list, r)
+		}
+	}
+	var diags []diagnostics.Diagnostic
+	sortAndCheck := func(host string, t *hostTable) {
+		for prefix, list := range t.byPrefix {
+			if len(list) > 1 {
+				slices.SortFunc(list, func(a, b *Route) int {
+					if a.before(b) {
+						return -1
+					}
+					if b.before(a) {
+						return 1
+					}
+					return 0
+				})
+				diags = append(diags, collisions(host, prefix, list)...)
+			}
+		}
+	}
+	for h, t := range s.exact {
+		sortAndCheck(h, t)
+	}
+	for h, t := range s.wildcard {
+		sortAndCheck("*."+h, t)
+	}
+	if s.any != nil {
+		sortAndCheck("*", s.any)
+	}
+	sortDiagnostics(diags)
+	return s, diags
+}
+
+func (s *Snapshot) table(host string) *hostTable {
+	var m map[string]*hostTable
+	key := host
+	switch {
+	case host == "*":
+		if s.any == nil {
+			s.any = &hostTable{byPrefix: make(map[string][]*Route)}
+		}
+		return s.any
+	case strings.HasPrefix(host, "*."):
+		m, key = s.wildcard, host[2:]
+	default:
+		m = s.exact
+	}
+	t := m[key]
+	if t == nil {
+		t = &hostTable{byPrefix: make(map[string][]*Route)}
+		m[key] = t
+	}
+	return t
+}
+
+// collisions reports W018 on both sides of every pair of live routes that
+// claim the same host and prefix with the same filters: only the first
+// (the winner by Route.before) can ever be matched.
+func collisions(host, prefix string, list []*Route) []diagnostics.Diagnostic {
+	var out []diagnostics.Diagnostic
+	for i, w := range list {
+		if w.ghost {
+			continue
+		}
+		for _, l := range list[i+1:] {
+			if l.ghost || l.ep.ID == w.ep.ID || !sameFilters(w, l) {
+				continue
+			}
+			where := host + prefix
+			out = append(out,
+				diagnostics.Diagnostic{
+					Code: diagnostics.RouteCollision, Severity: diagnostics.Warn, Source: sourceOf(w.ep),
+					Key: "host", Value: where, Fallback: "this route wins",
+					Message: fmt.Sprintf("%s is also claimed by %s %q; this route wins (%s)", where, l.ep.Source, l.ep.ID, whyWins(w, l)),
+					Hint:    "give the routes different hosts or paths, or set priority explicitly",
+				},
+				diagnostics.Diagnostic{
+					Code: diagnostics.RouteCollision, Severity: diagnostics.Warn, Source: sourceOf(l.ep),
+					Key: "host", Value: where, Fallback: fmt.Sprintf("requests go to %s %q", w.ep.Source, w.ep.ID),
+					Message: fmt.Sprintf("%s is also claimed by %s %q, which wins (%s); this route gets no traffic there", where, w.ep.Source, w.ep.ID, whyWins(w, l)),
+					Hint:    "give the routes different hosts or paths, or raise this route's priority",
+				})
+		}
+	}
+	return out
+}
+
+func whyWins(w, l *Route) string {
+	switch {
+	case w.ep.Priority != l.ep.Priority:
+		return "higher priority"
+	case !w.ep.Created.Equal(l.ep.Created):
+		return "older"
+	default:
+		return "smaller id"
+	}
+}
+
+func sameFilters(a, b *Route) bool {
+	if a.ep.PathRegex != b.ep.PathRegex || len(a.methods) != len(b.methods) {
+		return false
+	}
+	for _, m := range a.methods {
+		if !slices.Contains(b.methods, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// Match returns the route for a request, or nil. host may carry a port and
+// any case; path is the decoded request path. It does not allocate for host
+// names up to 256 bytes.
+func (s *Snapshot) Match(method, host, path string) *Route {
+	var buf [256]byte
+	host = stripPort(host)
+	if len(host) > len(buf) {
+		return s.match(method, []byte(strings.ToLower(host)), path)
+	}
+	b := buf[:len(host)]
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return s.match(method, b, path)
+}
+
+// match looks host up with m[string(b)] expressions, which the compiler
+// performs without converting (allocating) the byte slice.
+func (s *Snapshot) match(method string, host []byte, path string) *Route {
+	if t := s.exact[string(host)]; t != nil {
+		if r := t.match(method, path); r != nil {
+			return r
+		}
+	}
+	if len(s.wildcard) > 0 {
+		// Walk the suffixes after each dot, longest first: the most
+		// specific wildcard wins.
+		for i := 0; i < len(host); i++ {
+			if host[i] != '.' {
+				continue
+			}
+			if t := s.wildcard[string(host[i+1:])]; t != nil {
+				if r := t.match(method, path); r != nil {
+					return r
+				}
+			}
+		}
+	}
+	if s.any != nil {
+		return s.any.match(method, path)
+	}
+	return nil
+}
+
+// Route returns the route with the given entrypoint id.
+func (s *Snapshot) Route(id string) (*Route, bool) {
+	r, ok := s.byID[id]
+	return r, ok
+}
+
+// Routes returns every route, ghosts included, sorted by id.
+func (s *Snapshot) Routes() []*Route { return slices.Clone(s.routes) }
+
+// stripPort removes a port, IPv6 brackets and a trailing dot from a Host
+// header value.
+func stripPort(host string) string {
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
+		host = host[:i]
+	}
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1]
+	}
+	if len(host) > 1 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
+	}
+	return host
+}
+
+func sortDiagnostics(ds []diagnostics.Diagnostic) {
+	slices.SortStableFunc(ds, func(a, b diagnostics.Diagnostic) int {
+		if c := strings.Compare(string(a.Code), string(b.Code)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Source.Provider, b.Source.Provider); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Source.ObjectID, b.Source.ObjectID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+}
