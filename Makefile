@@ -13,7 +13,13 @@ test:
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
-	go test -race -timeout 25m -count=1 ./...
+	@# -v so the log shows every test's verdict (the real-Docker tests ran,
+	@# not skipped); the full log is kept and its tail printed on failure.
+	@log=$$(mktemp); rc=0; \
+	go test -race -timeout 25m -count=1 -v ./... > $$log 2>&1 || rc=$$?; \
+	grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|PASS|panic)|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+:|DATA RACE' $$log; \
+	if [ $$rc -ne 0 ]; then echo "--- go test failed ($$rc); last 400 lines of the full log:"; tail -400 $$log; fi; \
+	rm -f $$log; exit $$rc
 	cd bench && go vet ./... && go test -count=1 ./...
 
 build:

@@ -109,27 +109,42 @@ func BuildImage(t testing.TB, cli *client.Client, pkg, dockerfileExtra string) s
 	bin := Binary(t, pkg)
 	name := path.Base(filepath.ToSlash(pkg))
 	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n%s\n", name, name, name, dockerfileExtra)
-	tarball, err := tarContext(map[string][]byte{"Dockerfile": []byte(dockerfile), name: bin})
-	if err != nil {
-		t.Fatalf("build image for %s: %v", pkg, err)
-	}
+	files := map[string][]byte{"Dockerfile": []byte(dockerfile), name: bin}
 	tag := fmt.Sprintf("levee-test/%s:%s", strings.ToLower(name), RunID(t))
+	// Concurrent tests build identical layers, and the legacy builder shares
+	// cached intermediate images between them; another test's cleanup can
+	// remove one while this build reuses it ("No such image"). Such a build
+	// succeeds when tried again.
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err = buildOnce(cli, files, tag, RunID(t)); err == nil {
+			return tag
+		}
+		t.Logf("build image %s (attempt %d of 3): %v", tag, attempt, err)
+	}
+	t.Fatalf("build image %s from Dockerfile:\n%s\n%v", tag, dockerfile, err)
+	return ""
+}
+
+// buildOnce sends one build of the in-memory context files to the engine.
+func buildOnce(cli *client.Client, files map[string][]byte, tag, runID string) error {
+	tarball, err := tarContext(files)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
 	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
 		Tags:        []string{tag},
-		Labels:      map[string]string{Label: RunID(t)},
+		Labels:      map[string]string{Label: runID},
 		Remove:      true,
 		ForceRemove: true,
 	})
 	if err != nil {
-		t.Fatalf("build image %s: %v", tag, err)
+		return err
 	}
 	defer resp.Body.Close()
-	if err := buildResult(resp.Body); err != nil {
-		t.Fatalf("build image %s from Dockerfile:\n%s\n%v", tag, dockerfile, err)
-	}
-	return tag
+	return buildResult(resp.Body)
 }
 
 // tarContext returns an in-memory build context; binaries are executable.

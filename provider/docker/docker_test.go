@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -215,6 +216,9 @@ func TestEngineNetworkConnectDisconnect(t *testing.T) {
 	dockertest.Eventually(t, engineWait, present(w, id, func(c labels.Container) error {
 		ips := dockertest.IPs(t, cli, id)
 		want := []labels.Network{{Name: n1, IP: ips[n1]}, {Name: n2, IP: ips[n2]}}
+		// The provider orders networks by name (deterministic network
+		// choice); n1 and n2 are not created in name order ("-10" < "-8").
+		sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
 		if !reflect.DeepEqual(c.Networks, want) {
 			return fmt.Errorf("networks = %+v, want %+v", c.Networks, want)
 		}
