@@ -76,20 +76,7 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q (serve takes only flags)", fs.Arg(0))
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
-			return
-		}
-		name := envName(f.Name)
-		if v := getenv(name); v != "" {
-			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("environment variable %s=%q: %w", name, v, err))
-			}
-		}
-	})
+	errs := []error{applyEnv(fs, getenv)}
 	if cfg.DockerHost == "" {
 		cfg.DockerHost = getenv("DOCKER_HOST")
 	}
@@ -125,6 +112,27 @@ func (c serveConfig) check() error {
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
 	}
+	return errors.Join(errs...)
+}
+
+// applyEnv fills every flag of fs that was not given on the command line
+// from its LEVEE_* environment variable, so that flag > env > default. An
+// invalid value is an error naming the variable and the value.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		if v := getenv(name); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("environment variable %s=%q: %w", name, v, err))
+			}
+		}
+	})
 	return errors.Join(errs...)
 }
 

@@ -25,11 +25,11 @@ func TestServeFlagsDefaults(t *testing.T) {
 
 func TestServeFlagsEnvAndPrecedence(t *testing.T) {
 	env := envOf(map[string]string{
-		"LEVEE_LABEL_PREFIX":               "sozune",
-		"LEVEE_HTTP_LISTEN":                ":9999",
-		"LEVEE_DOCKER_EXPOSED_BY_DEFAULT":  "true",
-		"LEVEE_DOCKER_DEBOUNCE":            "250ms",
-		"DOCKER_HOST":                      "tcp://docker.example:2375",
+		"LEVEE_LABEL_PREFIX":              "sozune",
+		"LEVEE_HTTP_LISTEN":               ":9999",
+		"LEVEE_DOCKER_EXPOSED_BY_DEFAULT": "true",
+		"LEVEE_DOCKER_DEBOUNCE":           "250ms",
+		"DOCKER_HOST":                     "tcp://docker.example:2375",
 	})
 	cfg, err := parseServeFlags([]string{"--http-listen", ":7000"}, env, &bytes.Buffer{})
 	if err != nil {

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "serve":
 		return runServe(ctx, args, stdout, stderr, getenv)
 	case "validate":
-		return runValidate(ctx, args, stdout, stderr)
+		return runValidate(ctx, args, stdout, stderr, getenv)
 	case "explain":
 		return runExplain(args, stdout, stderr)
 	case "health":

@@ -60,7 +60,9 @@ Flags:
 `
 
 // runValidate implements `levee validate`.
-func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Flags not given fall back to the same LEVEE_* variables as serve, so a
+// validate run in serve's environment judges labels exactly as serve would.
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("levee validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	prefix := fs.String("label-prefix", labels.DefaultPrefix, "label prefix (use \"sozune\" for compose files written for Sōzune)")
@@ -76,6 +78,10 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 0
 	}
 	if err != nil {
+		return 2
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		fmt.Fprintf(stderr, "levee validate: %v\n", err)
 		return 2
 	}
 	if *format != "text" && *format != "json" {

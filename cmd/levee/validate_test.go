@@ -14,9 +14,50 @@ import (
 
 func validate(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return validateEnv(t, nil, args...)
+}
+
+func validateEnv(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runValidate(context.Background(), args, &out, &errOut)
+	code := runValidate(context.Background(), args, &out, &errOut, envOf(env))
 	return out.String(), errOut.String(), code
+}
+
+// The demo compose file at the top of the repository validates as the README
+// and docs/getting-started.md say: echo routed, broken degraded with W024,
+// exit 0.
+func TestValidateTopLevelComposeFile(t *testing.T) {
+	out, errOut, code := validate(t, "../../docker-compose.yml")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q, out:\n%s", code, errOut, out)
+	}
+	if !hasRow(out, "routed", "echo", "echo") || !hasRow(out, "degraded", "broken", "broken") {
+		t.Fatalf("want echo routed and broken degraded:\n%s", out)
+	}
+	if !strings.Contains(out, "W024") || !strings.Contains(out, "levee.http.broken.circuitBreaker.threshold") {
+		t.Fatalf("want the deliberate W024 on broken:\n%s", out)
+	}
+	if strings.Count(out, " warn ") != 1 {
+		t.Fatalf("want exactly one warning (the deliberate one):\n%s", out)
+	}
+}
+
+// LEVEE_LABEL_PREFIX applies to validate as to serve; the flag wins.
+func TestValidateReadsLabelPrefixFromEnv(t *testing.T) {
+	env := map[string]string{"LEVEE_LABEL_PREFIX": "sozune"}
+	out, _, code := validateEnv(t, env, "testdata/sozune.yml")
+	if code != 0 || !strings.Contains(out, "routed") {
+		t.Fatalf("with LEVEE_LABEL_PREFIX=sozune: exit %d\n%s", code, out)
+	}
+	out, _, _ = validateEnv(t, env, "--label-prefix", "levee", "testdata/sozune.yml")
+	if strings.Contains(out, "routed ") {
+		t.Fatalf("--label-prefix levee must win over the env and route nothing:\n%s", out)
+	}
+	_, errOut, code := validateEnv(t, map[string]string{"LEVEE_DOCKER_EXPOSED_BY_DEFAULT": "perhaps"}, "testdata/good.yml")
+	if code != 2 || !strings.Contains(errOut, "LEVEE_DOCKER_EXPOSED_BY_DEFAULT") {
+		t.Fatalf("bad env value: exit %d, stderr %q", code, errOut)
+	}
 }
 
 // rowRe matches a report row: status, container, service.
