@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -511,15 +512,17 @@ func setBreakerEnabled(d *draft, f *Field, key string, v any) {
 // Params.Validate uses in its FieldErrors.
 func breakerName(f *Field) string { return strings.TrimPrefix(f.Label, "circuitBreaker.") }
 
-// Zero means "default" in breaker.Params for some fields; an operator who
-// writes 0 there made a mistake, so positive rejects it here rather than
-// letting the default apply silently.
-func setBreakerFloat(ptr func(*breaker.Params) *float64, positive bool) func(d *draft, f *Field, key string, v any) {
+// setBreaker decodes one breaker parameter with parse. Zero means "default"
+// in breaker.Params for some fields; an operator who writes 0 there made a
+// mistake, so a non-nil zeroErr rejects it rather than letting the default
+// apply silently.
+func setBreaker[T comparable](ptr func(*breaker.Params) *T, parse func(any) (T, error), zeroErr error) func(d *draft, f *Field, key string, v any) {
 	return func(d *draft, f *Field, key string, v any) {
 		d.cbSet = true
-		x, err := toFloat(v)
-		if err == nil && positive && x == 0 {
-			err = fmt.Errorf("must be a ratio in (0, 1]")
+		x, err := parse(v)
+		var zero T
+		if err == nil && zeroErr != nil && x == zero {
+			err = zeroErr
 		}
 		if err != nil {
 			d.bad(f, key, v, err.Error())
@@ -530,50 +533,12 @@ func setBreakerFloat(ptr func(*breaker.Params) *float64, positive bool) func(d *
 	}
 }
 
-func setBreakerInt(ptr func(*breaker.Params) *int, positive bool) func(d *draft, f *Field, key string, v any) {
-	return func(d *draft, f *Field, key string, v any) {
-		d.cbSet = true
-		n, err := toInt(v)
-		if err == nil && positive && n == 0 {
-			err = fmt.Errorf("must be at least 1")
-		}
-		if err != nil {
-			d.bad(f, key, v, err.Error())
-			return
-		}
-		*ptr(&d.cb.Params) = n
-		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
-	}
-}
-
-func setBreakerDuration(ptr func(*breaker.Params) *time.Duration, positive bool) func(d *draft, f *Field, key string, v any) {
-	return func(d *draft, f *Field, key string, v any) {
-		d.cbSet = true
-		t, err := toDuration(v)
-		if err == nil && positive && t == 0 {
-			err = fmt.Errorf("must be a positive duration")
-		}
-		if err != nil {
-			d.bad(f, key, v, err.Error())
-			return
-		}
-		*ptr(&d.cb.Params) = t
-		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
-	}
-}
-
-func setBreakerStatuses(ptr func(*breaker.Params) *breaker.StatusSet) func(d *draft, f *Field, key string, v any) {
-	return func(d *draft, f *Field, key string, v any) {
-		d.cbSet = true
-		st, err := toStatuses(v)
-		if err != nil {
-			d.bad(f, key, v, err.Error())
-			return
-		}
-		*ptr(&d.cb.Params) = st
-		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
-	}
-}
+// Reasons a breaker parameter's zero is refused (see setBreaker).
+var (
+	errZeroRatio    = errors.New("must be a ratio in (0, 1]")
+	errZeroCount    = errors.New("must be at least 1")
+	errZeroDuration = errors.New("must be a positive duration")
+)
 
 func setBreakerMode(d *draft, f *Field, key string, v any) {
 	d.cbSet = true

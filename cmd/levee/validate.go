@@ -275,20 +275,6 @@ func writeText(w io.Writer, rep validateReport) {
 
 // diagnosticLine renders a diagnostic without its object (the row names it).
 func diagnosticLine(d diagnostics.Diagnostic) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", d.Code, d.Severity)
-	if d.Key != "" {
-		fmt.Fprintf(&b, " %s", d.Key)
-	}
-	if d.Value != "" {
-		fmt.Fprintf(&b, "=%q", d.Value)
-	}
-	fmt.Fprintf(&b, ": %s", d.Message)
-	if d.Fallback != "" {
-		fmt.Fprintf(&b, " (using %s)", d.Fallback)
-	}
-	if d.Hint != "" {
-		fmt.Fprintf(&b, "; %s", d.Hint)
-	}
-	return b.String()
+	d.Source.ObjectName = ""
+	return d.String()
 }
