@@ -11,8 +11,9 @@ import (
 	"github.com/levee-proxy/levee/breaker"
 )
 
-// unmatchedRoute is the route label of requests no route matched.
-const unmatchedRoute = "unmatched"
+// unmatchedRoute is the route label of requests no route matched. The
+// parentheses keep it apart from every route id a source can produce.
+const unmatchedRoute = "(unmatched)"
 
 // metrics are the data plane's Prometheus series. Label cardinality is
 // bounded by routes, backends, status codes and breaker transitions; series
@@ -64,6 +65,10 @@ func newMetrics() *metrics {
 			[]string{"code", "severity"}, nil),
 	}
 	m.unmatched = m.series(unmatchedRoute)
+	// Without a route nothing is retried or rejected by a breaker: only
+	// requests and durations are counted for it.
+	m.retries.DeleteLabelValues(unmatchedRoute)
+	m.rejected.DeleteLabelValues(unmatchedRoute)
 	return m
 }
 

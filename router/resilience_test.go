@@ -719,7 +719,7 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 		{"levee_requests_total", map[string]string{"route": "web", "code": "200"}, 2},
 		{"levee_requests_total", map[string]string{"route": "web", "code": "500"}, 2},
 		{"levee_requests_total", map[string]string{"route": "web", "code": "503"}, 4},
-		{"levee_requests_total", map[string]string{"route": "unmatched", "code": "404"}, 1},
+		{"levee_requests_total", map[string]string{"route": "(unmatched)", "code": "404"}, 1},
 		{"levee_breaker_rejected_total", map[string]string{"route": "web"}, 4},
 		{"levee_breaker_state", map[string]string{"route": "web"}, 1},
 		{"levee_breaker_transitions_total", map[string]string{"route": "web", "to": "open", "rule": "error_ratio"}, 1},
@@ -728,6 +728,19 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 	} {
 		if got := metricValue(t, h, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	// Unmatched requests have no breaker and no retries: no such series.
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if hasLabels(m, map[string]string{"route": "(unmatched)"}) &&
+				mf.GetName() != "levee_requests_total" && mf.GetName() != "levee_request_duration_seconds" {
+				t.Errorf("%s has a series for unmatched requests", mf.GetName())
+			}
 		}
 	}
 }
