@@ -1,9 +1,11 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"sort"
@@ -11,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -62,6 +65,12 @@ type Options struct {
 	Clock Clock
 	// Hostname identifies Levee's own container; empty means os.Hostname().
 	Hostname string
+	// SelfID is the ID of the container Levee runs in, when known. Empty
+	// means read it from /proc/self/mountinfo (Docker bind-mounts the
+	// container's /etc/hostname from /var/lib/docker/containers/<id>/), so
+	// that a custom host name (compose `hostname:`) does not hide it; the
+	// host name is tried as well.
+	SelfID string
 }
 
 // Provider watches one Docker Engine. Run drives it; Synced reports whether
@@ -121,6 +130,12 @@ func newProvider(opts Options, eng engine) *Provider {
 	}
 	if opts.Hostname == "" {
 		opts.Hostname, _ = os.Hostname()
+	}
+	if opts.SelfID == "" {
+		if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+			opts.SelfID = containerIDFromMountinfo(f)
+			f.Close()
+		}
 	}
 	return &Provider{
 		opts:  opts,
@@ -276,24 +291,32 @@ func (p *Provider) fullSync(ctx context.Context) error {
 	return p.detectOwn(cctx)
 }
 
-// detectOwn finds the container Levee runs in: Docker sets a container's
-// host name to its short ID, and inspect accepts an ID prefix. A host name
-// that is not an ID prefix (Levee not in a container, or a custom host name)
-// leaves OwnNetworks empty.
+// detectOwn finds the container Levee runs in, by its ID from mountinfo or
+// by its host name (Docker sets it to the short ID, and inspect accepts an ID
+// prefix). Neither matching a container (Levee not in a container) leaves
+// OwnNetworks empty.
 func (p *Provider) detectOwn(ctx context.Context) error {
 	p.ownID, p.own = "", nil
-	h := p.opts.Hostname
-	if h == "" {
-		return nil
-	}
-	info, err := p.eng.ContainerInspect(ctx, h)
-	if err != nil {
-		if isNotFound(err) {
-			return nil
+	var info container.InspectResponse
+	found := false
+	for _, candidate := range []string{p.opts.SelfID, p.opts.Hostname} {
+		if candidate == "" {
+			continue
 		}
-		return fmt.Errorf("inspect own container %q at %s: %w", h, p.eng.DaemonHost(), err)
+		var err error
+		info, err = p.eng.ContainerInspect(ctx, candidate)
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("inspect own container %q at %s: %w", candidate, p.eng.DaemonHost(), err)
+		}
+		if strings.HasPrefix(info.ID, candidate) {
+			found = true
+			break
+		}
 	}
-	if !strings.HasPrefix(info.ID, h) {
+	if !found {
 		return nil
 	}
 	p.ownID = info.ID
@@ -408,4 +431,33 @@ func ListContainers(ctx context.Context, host string) ([]labels.Container, error
 		return nil, err
 	}
 	return sortedFacts(cache), nil
+}
+
+// containerIDFromMountinfo returns the container ID found in mount sources
+// like /var/lib/docker/containers/<64 hex>/hostname, or "".
+func containerIDFromMountinfo(r io.Reader) string {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, "/containers/")
+		if i < 0 {
+			continue
+		}
+		rest := line[i+len("/containers/"):]
+		if len(rest) > 64 && rest[64] == '/' && isHex(rest[:64]) {
+			return rest[:64]
+		}
+	}
+	return ""
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

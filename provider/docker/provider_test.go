@@ -34,6 +34,9 @@ func start(t *testing.T, eng *fakeEngine, opts Options) *harness {
 	if opts.Hostname == "" {
 		opts.Hostname = "not-a-container"
 	}
+	if opts.SelfID == "" {
+		opts.SelfID = "not-a-container-id" // never the test machine's mountinfo
+	}
 	h.p = newProvider(opts, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { h.done <- h.p.Run(ctx, h.rec) }()
@@ -347,6 +350,37 @@ func TestOwnContainerNetworksReachTheParser(t *testing.T) {
 	call, _ = h.rec.next(t)
 	if !reflect.DeepEqual(call.parser.OwnNetworks, []string{"back", "extra", "front"}) {
 		t.Fatalf("own networks after connect = %v", call.parser.OwnNetworks)
+	}
+}
+
+// A custom host name (compose `hostname:`) does not hide Levee's own
+// container: its ID comes from mountinfo.
+func TestOwnContainerFoundByIDDespiteCustomHostname(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	eng := newFakeEngine()
+	eng.set(ctr{id: id, name: "levee", nets: map[string]string{"edge": "10.0.0.9"}}.inspect())
+	h := start(t, eng, Options{Hostname: "proxy-1", SelfID: id})
+	call, _ := h.rec.next(t)
+	if !reflect.DeepEqual(call.parser.OwnNetworks, []string{"edge"}) {
+		t.Fatalf("own networks = %v, want [edge]", call.parser.OwnNetworks)
+	}
+}
+
+func TestContainerIDFromMountinfo(t *testing.T) {
+	const id = "4b825dc642cb6eb9a060e54bf8d69288fbee4904c1e0d2f6a3a2c6c1c0a3b9f1"
+	inContainer := `612 590 0:52 / / rw,relatime master:300 - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/ABC
+623 612 254:1 /var/lib/docker/containers/` + id + `/resolv.conf /etc/resolv.conf rw,relatime - ext4 /dev/vda1 rw
+624 612 254:1 /var/lib/docker/containers/` + id + `/hostname /etc/hostname rw,relatime - ext4 /dev/vda1 rw
+`
+	if got := containerIDFromMountinfo(strings.NewReader(inContainer)); got != id {
+		t.Errorf("in a container: %q, want %q", got, id)
+	}
+	onHost := `22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+30 22 0:26 / /var/lib/docker/containers rw - tmpfs tmpfs rw
+31 22 0:27 /containers/short/hostname /x rw - ext4 /dev/vda1 rw
+`
+	if got := containerIDFromMountinfo(strings.NewReader(onHost)); got != "" {
+		t.Errorf("on the host: %q, want none", got)
 	}
 }
 
