@@ -5,6 +5,8 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 LEVEE_IMAGE ?= levee:dev
 ECHO_IMAGE ?= levee-echo:dev
 DOCKER_BUILD_FLAGS ?=
+# docker-compose (v1) where installed, else the compose plugin.
+COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
 
 .PHONY: test build image run demo
 
@@ -37,4 +39,4 @@ run:
 
 # demo: the compose demo (docker-compose.yml) with freshly built images.
 demo: image
-	docker-compose up -d
+	$(COMPOSE) up -d

@@ -23,10 +23,10 @@ func TestFieldsMarkdownInSync(t *testing.T) {
 	}
 	got, err := os.ReadFile(labelsDoc)
 	if err != nil {
-		t.Fatalf("read %s: %v (generate it: go test ./router -run TestFieldsMarkdownInSync -updateDocs)", labelsDoc, err)
+		t.Fatalf("read %s: %v (generate it: go test ./router -run TestFieldsMarkdownInSync -update)", labelsDoc, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date: go test ./router -run TestFieldsMarkdownInSync -updateDocs", labelsDoc)
+		t.Fatalf("%s is out of date: go test ./router -run TestFieldsMarkdownInSync -update", labelsDoc)
 	}
 	for _, f := range Fields() {
 		if !strings.Contains(string(got), "| `"+f.Label+"`") {
