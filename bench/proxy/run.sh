@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# Proxy load comparison: the backend directly, Levee without and with a
+# circuit breaker, nginx and HAProxy, all on 127.0.0.1, side by side in one
+# run. See bench/README.md and docs/performance.md.
+#
+# Pinning: every proxy AND the backend run on CPU $PROXY_CPU (default 0), wrk
+# runs on CPU $LOAD_CPU (default 1). The backend therefore shares the proxy's
+# core: each proxied figure includes the backend's own cost, the same for
+# every proxy. Each proxy is told to use one core (Levee: GOMAXPROCS=1,
+# nginx: worker_processes 1, HAProxy: nbthread 1).
+#
+# Environment (all optional):
+#   DURATION=10s      length of each wrk run (s or m suffix)
+#   ROUNDS=3          rounds; each round runs every target once, the order
+#                     rotating from round to round (reversed on even rounds)
+#   CONNECTIONS=64    wrk connections; THREADS=1 wrk threads
+#   PROXY_CPU=0 LOAD_CPU=1
+#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+5 are used
+#   NO_INSTALL=1      do not apt-get install missing tools
+#   OUT=file          also write the markdown table to this file
+set -euo pipefail
+
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-1}
+PROXY_CPU=${PROXY_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+BASE_PORT=${BASE_PORT:-18080}
+OUT=${OUT:-}
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TMP=$(mktemp -d /tmp/levee-bench.XXXXXX)
+PIDS=()
+WRK_PID=""
+
+cleanup() {
+	local pid
+	[ -z "$WRK_PID" ] || kill "$WRK_PID" 2>/dev/null || true
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		# bounded: each process gets up to 5 s to exit, then SIGKILL
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+log() { echo "[bench] $*" >&2; }
+
+# --- tools ----------------------------------------------------------------
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+command -v taskset >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+	if [ -n "${NO_INSTALL:-}" ]; then
+		log "missing: ${need[*]} (NO_INSTALL is set)"
+		exit 1
+	fi
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	log "installing ${need[*]}"
+	$SUDO apt-get update -qq
+	# nginx-light is gone from newer Debian releases; fall back to nginx.
+	if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null; then
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]/nginx-light/nginx}" >/dev/null
+	fi
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+
+# --- build ----------------------------------------------------------------
+log "building levee and the backend"
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
+(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend)
+
+BACKEND_PORT=$BASE_PORT
+LEVEE_PORT=$((BASE_PORT + 1))
+LEVEE_API=$((BASE_PORT + 2))
+NGINX_PORT=$((BASE_PORT + 3))
+HAPROXY_PORT=$((BASE_PORT + 4))
+
+# taskset execs the command, so $! is the pinned process itself (a shell
+# function run with & would be a subshell whose child survives kill).
+
+# wait_http URL [Host]: poll until URL answers 2xx, at most 10 s.
+wait_http() {
+	local url=$1 host=${2:-bench.local}
+	for _ in $(seq 100); do
+		if curl -fsS -o /dev/null -H "Host: $host" "$url" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	log "timed out waiting for $url (Host: $host)"
+	return 1
+}
+
+# --- backend --------------------------------------------------------------
+GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/backend" -listen "127.0.0.1:$BACKEND_PORT" >"$TMP/backend.log" 2>&1 &
+BACKEND_PID=$!
+PIDS+=("$BACKEND_PID")
+wait_http "http://127.0.0.1:$BACKEND_PORT/"
+
+# --- Levee: one instance, two routes (bench.local, bench-cb.local) -----------
+GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
+	--http-listen "127.0.0.1:$LEVEE_PORT" --api-listen "127.0.0.1:$LEVEE_API" \
+	--state-file "$TMP/levee-state.json" --access-log=false --log-level warn \
+	>"$TMP/levee.log" 2>&1 &
+LEVEE_PID=$!
+PIDS+=("$LEVEE_PID")
+wait_http "http://127.0.0.1:$LEVEE_API/health"
+api_post() {
+	curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' \
+		"http://127.0.0.1:$LEVEE_API/entrypoints" -d "$1"
+}
+api_post '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"]}}'
+api_post '{"name":"bench-cb","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench-cb.local"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}'
+wait_http "http://127.0.0.1:$LEVEE_PORT/" bench.local
+wait_http "http://127.0.0.1:$LEVEE_PORT/" bench-cb.local
+
+# --- nginx ----------------------------------------------------------------
+# master_process off: one process that is the worker, so its RSS is the
+# proxy's RSS; it serves exactly like a single worker.
+mkdir -p "$TMP/nginx"
+cat >"$TMP/nginx/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/nginx/body;
+    proxy_temp_path $TMP/nginx/proxy;
+    fastcgi_temp_path $TMP/nginx/fastcgi;
+    uwsgi_temp_path $TMP/nginx/uwsgi;
+    scgi_temp_path $TMP/nginx/scgi;
+    keepalive_requests 1000000;
+    upstream backend {
+        server 127.0.0.1:$BACKEND_PORT;
+        keepalive 128;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        server_name bench.local;
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$host;
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto \$scheme;
+            proxy_set_header X-Forwarded-Host \$host;
+        }
+    }
+}
+EOF
+taskset -c "$PROXY_CPU" "$NGINX" -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" >"$TMP/nginx/stdout.log" 2>&1 &
+NGINX_PID=$!
+PIDS+=("$NGINX_PID")
+wait_http "http://127.0.0.1:$NGINX_PORT/"
+
+# --- HAProxy --------------------------------------------------------------
+cat >"$TMP/haproxy.cfg" <<EOF
+global
+    nbthread 1
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+    option http-keep-alive
+    option forwardfor
+    http-reuse always
+frontend fe
+    bind 127.0.0.1:$HAPROXY_PORT
+    http-request set-header X-Forwarded-Proto http
+    http-request set-header X-Forwarded-Host %[req.hdr(host)]
+    default_backend be
+backend be
+    server s1 127.0.0.1:$BACKEND_PORT
+EOF
+taskset -c "$PROXY_CPU" "$HAPROXY" -db -f "$TMP/haproxy.cfg" >"$TMP/haproxy.log" 2>&1 &
+HAPROXY_PID=$!
+PIDS+=("$HAPROXY_PID")
+wait_http "http://127.0.0.1:$HAPROXY_PORT/"
+
+# --- load -----------------------------------------------------------------
+TARGETS=(direct levee levee-breaker nginx haproxy)
+declare -A URL HOSTH PID
+URL[direct]="http://127.0.0.1:$BACKEND_PORT/"; HOSTH[direct]=bench.local; PID[direct]=$BACKEND_PID
+URL[levee]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee]=bench.local; PID[levee]=$LEVEE_PID
+URL[levee-breaker]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee-breaker]=bench-cb.local; PID[levee-breaker]=$LEVEE_PID
+URL[nginx]="http://127.0.0.1:$NGINX_PORT/"; HOSTH[nginx]=bench.local; PID[nginx]=$NGINX_PID
+URL[haproxy]="http://127.0.0.1:$HAPROXY_PORT/"; HOSTH[haproxy]=bench.local; PID[haproxy]=$HAPROXY_PID
+
+seconds() {
+	case $1 in
+	*m) echo $((${1%m} * 60)) ;;
+	*s) echo "${1%s}" ;;
+	*) echo "$1" ;;
+	esac
+}
+DUR_S=$(seconds "$DURATION")
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# cpu_ticks PID: user + system CPU time of a process, in clock ticks. The
+# command name (field 2) has no spaces for any process started here.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+CLK_TCK=$(getconf CLK_TCK)
+
+# to_us VALUE: wrk latency ("812.00us", "1.23ms", "1.01s") in microseconds.
+to_us() {
+	awk -v v="$1" 'BEGIN {
+		if (v ~ /us$/) { sub(/us$/, "", v); printf "%.0f", v }
+		else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.0f", v * 1000 }
+		else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.0f", v * 60000000 }
+		else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.0f", v * 1000000 }
+		else { printf "%.0f", v }
+	}'
+}
+
+# run_wrk TARGET SECONDS OUTFILE: load one target; sets RUN_RSS to the
+# proxy's RSS in KiB sampled near the end of the run (1 s before it ends),
+# and RUN_CPU / RUN_BCPU to the CPU ticks the proxy / the backend used
+# during the run.
+RUN_RSS=0 RUN_CPU=0 RUN_BCPU=0
+run_wrk() {
+	local t=$1 s=$2 out=$3 c0 b0
+	c0=$(cpu_ticks "${PID[$t]}")
+	b0=$(cpu_ticks "$BACKEND_PID")
+	taskset -c "$LOAD_CPU" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${s}s" --latency \
+		-H "Host: ${HOSTH[$t]}" "${URL[$t]}" >"$out" 2>&1 &
+	WRK_PID=$!
+	sleep $((s > 1 ? s - 1 : 0))
+	RUN_RSS=$(rss_kib "${PID[$t]}")
+	# wrk stops by itself after s seconds; bound the wait anyway.
+	for _ in $(seq $(((s + 30) * 10))); do
+		kill -0 "$WRK_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$WRK_PID" 2>/dev/null || true
+	wait "$WRK_PID" || true
+	WRK_PID=""
+	RUN_CPU=$(($(cpu_ticks "${PID[$t]}") - c0))
+	RUN_BCPU=$(($(cpu_ticks "$BACKEND_PID") - b0))
+}
+
+log "warm-up: 2 s per target"
+for t in "${TARGETS[@]}"; do
+	run_wrk "$t" 2 "$TMP/warmup-$t.txt"
+done
+
+RESULTS="$TMP/results.tsv" # target round rps p50_us p99_us rss_kib errors proxy_cpu_us_per_req backend_cpu_us_per_req
+: >"$RESULTS"
+n=${#TARGETS[@]}
+for round in $(seq "$ROUNDS"); do
+	for i in $(seq 0 $((n - 1))); do
+		# Rotate the start every round and reverse the order on even
+		# rounds, so no target always runs right after the same neighbour.
+		j=$(((i + round - 1) % n))
+		[ $((round % 2)) -eq 1 ] || j=$((n - 1 - j))
+		t=${TARGETS[$j]}
+		f="$TMP/wrk-$t-$round.txt"
+		run_wrk "$t" "$DUR_S" "$f"
+		rss=$RUN_RSS
+		rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
+		p50=$(to_us "$(awk '$1 == "50%" {print $2}' "$f")")
+		p99=$(to_us "$(awk '$1 == "99%" {print $2}' "$f")")
+		errs=$(awk '/Non-2xx or 3xx responses:/ {n += $NF} /Socket errors:/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' "$f")
+		reqs=$(awk '/ requests in / {print $1}' "$f")
+		cpu=$(awk -v t="$RUN_CPU" -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN {printf "%.1f", t * 1000000 / hz / n}')
+		bcpu=$(awk -v t="$RUN_BCPU" -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN {printf "%.1f", t * 1000000 / hz / n}')
+		if [ -z "$rps" ]; then
+			log "wrk failed against $t:"; cat "$f" >&2; exit 1
+		fi
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$round" "$rps" "$p50" "$p99" "$rss" "$errs" "$cpu" "$bcpu" >>"$RESULTS"
+		log "round $round $t: ${rps} req/s p50 ${p50}us p99 ${p99}us rss ${rss}KiB errors ${errs} cpu ${cpu}us/req backend ${bcpu}us/req"
+	done
+done
+
+# --- report ---------------------------------------------------------------
+median() { sort -n | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+col() { awk -F'\t' -v t="$1" -v c="$2" '$1 == t {print $c}' "$RESULTS"; }
+declare -A RPS P50 P99 RSS ERR CPU BCPU
+for t in "${TARGETS[@]}"; do
+	RPS[$t]=$(col "$t" 3 | median)
+	P50[$t]=$(col "$t" 4 | median)
+	P99[$t]=$(col "$t" 5 | median)
+	RSS[$t]=$(col "$t" 6 | sort -n | tail -1)
+	ERR[$t]=$(col "$t" 7 | awk '{n += $1} END {print n + 0}')
+	CPU[$t]=$(col "$t" 8 | median)
+	BCPU[$t]=$(col "$t" 9 | median)
+done
+
+{
+	echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency; $ROUNDS rounds; proxies and backend on CPU $PROXY_CPU, wrk on CPU $LOAD_CPU"
+	echo
+	echo "| target | req/s (median) | p50 | p99 | RSS under load | req/s vs nginx | req/s vs direct | p99 vs nginx | proxy CPU per request | backend CPU per request | non-2xx + socket errors |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+	for t in "${TARGETS[@]}"; do
+		awk -v t="$t" -v rps="${RPS[$t]}" -v p50="${P50[$t]}" -v p99="${P99[$t]}" -v rss="${RSS[$t]}" \
+			-v ng="${RPS[nginx]}" -v d="${RPS[direct]}" -v ngp99="${P99[nginx]}" -v e="${ERR[$t]}" \
+			-v cpu="${CPU[$t]}" -v bcpu="${BCPU[$t]}" 'BEGIN {
+			label = (t == "direct") ? "direct (the backend: its RSS and CPU)" : t
+			pc = (t == "direct") ? "-" : sprintf("%.1f µs", cpu)
+			printf "| %s | %.0f | %.0f µs | %.0f µs | %.1f MiB | %.2f | %.2f | %.2f | %s | %.1f µs | %d |\n",
+				label, rps, p50, p99, rss / 1024, rps / ng, rps / d, p99 / ngp99, pc, bcpu, e
+		}'
+	done
+	echo
+	echo "Breaker cost: levee-breaker req/s is $(awk -v a="${RPS[levee-breaker]}" -v b="${RPS[levee]}" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') of levee's."
+	echo
+	echo "CPU per request: user + system time of the process over the run (/proc/PID/stat) divided by the requests wrk completed."
+	echo
+	echo "All rounds (target, round, req/s, p50 µs, p99 µs, RSS KiB, errors, proxy CPU µs/req, backend CPU µs/req):"
+	echo
+	echo '```'
+	sort -k1,1 -k2,2n "$RESULTS"
+	echo '```'
+} | tee "${OUT:-/dev/null}"
