@@ -6,12 +6,13 @@
 // every running, unpaused container. A full sync (list + inspect) fills the
 // cache; after that the engine's event stream keeps it current, one inspect
 // per affected container (start, unpause, health_status, rename, network
-// connect/disconnect) or a plain removal (die, stop, destroy, pause). Changes
-// that arrive together are collected for Options.Debounce (a timer armed by
-// the first change, never a sleep per event) and then the whole cache is
-// parsed (labels.Parser.Parse, a pure function of the complete set) and sent
-// to the sink as one router.SourceUpdate: the provider always replaces its
-// whole set.
+// connect/disconnect) or a plain removal (die, stop, destroy, pause). On each
+// publish the whole cache is parsed (labels.Parser.Parse, a pure function of
+// the complete set) and sent to the sink as one router.SourceUpdate: the
+// provider always replaces its whole set. A change after a quiet period is
+// published at once; the changes that follow within Options.Debounce are
+// collected (a timer, never a sleep per event) and published together when
+// the window ends, so a burst costs one rebuild per window.
 //
 // When the stream fails or the engine goes away the provider reconnects with
 // capped exponential backoff and resyncs fully, since events may have been

@@ -52,7 +52,9 @@ type Options struct {
 	Parser labels.Parser
 	// Parse replaces Parser.Parse (tests capture the containers with it).
 	Parse ParseFunc
-	// Debounce is how long changes are collected before one update is sent
+	// Debounce is the coalescing window: a change after a quiet period is
+	// published at once; changes within the window that follows a publish
+	// are collected and published together when it ends
 	// (default 100 ms).
 	Debounce time.Duration
 	// ResyncInterval is the period of the safety-net full resync (default 5 min).
@@ -213,11 +215,20 @@ func (p *Provider) session(ctx context.Context, sink Sink, onConnect func()) (co
 
 	resync := p.opts.Clock.NewTimer(p.opts.ResyncInterval)
 	defer func() { resync.Stop() }()
-	var debounce Timer
-	var debounceC <-chan time.Time
+	// A change after a quiet period is published at once, so a lone
+	// `docker start` is routed without waiting. Changes that follow within
+	// the Debounce window after a publish are collected and published
+	// together when it ends, so a burst costs one rebuild per window.
+	var window Timer
+	var windowC <-chan time.Time
+	dirty := false
+	openWindow := func() {
+		window = p.opts.Clock.NewTimer(p.opts.Debounce)
+		windowC = window.C()
+	}
 	defer func() {
-		if debounce != nil {
-			debounce.Stop()
+		if window != nil {
+			window.Stop()
 		}
 	}()
 	for {
@@ -237,23 +248,28 @@ func (p *Provider) session(ctx context.Context, sink Sink, onConnect func()) (co
 			if err != nil {
 				return true, err
 			}
-			if changed && debounceC == nil {
-				debounce = p.opts.Clock.NewTimer(p.opts.Debounce)
-				debounceC = debounce.C()
+			switch {
+			case !changed:
+			case windowC == nil:
+				p.publish(sink, false)
+				openWindow()
+			default:
+				dirty = true
 			}
-		case <-debounceC:
-			debounce, debounceC = nil, nil
-			p.publish(sink, false)
+		case <-windowC:
+			window, windowC = nil, nil
+			if dirty {
+				dirty = false
+				p.publish(sink, false)
+				openWindow()
+			}
 		case <-resync.C():
 			if err := p.fullSync(sctx); err != nil {
 				return true, err
 			}
 			p.log.Debug().Int("containers", len(p.cache)).Msg("docker: periodic resync")
-			// A resync supersedes a pending debounced publish.
-			if debounce != nil {
-				debounce.Stop()
-				debounce, debounceC = nil, nil
-			}
+			// The resync publishes everything collected so far.
+			dirty = false
 			p.publish(sink, false)
 			resync = p.opts.Clock.NewTimer(p.opts.ResyncInterval)
 		}

@@ -119,7 +119,10 @@ func TestSyncedFalseBeforeFirstSync(t *testing.T) {
 	}
 }
 
-func TestEventBurstGivesOneDebouncedUpdate(t *testing.T) {
+// The first change after a quiet period is published at once (a lone
+// `docker start` is routed without waiting); the rest of the burst is
+// collected and published together when the window ends.
+func TestEventBurstPublishesFirstChangeAtOnceAndCoalescesTheRest(t *testing.T) {
 	eng := newFakeEngine()
 	h := start(t, eng, Options{Debounce: 100 * time.Millisecond})
 	s := eng.stream(t)
@@ -130,24 +133,24 @@ func TestEventBurstGivesOneDebouncedUpdate(t *testing.T) {
 		eng.set(ctr{id: "id-" + n, name: n}.inspect())
 		s.send(t, events.ContainerEventType, "start", "id-"+n, nil)
 	}
+	if call, _ := h.rec.next(t); names(call.containers) != "a" {
+		t.Fatalf("first update = %s, want a at once", names(call.containers))
+	}
 	h.clock.expectTimer(t, 100*time.Millisecond)
 	h.rec.none(t)
 	h.clock.Advance(100 * time.Millisecond)
-	call, _ := h.rec.next(t)
-	if got := names(call.containers); got != "a,b,c" {
-		t.Fatalf("containers after burst = %s, want a,b,c in one update", got)
+	if call, _ := h.rec.next(t); names(call.containers) != "a,b,c" {
+		t.Fatalf("second update = %s, want a,b,c together", names(call.containers))
 	}
-	// One debounce timer for the whole burst, one inspect per event, no re-list.
-	for {
-		select {
-		case d := <-h.clock.created:
-			if d == 100*time.Millisecond {
-				t.Error("a second debounce timer was armed within one burst")
-			}
-			continue
-		default:
-		}
-		break
+	// That publish opened a new window; it ends quietly.
+	h.clock.expectTimer(t, 100*time.Millisecond)
+	h.clock.Advance(100 * time.Millisecond)
+	h.rec.none(t)
+	// Quiet again: the next change is published at once.
+	eng.set(ctr{id: "id-d", name: "d"}.inspect())
+	s.send(t, events.ContainerEventType, "start", "id-d", nil)
+	if call, _ := h.rec.next(t); names(call.containers) != "a,b,c,d" {
+		t.Fatalf("after a quiet window = %s, want a,b,c,d at once", names(call.containers))
 	}
 	lists, inspects := eng.counts()
 	if lists != 1 {
@@ -174,6 +177,9 @@ func TestStopDieDestroyPauseRemoveWithoutInspect(t *testing.T) {
 	s.send(t, events.ContainerEventType, "stop", "id-b", nil)
 	s.send(t, events.ContainerEventType, "destroy", "id-c", nil)
 	s.send(t, events.ContainerEventType, "pause", "id-d", nil)
+	if call, _ := h.rec.next(t); names(call.containers) != "b,c,d,e" {
+		t.Fatalf("first update = %s, want b,c,d,e (die of a, at once)", names(call.containers))
+	}
 	h.clock.expectTimer(t, DefaultDebounce)
 	h.clock.Advance(DefaultDebounce)
 	call, _ := h.rec.next(t)
