@@ -245,6 +245,12 @@ func TestComposeDemo(t *testing.T) {
 		return fmt.Errorf("no W024 JSON line naming the broken container and key in the logs")
 	})
 
+	// The API lists it too (docs/getting-started.md step 3).
+	status, body := api.do(t, "GET", "/diagnostics?code=W024", "", "")
+	if status != 200 || !bytes.Contains(body, []byte("levee.http.broken.circuitBreaker.threshold")) {
+		t.Fatalf("GET /diagnostics?code=W024 = %d %s", status, body)
+	}
+
 	// Make echo fail: the breaker opens and Levee answers 503 + Retry-After.
 	ips := echoIPs(t, cli, c.project)
 	for _, ip := range ips {
@@ -265,9 +271,19 @@ func TestComposeDemo(t *testing.T) {
 	if n, err := strconv.Atoi(retryAfter); err != nil || n < 1 || n > 5 {
 		t.Fatalf("Retry-After %q, want whole seconds in [1,5] (cooldown 5s)", retryAfter)
 	}
-	status, body := api.do(t, "GET", "/metrics", "", "")
+	status, body = api.do(t, "GET", "/metrics", "", "")
 	if v, ok := metricValue(string(body), "levee_breaker_state", `route="echo"`); status != 200 || !ok || v != 1 {
 		t.Fatalf("levee_breaker_state{route=\"echo\"} = %v (found %v), want 1", v, ok)
+	}
+	var breaker struct {
+		State          string `json:"state"`
+		LastTransition struct {
+			Rule string `json:"rule"`
+		} `json:"last_transition"`
+	}
+	status, body = api.do(t, "GET", "/breakers/echo", "", "")
+	if err := json.Unmarshal(body, &breaker); status != 200 || err != nil || breaker.State != "open" || breaker.LastTransition.Rule != "error_ratio" {
+		t.Fatalf("GET /breakers/echo = %d %s, want open by error_ratio", status, body)
 	}
 
 	// Make it healthy: after the cooldown a probe succeeds and it closes.
