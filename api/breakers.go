@@ -48,7 +48,9 @@ func (s *Server) controlBreaker(w http.ResponseWriter, r *http.Request, who, act
 		writeError(w, http.StatusConflict, fmt.Sprintf("%s breaker of route %q: %v", action, name, err), nil)
 		return
 	}
-	s.log.Info().Str("route", name).Str("action", action).Str("who", who).Msg("breaker control")
+	// Manual control overrides what the breaker judged: warn, so it stands
+	// out next to the transitions it causes.
+	s.log.Warn().Str("route", name).Str("action", action).Str("who", who).Msg("breaker control")
 	st, ok := s.router.Breaker(name)
 	if !ok { // the route went away in between
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)

@@ -146,8 +146,8 @@ func TestBreakers(t *testing.T) {
 	if strings.Join(h.router.controls, "|") != strings.Join(want, "|") {
 		t.Errorf("router controls %q, want %q", h.router.controls, want)
 	}
-	if !strings.Contains(h.logs.String(), `"action":"open","who":"admin@192.0.2.1:1234"`) {
-		t.Errorf("control not logged with who: %s", h.logs)
+	if !strings.Contains(h.logs.String(), `"level":"warn","route":"app","action":"open","who":"admin@192.0.2.1:1234"`) {
+		t.Errorf("control not logged at warn with who: %s", h.logs)
 	}
 }
 

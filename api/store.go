@@ -96,6 +96,11 @@ func OpenStore(opts StoreOptions) (*Store, error) {
 	if opts.Sink == nil {
 		return nil, errors.New("api store: no sink")
 	}
+	// Writes go to a temp file beside the state file; a directory that is
+	// missing now would fail every write later, so refuse to start instead.
+	if dir := filepath.Dir(opts.Path); !isDir(dir) {
+		return nil, fmt.Errorf("state file %s: directory %s does not exist or is not a directory", opts.Path, dir)
+	}
 	s := &Store{path: opts.Path, encode: opts.Codec.Encode, sink: opts.Sink, now: opts.Now, entries: map[string]Entry{}}
 	if s.now == nil {
 		s.now = time.Now
@@ -108,6 +113,11 @@ func OpenStore(opts StoreOptions) (*Store, error) {
 	s.push(s.entries)
 	s.mu.Unlock()
 	return s, nil
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // tempPattern names the temp files write makes beside the state file.

@@ -142,6 +142,16 @@ func TestUnreadableStateFileStopsStart(t *testing.T) {
 	}
 }
 
+// A state file whose directory is missing would fail every write with 500;
+// start-up refuses instead, naming the directory.
+func TestMissingStateDirectoryStopsStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodir")
+	_, err := OpenStore(StoreOptions{Path: filepath.Join(dir, "state.json"), Codec: fakeCodec(), Sink: newFakeRouter()})
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("error %v, want one naming the missing directory %s", err, dir)
+	}
+}
+
 func TestFailedWriteChangesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {

@@ -152,7 +152,7 @@ func buildFieldTable() []Field {
 	return []Field{
 		// Routing.
 		{Label: "host", JSON: "config.hostnames", Kind: KindList, Default: "(required)", Code: diagnostics.BadHost,
-			Doc:     "Host names the service answers, comma-separated; `*.example.com` matches any sub-domain of example.com. Case-insensitive, port ignored. Without a valid host the service is not routed (E002).",
+			Doc:     "Host names the service answers, comma-separated; `*.example.com` matches any sub-domain of example.com. Matching is case-insensitive and ignores the port of the request's Host header; a configured host must not carry a port (W032). Without a valid host the service is not routed (E002).",
 			Example: "app.example.com,*.app.example.com", set: setHosts},
 		{Label: "port", JSON: "backends[].port", Kind: KindInt, Default: "only exposed port, else lowest exposed, else 80", Code: diagnostics.BadPort,
 			Doc:     "Port of the container that receives the traffic (1-65535). Without it Levee chooses and says so (I002).",
@@ -188,7 +188,7 @@ func buildFieldTable() []Field {
 			Doc:     "How long Levee waits for a backend's response headers (whole seconds or a Go duration).",
 			Example: "15s", set: setBackendTimeout},
 		{Label: "retry.attempts", JSON: "config.retry.attempts", Kind: KindInt, Default: strconv.Itoa(DefaultRetryAttempts), Code: diagnostics.BadRetry,
-			Doc:     "Total number of tries of an idempotent request on transport errors (1-10; 1 = no retry).",
+			Doc:     "Total number of tries (1-10; 1 = no retry). A failed attempt (transport error, timeout, failure status) is tried again on another backend when there is one: any request whose connection was refused, and an idempotent one (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) that may have reached the backend. Bodies over 64 KiB are not replayed; retries are capped at 20% extra attempts per route.",
 			Example: "3", set: setRetryAttempts},
 		{Label: "healthCheck.path", JSON: "config.health_check.path", Kind: KindString, Default: DefaultHealthPath, Code: diagnostics.BadHealthCheck,
 			Doc:     "Path probed on each backend. Setting any healthCheck.* field turns active health checks on.",

@@ -252,7 +252,10 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 			sub, ok := v.(map[string]any)
 			if !ok {
 				if v != nil {
+					// Giving the group at all turns the feature on, as any
+					// of its fields would; the message promises defaults.
 					d.add(code, p, displayValue(v), "defaults", p+" must be an object", "")
+					d.enableGroup(p)
 				}
 				continue
 			}
@@ -265,6 +268,16 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 			continue
 		}
 		*items = append(*items, fieldValue{field: idx, alias: alias, key: p, value: v})
+	}
+}
+
+// enableGroup turns on the feature a config group configures.
+func (d *draft) enableGroup(path string) {
+	switch path {
+	case "config.circuit_breaker":
+		d.cbSet = true
+	case "config.health_check":
+		d.hcSet = true
 	}
 }
 

@@ -721,3 +721,27 @@ func TestParsers(t *testing.T) {
 		t.Errorf("SplitList: %q", got)
 	}
 }
+
+// A group given as a non-object ("circuit_breaker": "on") is W024 with
+// "defaults" as the fallback, and the breaker is on with its defaults, as
+// the diagnostic says.
+func TestGroupGivenAsScalarTurnsTheFeatureOnWithDefaults(t *testing.T) {
+	body := []byte(`{"name":"app","config":{"hostnames":["app.test"],"circuit_breaker":"on","health_check":true}}`)
+	ep, ds, err := DecodeEntrypoint(FormatJSON, body, diagnostics.Source{Provider: SourceAPI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[diagnostics.Code]string{}
+	for _, d := range ds {
+		codes[d.Code] = d.Fallback
+	}
+	if codes[diagnostics.BadCircuitBreaker] != "defaults" || codes[diagnostics.BadHealthCheck] != "defaults" {
+		t.Fatalf("diagnostics %+v, want W024 and W021 with fallback defaults", ds)
+	}
+	if ep.CircuitBreaker == nil || ep.CircuitBreaker.Params.Threshold != breaker.DefaultParams().Threshold {
+		t.Fatalf("breaker %+v, want on with defaults", ep.CircuitBreaker)
+	}
+	if ep.HealthCheck == nil {
+		t.Fatal("health check off, want on with defaults")
+	}
+}

@@ -913,10 +913,17 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 		}
 	}
 	for k, want := range map[string]any{"level": "warn", "code": "W024", "provider": "docker", "object": "shop-1",
-		"key": d.Key, "value": "2", "fallback": "0.5", "hint": d.Hint, "message": d.Message} {
+		"service": "shop", "key": d.Key, "value": "2", "fallback": "0.5", "hint": d.Hint, "message": d.Message} {
 		if line[k] != want {
 			t.Errorf("log field %s = %v, want %v", k, line[k], want)
 		}
+	}
+	// A diagnostic without fallback or hint leaves those fields out.
+	quiet := d
+	quiet.Code, quiet.Key, quiet.Fallback, quiet.Hint = diagnostics.UnknownKey, "levee.http.shop.colour", "", ""
+	h.r.Update(SourceUpdate{Source: SourceAPI, Diagnostics: []diagnostics.Diagnostic{quiet}})
+	if strings.Contains(h.logs.String(), `"fallback":""`) || strings.Contains(h.logs.String(), `"hint":""`) {
+		t.Errorf("empty fallback/hint logged:\n%s", h.logs.String())
 	}
 	select {
 	case e := <-events:

@@ -260,10 +260,21 @@ func logDiagnostic(log zerolog.Logger, d diagnostics.Diagnostic) {
 	default:
 		ev = log.Info()
 	}
-	ev.Str("event", "diagnostic").Str("code", string(d.Code)).
-		Str("provider", d.Source.Provider).Str("object", d.Source.ObjectName).
-		Str("key", d.Key).Str("value", d.Value).Str("fallback", d.Fallback).Str("hint", d.Hint).
-		Msg(d.Message)
+	ev = ev.Str("event", "diagnostic").Str("code", string(d.Code)).
+		Str("provider", d.Source.Provider).Str("object", d.Source.ObjectName)
+	if d.Source.Service != "" {
+		ev = ev.Str("service", d.Source.Service)
+	}
+	ev = ev.Str("key", d.Key).Str("value", d.Value)
+	// Absent rather than empty: "fallback":"" would read as "fell back to
+	// the empty string".
+	if d.Fallback != "" {
+		ev = ev.Str("fallback", d.Fallback)
+	}
+	if d.Hint != "" {
+		ev = ev.Str("hint", d.Hint)
+	}
+	ev.Msg(d.Message)
 }
 
 // rebuild merges every source, attaches runtime state, swaps the snapshot

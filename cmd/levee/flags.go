@@ -76,14 +76,15 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q (serve takes only flags)", fs.Arg(0))
 	}
-	errs := []error{applyEnv(fs, getenv)}
+	if err := applyEnv(fs, getenv); err != nil {
+		// A variable that failed to parse left its field at zero; checking
+		// ranges now would only add a misleading second error.
+		return cfg, err
+	}
 	if cfg.DockerHost == "" {
 		cfg.DockerHost = getenv("DOCKER_HOST")
 	}
-	if err := cfg.check(); err != nil {
-		errs = append(errs, err)
-	}
-	return cfg, errors.Join(errs...)
+	return cfg, cfg.check()
 }
 
 // check rejects values that parse but make no sense.
@@ -103,11 +104,11 @@ func (c serveConfig) check() error {
 		"--idle-conn-timeout": c.IdleConnTimeout,
 	} {
 		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s %s: must be positive", name, d))
+			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))
 		}
 	}
 	if c.RouteGrace < 0 {
-		errs = append(errs, fmt.Errorf("--route-grace %s: must not be negative", c.RouteGrace))
+		errs = append(errs, fmt.Errorf("--route-grace (LEVEE_ROUTE_GRACE) %s: must not be negative", c.RouteGrace))
 	}
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
@@ -129,11 +130,29 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		name := envName(f.Name)
 		if v := getenv(name); v != "" {
 			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("environment variable %s=%q: %w", name, v, err))
+				errs = append(errs, fmt.Errorf("environment variable %s=%q: %w", name, v, valueError(f, v, err)))
 			}
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// valueError explains why v is not a valid value for f: the flag package
+// only says "parse error".
+func valueError(f *flag.Flag, v string, err error) error {
+	getter, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	switch getter.Get().(type) {
+	case time.Duration:
+		if _, perr := time.ParseDuration(v); perr != nil {
+			return fmt.Errorf("invalid duration (want e.g. 250ms, 5s, 2m)")
+		}
+	case bool:
+		return fmt.Errorf("invalid boolean (want true or false)")
+	}
+	return err
 }
 
 // isTerminal reports whether f is a character device (a terminal), without a

@@ -56,11 +56,12 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{env: map[string]string{"LEVEE_DOCKER_DEBOUNCE": "soon"}, want: `LEVEE_DOCKER_DEBOUNCE="soon"`},
-		{env: map[string]string{"LEVEE_ACCESS_LOG": "maybe"}, want: `LEVEE_ACCESS_LOG="maybe"`},
+		{env: map[string]string{"LEVEE_DOCKER_DEBOUNCE": "soon"}, want: `environment variable LEVEE_DOCKER_DEBOUNCE="soon": invalid duration`},
+		{env: map[string]string{"LEVEE_ACCESS_LOG": "maybe"}, want: `environment variable LEVEE_ACCESS_LOG="maybe": invalid boolean`},
+		{env: map[string]string{"LEVEE_DIAL_TIMEOUT": "-1s"}, want: "--dial-timeout (LEVEE_DIAL_TIMEOUT) -1s: must be positive"},
 		{args: []string{"--log-format", "xml"}, want: `--log-format "xml"`},
 		{args: []string{"--label-prefix", "a.b"}, want: `--label-prefix "a.b"`},
-		{args: []string{"--dial-timeout", "0s"}, want: "--dial-timeout 0s: must be positive"},
+		{args: []string{"--dial-timeout", "0s"}, want: "--dial-timeout (LEVEE_DIAL_TIMEOUT) 0s: must be positive"},
 		{args: []string{"extra"}, want: `unexpected argument "extra"`},
 	}
 	for _, c := range cases {
@@ -68,6 +69,15 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("args %v env %v: error %v, want it to mention %s", c.args, c.env, err, c.want)
 		}
+	}
+}
+
+// A variable that does not parse gives one error, not a second one about
+// the zero it left behind.
+func TestServeFlagsBadEnvGivesOneError(t *testing.T) {
+	_, err := parseServeFlags(nil, envOf(map[string]string{"LEVEE_DOCKER_DEBOUNCE": "soon"}), &bytes.Buffer{})
+	if err == nil || strings.Contains(err.Error(), "must be positive") {
+		t.Fatalf("error %v: want only the parse error", err)
 	}
 }
 
