@@ -2,6 +2,7 @@ package router
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +36,7 @@ type h1Transport struct {
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
 	maxIdle       int
+	watchPoll     time.Duration // see watchPolling
 
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // LIFO: the most recently used is warmest
@@ -46,6 +50,7 @@ func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
 		headerTimeout: headerTimeout,
 		idleTimeout:   o.IdleConnTimeout,
 		maxIdle:       o.MaxIdleConnsPerHost,
+		watchPoll:     defaultWatchPoll,
 		idle:          make(map[string][]*h1Conn),
 		close:         make(chan struct{}),
 	}
@@ -54,9 +59,12 @@ func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
 }
 
 // countingConn counts the bytes read, to tell "the backend answered
-// nothing" from "it answered something" whatever the reader buffered.
+// nothing" from "it answered something" whatever the reader buffered. It
+// is also where a read may block, so it arms the watch on the request's
+// context (see h1Conn.watch) only when one is about to.
 type countingConn struct {
 	net.Conn
+	c *h1Conn
 	n int64
 	// limit, when non-zero, is the count past which reads fail: it bounds
 	// the response headers a backend can make the proxy buffer.
@@ -71,13 +79,78 @@ var errHeadersTooLarge = errors.New("backend response headers too large")
 // (net/http's Transport allows 10 MB; a proxy has no use for that much).
 const maxResponseHeaderBytes = 1 << 20
 
-func (c *countingConn) Read(p []byte) (int, error) {
-	if c.limit != 0 && c.n >= c.limit {
+func (cc *countingConn) Read(p []byte) (int, error) {
+	if cc.limit != 0 && cc.n >= cc.limit {
 		return 0, errHeadersTooLarge
 	}
-	n, err := c.Conn.Read(p)
-	c.n += int64(n)
+	c := cc.c
+	if c.watch == watchOnRead {
+		c.arm()
+	}
+	n, err := cc.Conn.Read(p)
+	if err != nil && c.watch == watchPolling && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The backend takes longer than a poll: from now on watch the
+		// context properly, and wait until the header deadline proper.
+		if !c.headerDeadline.IsZero() && !time.Now().Before(c.headerDeadline) || c.ctx.Err() != nil {
+			return n, err
+		}
+		_ = cc.Conn.SetReadDeadline(c.headerDeadline)
+		c.arm()
+		n, err = cc.Conn.Read(p)
+	}
+	cc.n += int64(n)
 	return n, err
+}
+
+// How an exchange watches its request's context, whose cancellation (the
+// client went away) must break a read or write blocked on the backend.
+// context.AfterFunc does that but costs four allocations per request, and
+// most exchanges never block long enough to need it: the response of a
+// fast backend arrives within a poll, whole.
+const (
+	// watchNone: nothing can block for the request (none in progress,
+	// protocol switched, or a context that cannot be cancelled).
+	watchNone uint8 = iota
+	// watchPolling: waiting for the response head under a read deadline
+	// at most watchPoll away; when it passes, the context is checked and
+	// the watch armed.
+	watchPolling
+	// watchOnRead: response head read; the watch is armed by the first
+	// read that goes to the socket (a body not yet buffered).
+	watchOnRead
+	// watchArmed: context.AfterFunc is in place (stopCtx).
+	watchArmed
+)
+
+// defaultWatchPoll bounds how late a client going away is noticed while a
+// backend has not answered yet; exchanges slower than that pay for a
+// context.AfterFunc.
+const defaultWatchPoll = 20 * time.Millisecond
+
+// arm watches the request's context: its cancellation breaks the
+// connection by moving its deadline to the past, which wakes any blocked
+// read or write.
+func (c *h1Conn) arm() {
+	c.watch = watchArmed
+	c.stopCtx = context.AfterFunc(c.ctx, c.cancelFunc)
+}
+
+// disarm stops watching the context. It reports false when the watch had
+// already fired, leaving the connection unusable.
+func (c *h1Conn) disarm() bool {
+	c.watch = watchNone
+	c.ctx = nil
+	if c.stopCtx == nil {
+		return true
+	}
+	stopped := c.stopCtx()
+	c.stopCtx = nil
+	return stopped
+}
+
+func (c *h1Conn) cancelled() {
+	c.broken.Store(true)
+	_ = c.conn.SetDeadline(time.Unix(1, 0))
 }
 
 // h1Conn is one backend connection with its buffers.
@@ -92,8 +165,16 @@ type h1Conn struct {
 	idleAt   time.Time
 	reused   bool
 	broken   atomic.Bool
-	stopCtx  func() bool // stops the context watch of the current exchange
-	closeReq bool        // the request asked to close after the exchange
+	closeReq bool // the request asked to close after the exchange
+
+	// The watch on the current request's context (see watchPolling).
+	ctx            context.Context
+	watch          uint8
+	stopCtx        func() bool // set while armed
+	cancelFunc     func()      // c.cancelled, bound once per connection
+	headerDeadline time.Time   // zero: no header timeout
+
+	fixed fixedBody // the body parseCommon found, reused per exchange
 }
 
 // reap closes connections idle for longer than idleTimeout.
@@ -180,12 +261,12 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := &countingConn{Conn: conn}
-	return &h1Conn{
-		t: t, key: key, conn: conn, counted: cc,
-		br: bufio.NewReaderSize(cc, 16<<10),
-		bw: bufio.NewWriterSize(conn, 16<<10),
-	}, nil
+	c := &h1Conn{t: t, key: key, conn: conn}
+	c.counted = &countingConn{Conn: conn, c: c}
+	c.br = bufio.NewReaderSize(c.counted, 16<<10)
+	c.bw = bufio.NewWriterSize(conn, 16<<10)
+	c.cancelFunc = c.cancelled
+	return c, nil
 }
 
 func (t *h1Transport) put(c *h1Conn) {
@@ -259,14 +340,29 @@ func replayable(req *http.Request) bool {
 // exchange writes the request and reads the response headers.
 func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	// Cancellation breaks the connection by moving its deadline to the
-	// past; that wakes any blocked read or write.
-	c.stopCtx = context.AfterFunc(ctx, func() {
-		c.broken.Store(true)
-		_ = c.conn.SetDeadline(time.Unix(1, 0))
-	})
+	if err := ctx.Err(); err != nil {
+		c.t.put(c)
+		return nil, err
+	}
+	c.ctx = ctx
+	now := time.Now()
+	c.headerDeadline = time.Time{}
 	if c.t.headerTimeout > 0 {
-		_ = c.conn.SetReadDeadline(time.Now().Add(c.t.headerTimeout))
+		c.headerDeadline = now.Add(c.t.headerTimeout)
+	}
+	deadline := c.headerDeadline
+	c.watch = watchNone
+	if ctx.Done() != nil {
+		// Writing the request does not block (a body that could is
+		// written by its own goroutine); waiting for the answer is
+		// polled (see watchPolling).
+		c.watch = watchPolling
+		if poll := now.Add(c.t.watchPoll); deadline.IsZero() || poll.Before(deadline) {
+			deadline = poll
+		}
+	}
+	if !deadline.IsZero() {
+		_ = c.conn.SetReadDeadline(deadline)
 	}
 	c.closeReq = req.Close
 	c.readMark = c.counted.n
@@ -299,13 +395,17 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, c.fail(err, false, req) // closing the connection stops a body writer
 	}
-	if c.t.headerTimeout > 0 {
+	if !deadline.IsZero() {
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		c.stopCtx()
+		c.disarm()
 		resp.Body = &h1Upgraded{Reader: c.br, conn: c.conn}
 		return resp, nil
+	}
+	if c.watch == watchPolling {
+		// Reading the body blocks only if it is not buffered yet.
+		c.watch = watchOnRead
 	}
 	resp.Body = &h1Body{c: c, body: resp.Body, bodyDone: bodyDone, closeAfter: resp.Close}
 	return resp, nil
@@ -316,7 +416,7 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 // the request could not be written or it is idempotent and not a byte came
 // back.
 func (c *h1Conn) fail(err error, writing bool, req *http.Request) error {
-	c.stopCtx()
+	c.disarm()
 	c.broken.Store(true)
 	_ = c.conn.Close()
 	if req.Context().Err() != nil || !c.reused {
@@ -462,6 +562,15 @@ func (f flushWriter) Write(p []byte) (int, error) {
 // readResponse reads the status line and headers, skipping 1xx answers
 // other than 101.
 func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
+	if _, err := c.br.Peek(1); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // what http.ReadResponse says
+		}
+		return nil, err
+	}
+	if resp := c.parseCommon(req); resp != nil {
+		return resp, nil
+	}
 	for {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
@@ -473,6 +582,210 @@ func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 }
+
+// parseCommon parses the most common response head without
+// http.ReadResponse, which costs about ten allocations: an HTTP/1.1 final
+// status other than 204 and 304, to a request other than HEAD, with one
+// Content-Length and no Transfer-Encoding, Trailer, Connection or Pragma
+// header, entirely buffered already. It accepts only heads that
+// http.ReadResponse accepts and reads the same way (FuzzResponseParse
+// checks it); anything else, including anything malformed, is left
+// unread for http.ReadResponse, whose verdict then stands. It returns nil
+// when it leaves the head.
+func (c *h1Conn) parseCommon(req *http.Request) *http.Response {
+	if req.Method == http.MethodHead {
+		return nil
+	}
+	buf, _ := c.br.Peek(c.br.Buffered())
+	end := bytes.Index(buf, crlf2)
+	if end < 0 || end < len("HTTP/1.1 200") {
+		return nil
+	}
+	raw := buf[:end+2] // every line with its CRLF
+	eol := bytes.Index(raw, crlf)
+	line := raw[:eol]
+	if len(line) < len("HTTP/1.1 200") || !bytes.HasPrefix(line, http11) || !isDigit(line[9]) || !isDigit(line[10]) || !isDigit(line[11]) {
+		return nil
+	}
+	code := int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
+	if code < 200 || code > 599 || code == http.StatusNoContent || code == http.StatusNotModified {
+		return nil
+	}
+	if len(line) > 12 && line[12] != ' ' {
+		return nil
+	}
+	for _, b := range line[12:] {
+		if !validValueByte(b) {
+			return nil
+		}
+	}
+	// Validate and count the header lines before allocating anything.
+	lines := 0
+	cl := int64(-1)
+	for rest := raw[eol+2:]; len(rest) > 0; lines++ {
+		i := bytes.Index(rest, crlf)
+		hl := rest[:i]
+		rest = rest[i+2:]
+		colon := bytes.IndexByte(hl, ':')
+		if colon <= 0 {
+			return nil
+		}
+		for _, b := range hl[:colon] {
+			if !validKeyByte(b) {
+				return nil
+			}
+		}
+		v := trimOWS(hl[colon+1:])
+		for _, b := range v {
+			if !validValueByte(b) {
+				return nil
+			}
+		}
+		switch k := hl[:colon]; {
+		case asciiEqualFold(k, "Content-Length"):
+			if cl >= 0 || len(v) == 0 || len(v) > 18 {
+				return nil
+			}
+			cl = 0
+			for _, b := range v {
+				if !isDigit(b) {
+					return nil
+				}
+				cl = cl*10 + int64(b-'0')
+			}
+		case asciiEqualFold(k, "Transfer-Encoding"), asciiEqualFold(k, "Trailer"),
+			asciiEqualFold(k, "Connection"), asciiEqualFold(k, "Pragma"):
+			return nil // framing, connection and cache rules: net/http's
+		}
+	}
+	if cl < 0 {
+		return nil
+	}
+
+	// One string holds the whole head; the header values are slices of
+	// it, and so are the keys already in canonical form (most are).
+	head := string(raw)
+	h := make(http.Header, lines)
+	slab := make([]string, lines)
+	rest := head[eol+2:]
+	for len(rest) > 0 {
+		i := strings.Index(rest, "\r\n")
+		hl := rest[:i]
+		rest = rest[i+2:]
+		colon := strings.IndexByte(hl, ':')
+		k := hl[:colon]
+		if !isCanonicalKey(k) {
+			k = http.CanonicalHeaderKey(k)
+		}
+		slab[0] = strings.Trim(hl[colon+1:], " \t")
+		vv := h[k]
+		if vv == nil {
+			h[k] = slab[:1:1]
+		} else {
+			h[k] = append(vv, slab[0])
+		}
+		slab = slab[1:]
+	}
+	_, _ = c.br.Discard(end + 4)
+	resp := &http.Response{
+		Status: head[9:eol], StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, ContentLength: cl, Request: req, Body: http.NoBody,
+	}
+	if cl > 0 {
+		c.fixed = fixedBody{r: c.br, n: cl}
+		resp.Body = &c.fixed
+	}
+	return resp
+}
+
+var (
+	crlf   = []byte("\r\n")
+	crlf2  = []byte("\r\n\r\n")
+	http11 = []byte("HTTP/1.1 ")
+)
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// validValueByte is RFC 9110's field-vchar, SP, HTAB or obs-text: what
+// net/textproto accepts in a header value.
+func validValueByte(b byte) bool {
+	return b == '\t' || b >= 0x20 && b != 0x7f
+}
+
+// validKeyByte is an RFC 9110 token character.
+func validKeyByte(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', isDigit(b):
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// asciiEqualFold compares a token with a canonical header name.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		if b[i]|0x20 != s[i]|0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// isCanonicalKey reports whether a token is in http.CanonicalHeaderKey's
+// form already.
+func isCanonicalKey(k string) bool {
+	upper := true
+	for i := 0; i < len(k); i++ {
+		b := k[i]
+		switch {
+		case upper && 'a' <= b && b <= 'z', !upper && 'A' <= b && b <= 'Z':
+			return false
+		}
+		upper = b == '-'
+	}
+	return true
+}
+
+// fixedBody is a body of known length read from the connection's reader;
+// it reads like net/http's: io.EOF with the last byte, and
+// io.ErrUnexpectedEOF when the connection ends short.
+type fixedBody struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (b *fixedBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= int64(n)
+	if b.n == 0 {
+		return n, io.EOF
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *fixedBody) Close() error { return nil }
 
 // h1Body is a response body that returns its connection to the pool once
 // read to the end.
@@ -504,7 +817,7 @@ func (b *h1Body) Close() error {
 	}
 	b.done = true
 	c := b.c
-	stopped := c.stopCtx()
+	stopped := c.disarm()
 	if b.bodyDone != nil {
 		select {
 		case err := <-b.bodyDone:
