@@ -520,16 +520,26 @@ func (c *h1Conn) writeBody(req *http.Request, chunked bool) error {
 		w = cw
 	}
 	var err error
+	body := &bodyReader{r: req.Body}
 	if req.ContentLength > 0 {
 		var n int64
-		n, err = io.Copy(w, io.LimitReader(req.Body, req.ContentLength))
+		n, err = io.Copy(w, io.LimitReader(body, req.ContentLength))
 		if err == nil && n < req.ContentLength {
+			body.failed = true
 			err = fmt.Errorf("request body: %w after %d of %d bytes", io.ErrUnexpectedEOF, n, req.ContentLength)
 		}
 	} else {
-		_, err = io.Copy(flushWriter{w, c.bw}, req.Body)
+		_, err = io.Copy(flushWriter{w, c.bw}, body)
 	}
 	_ = req.Body.Close()
+	if body.failed {
+		// The client's body is broken: the backend can never answer this
+		// request, so end the wait for its response now rather than at
+		// the header timeout.
+		c.broken.Store(true)
+		_ = c.conn.Close()
+		return err
+	}
 	if err == nil && cw != nil {
 		if err = cw.Close(); err == nil {
 			_, err = c.bw.WriteString("\r\n")
@@ -542,6 +552,21 @@ func (c *h1Conn) writeBody(req *http.Request, chunked bool) error {
 		c.broken.Store(true)
 	}
 	return err
+}
+
+// bodyReader tells a failure to read the client's body from a failure to
+// write to the backend.
+type bodyReader struct {
+	r      io.Reader
+	failed bool
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.failed = true
+	}
+	return n, err
 }
 
 // flushWriter flushes after every write, so that a streamed body of

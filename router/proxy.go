@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
@@ -23,6 +25,13 @@ const (
 	DiagnosticBackendUnreachable = "backend-unreachable"
 	DiagnosticBackendTimeout     = "backend-timeout"
 	DiagnosticCircuitOpen        = "circuit-open"
+	// DiagnosticBadPath: the request path has dot segments or an encoded
+	// slash, so the route would be chosen on a path the backend may read
+	// differently.
+	DiagnosticBadPath = "bad-path"
+	// DiagnosticBadRequestBody: the client's request body could not be
+	// read (malformed chunked encoding, cut short).
+	DiagnosticBadRequestBody = "bad-request-body"
 )
 
 // HeaderDiagnostic is the response header naming why Levee answered itself.
@@ -54,6 +63,8 @@ var (
 		DiagnosticBackendUnreachable: {DiagnosticBackendUnreachable},
 		DiagnosticBackendTimeout:     {DiagnosticBackendTimeout},
 		DiagnosticCircuitOpen:        {DiagnosticCircuitOpen},
+		DiagnosticBadPath:            {DiagnosticBadPath},
+		DiagnosticBadRequestBody:     {DiagnosticBadRequestBody},
 	}
 )
 
@@ -92,10 +103,14 @@ type exchange struct {
 	openRetryAfter time.Duration
 	sawOpen        bool
 
-	body       []byte // the buffered request body, when replayable
+	body       []byte    // the buffered request body, when replayable
+	stream     io.Reader // a body too large to buffer: what was read, then the rest
 	replayable bool
-	xff        [1]string
-	xfh        [1]string
+	// badBody is set (possibly by the transport's body writer) when reading
+	// the client's body failed: the client's fault, never the backend's.
+	badBody atomic.Bool
+	xff     [1]string
+	xfh     [1]string
 }
 
 func (x *exchange) eligible(b *backend) bool {
@@ -167,6 +182,11 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.finish(x)
 		return
 	}
+	if !cleanPath(req.URL) {
+		x.reply(http.StatusBadRequest, DiagnosticBadPath, "request path with dot segments or an encoded slash\n")
+		r.finish(x)
+		return
+	}
 	x.route = r.snap.Load().Match(req.Method, req.Host, req.URL.Path)
 	if x.route == nil {
 		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
@@ -190,6 +210,7 @@ type attemptResult struct {
 	notSent    bool
 	timeout    bool
 	clientGone bool
+	badBody    bool // the client's body was malformed: neutral, answered 400
 	failed     bool // a failure for the breaker and ejection
 }
 
@@ -223,6 +244,12 @@ func (x *exchange) serve() {
 	if maxAttempts > 1 {
 		rt.state.budget.request(x.now, x.r.opts.RetryBudgetWindow)
 		x.bufferBody()
+		if x.badBody.Load() {
+			// Broken before any backend saw it: nothing to judge.
+			tok.Report(breaker.Outcome{Result: breaker.Neutral})
+			x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
+			return
+		}
 	} else {
 		x.replayable = x.req.Body == nil || x.req.Body == http.NoBody || x.req.ContentLength == 0
 	}
@@ -251,10 +278,10 @@ func (x *exchange) serve() {
 		o := x.outcome(&res)
 		tok.Report(o)
 		btok.Report(o)
-		if !res.clientGone {
+		if !res.clientGone && !res.badBody {
 			x.r.passive(rt, b, res.failed, x.r.clock.Now().UnixNano())
 		}
-		if !res.failed || res.clientGone || !x.mayRetry(&res, maxAttempts) {
+		if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, maxAttempts) {
 			x.respond(b, &res)
 			return
 		}
@@ -348,13 +375,14 @@ func (x *exchange) bufferBody() {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+1))
 	n, err := buf.ReadFrom(io.LimitReader(req.Body, maxReplayBody+1))
-	if err != nil || n > maxReplayBody {
-		// Either the client broke the upload (the attempt will fail and
-		// say so) or the body is too large: stream it once.
-		req.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(buf.Bytes()), req.Body), req.Body}
+	if err != nil {
+		x.badBody.Store(true) // ReadFrom returns nil at EOF: the client broke it
+		return
+	}
+	if n > maxReplayBody {
+		// Too large to replay: stream it once, what was read first. The
+		// inbound req.Body stays as it is (see attempt).
+		x.stream = io.MultiReader(bytes.NewReader(buf.Bytes()), req.Body)
 		return
 	}
 	x.body = buf.Bytes()
@@ -382,21 +410,32 @@ func (x *exchange) prepareHeaders() {
 			break
 		}
 	}
-	if ip, _, err := net.SplitHostPort(req.RemoteAddr); err == nil {
-		if prior, ok := h["X-Forwarded-For"]; ok && len(prior) > 0 {
-			x.xff[0] = strings.Join(prior, ", ") + ", " + ip
-		} else {
-			x.xff[0] = ip
-		}
+	// X-Forwarded-* from a trusted proxy are kept (For is appended to);
+	// from anyone else they are replaced, so that a client can spoof
+	// neither its address nor the scheme or host it used.
+	ip, _, err := net.SplitHostPort(req.RemoteAddr)
+	trusted := err == nil && x.r.trusts(ip)
+	switch prior := h["X-Forwarded-For"]; {
+	case err != nil:
+		delete(h, "X-Forwarded-For")
+	case trusted && len(prior) > 0:
+		x.xff[0] = strings.Join(prior, ", ") + ", " + ip
+		h["X-Forwarded-For"] = x.xff[:]
+	default:
+		x.xff[0] = ip
 		h["X-Forwarded-For"] = x.xff[:]
 	}
-	if req.TLS != nil {
-		h["X-Forwarded-Proto"] = valueHTTPS
-	} else {
-		h["X-Forwarded-Proto"] = valueHTTP
+	if !trusted || len(h["X-Forwarded-Proto"]) == 0 {
+		if req.TLS != nil {
+			h["X-Forwarded-Proto"] = valueHTTPS
+		} else {
+			h["X-Forwarded-Proto"] = valueHTTP
+		}
 	}
-	x.xfh[0] = req.Host
-	h["X-Forwarded-Host"] = x.xfh[:]
+	if !trusted || len(h["X-Forwarded-Host"]) == 0 {
+		x.xfh[0] = req.Host
+		h["X-Forwarded-Host"] = x.xfh[:]
+	}
 	if _, ok := h["User-Agent"]; !ok {
 		// Otherwise the transport would announce Go's default agent.
 		h["User-Agent"] = valueEmpty
@@ -471,6 +510,14 @@ func (x *exchange) attempt(b *backend) attemptResult {
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(x.body)), nil }
 	case in.ContentLength == 0:
 		out.Body = nil
+	default:
+		// Only the outbound body is wrapped: net/http's server inspects
+		// the inbound one's type when it answers.
+		var r io.Reader = in.Body
+		if x.stream != nil {
+			r = x.stream
+		}
+		out.Body = &clientBody{r: r, c: in.Body, bad: &x.badBody}
 	}
 
 	b.st.inflight.Add(1)
@@ -485,6 +532,8 @@ func (x *exchange) attempt(b *backend) attemptResult {
 		switch {
 		case in.Context().Err() != nil:
 			res.clientGone = true
+		case x.badBody.Load():
+			res.badBody = true
 		case errors.As(err, &op) && op.Op == "dial":
 			res.notSent = true
 		case errors.As(err, &ne) && ne.Timeout():
@@ -528,7 +577,7 @@ func (rt *Route) rewrite(u *url.URL) (path, raw string) {
 func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
 	o := breaker.Outcome{Elapsed: res.elapsed}
 	switch {
-	case res.clientGone:
+	case res.clientGone, res.badBody:
 		o.Result = breaker.Neutral
 	case res.err != nil:
 		o.Result = breaker.Failure
@@ -597,6 +646,10 @@ func (x *exchange) respond(b *backend, res *attemptResult) {
 	for k, vv := range resp.Header {
 		h[k] = vv
 	}
+	if _, ok := resp.Header["Content-Type"]; !ok {
+		// net/http would sniff one; a proxy passes on what it got.
+		h["Content-Type"] = nil
+	}
 	x.status = resp.StatusCode
 	x.w.WriteHeader(resp.StatusCode)
 	x.headersAt = time.Since(x.start)
@@ -652,6 +705,8 @@ func (x *exchange) respondError(res *attemptResult) {
 	switch {
 	case res.clientGone:
 		x.status = statusClientGone
+	case res.badBody:
+		x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
 	case res.timeout:
 		x.reply(http.StatusGatewayTimeout, DiagnosticBackendTimeout, "backend did not answer in time\n")
 	default:
@@ -750,4 +805,66 @@ func (x *exchange) switchProtocols(resp *http.Response) {
 	}()
 	<-done
 	// Closing both ends (deferred) unblocks the other copy.
+}
+
+// clientBody is the client's request body; it records a failed read (not
+// EOF) so that the attempt is judged the client's fault.
+type clientBody struct {
+	r   io.Reader
+	c   io.Closer
+	bad *atomic.Bool
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.bad.Store(true)
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return b.c.Close() }
+
+// cleanPath reports whether u's path is safe to route on: no dot segments
+// ("/a/../b", also percent-encoded, which u.Path has decoded), no
+// backslash (some servers read it as a slash) and no encoded slash.
+// Matching such a path would pick the route by a prefix the backend may
+// resolve away (RFC 3986 5.2.4), or by segments the backend splits
+// differently.
+func cleanPath(u *url.URL) bool {
+	p := u.Path
+	if strings.Contains(p, "/.") {
+		for seg := range strings.SplitSeq(p, "/") {
+			if seg == "." || seg == ".." {
+				return false
+			}
+		}
+	}
+	if strings.IndexByte(p, '\\') >= 0 {
+		return false
+	}
+	// RawPath is set only when the client's encoding differs from the
+	// default, as it does for an encoded slash.
+	if raw := u.RawPath; raw != "" && (strings.Contains(raw, "%2f") || strings.Contains(raw, "%2F")) {
+		return false
+	}
+	return true
+}
+
+// trusts reports whether the peer ip is one of Options.TrustedProxies.
+func (r *Router) trusts(ip string) bool {
+	if len(r.opts.TrustedProxies) == 0 {
+		return false
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range r.opts.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,8 @@ func TestProxyHeaders(t *testing.T) {
 		t.Errorf("request URI = %q", seen.URL.RequestURI())
 	}
 	for k, want := range map[string]string{
-		"X-Forwarded-For":     "10.0.0.1, 127.0.0.1",
+		// The client is not a trusted proxy: what it claims is replaced.
+		"X-Forwarded-For":     "127.0.0.1",
 		"X-Forwarded-Proto":   "http",
 		"X-Forwarded-Host":    "HDR.test:8080",
 		"X-Keep":              "kept",
@@ -121,6 +123,33 @@ func TestProxyHeaders(t *testing.T) {
 	}
 	if resp.Header.Get("X-App") != "yes" || len(resp.Header.Values("Set-Cookie")) != 2 {
 		t.Errorf("end-to-end response headers lost: %v", resp.Header)
+	}
+}
+
+// Behind a trusted load balancer its X-Forwarded-* are kept (For is
+// appended to); a header it did not set is still filled in.
+func TestProxyTrustedProxyHeadersAreKept(t *testing.T) {
+	h := newHarness(t, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	b := newBackend(t, "a")
+	h.set(SourceAPI, ep("hdr", b.backend()))
+	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/", nil)
+	req.Host = "hdr.test"
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp, err := h.front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	seen := b.last()
+	for k, want := range map[string]string{
+		"X-Forwarded-For":   "203.0.113.9, 127.0.0.1",
+		"X-Forwarded-Proto": "https",
+		"X-Forwarded-Host":  "hdr.test",
+	} {
+		if got := seen.Header.Get(k); got != want {
+			t.Errorf("backend saw %s = %q, want %q", k, got, want)
+		}
 	}
 }
 

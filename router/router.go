@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -39,6 +40,10 @@ type Options struct {
 	Diagnostics *diagnostics.Store
 	// AccessLog logs one line per request.
 	AccessLog bool
+	// TrustedProxies are the peers (load balancers in front of Levee)
+	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
+	// From every other peer those headers are replaced.
+	TrustedProxies []netip.Prefix
 
 	// DialTimeout bounds connecting to a backend (default 5s).
 	DialTimeout time.Duration

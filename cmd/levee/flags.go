@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ type serveConfig struct {
 	DialTimeout      time.Duration
 	IdleConnTimeout  time.Duration
 	RouteGrace       time.Duration
+	TrustedProxies   string
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -61,6 +63,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests to finish")
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", 5*time.Second, "timeout for connecting to a backend")
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
 	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
 }
@@ -110,10 +113,36 @@ func (c serveConfig) check() error {
 	if c.RouteGrace < 0 {
 		errs = append(errs, fmt.Errorf("--route-grace (LEVEE_ROUTE_GRACE) %s: must not be negative", c.RouteGrace))
 	}
+	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// trustedProxies parses --trusted-proxies: addresses ("10.0.0.7") and
+// prefixes ("10.0.0.0/8"), comma-separated.
+func (c serveConfig) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(c.TrustedProxies, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies (LEVEE_TRUSTED_PROXIES): %q is neither an IP address nor a CIDR prefix", item)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // applyEnv fills every flag of fs that was not given on the command line

@@ -63,6 +63,7 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{args: []string{"--label-prefix", "a.b"}, want: `--label-prefix "a.b"`},
 		{args: []string{"--dial-timeout", "0s"}, want: "--dial-timeout (LEVEE_DIAL_TIMEOUT) 0s: must be positive"},
 		{args: []string{"extra"}, want: `unexpected argument "extra"`},
+		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
 	}
 	for _, c := range cases {
 		_, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})
@@ -95,6 +96,23 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), `--log-level "loud"`) {
 		t.Errorf("stderr = %q", errOut.String())
+	}
+}
+
+func TestTrustedProxiesParse(t *testing.T) {
+	cfg, err := parseServeFlags([]string{"--trusted-proxies", "10.1.2.3/8, 192.0.2.7,::1"}, envOf(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := cfg.trustedProxies()
+	want := []string{"10.0.0.0/8", "192.0.2.7/32", "::1/128"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("prefix %d = %s, want %s", i, got[i], want[i])
+		}
 	}
 }
 

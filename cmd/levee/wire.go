@@ -29,6 +29,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
 
+	trusted, err := cfg.trustedProxies()
+	if err != nil {
+		return nil, err
+	}
 	store := diagnostics.NewStore()
 	rt := router.New(router.Options{
 		Logger:            log.With().Str("component", "router").Logger(),
@@ -38,6 +42,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
+		TrustedProxies:    trusted,
 	})
 
 	codec := api.StandardCodec()

@@ -1,0 +1,106 @@
+package router
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// rawExchange writes a request exactly as given to the proxy and reads one
+// response, failing the test if none arrives within d.
+func rawExchange(t *testing.T, h *harness, request string, d time.Duration) *http.Response {
+	t.Helper()
+	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(d))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no response within %s to %q: %v", d, request, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// A client that sends a malformed chunked body gets 400 at once, and the
+// route's breaker and the backend's ejection state never hear of it: one
+// client must not be able to take a healthy route out of service.
+func TestMalformedRequestBodyIsTheClientsFault(t *testing.T) {
+	for _, attempts := range []int{1, 3} { // streamed, and buffered for retries
+		h := newHarness(t, Options{EjectAfter: 2})
+		a := newBackend(t, "a")
+		e := withBreaker(ep("web", a.backend()), ratioParams())
+		e.Retry.Attempts = attempts
+		h.set(SourceAPI, e)
+		const bad = "POST / HTTP/1.1\r\nHost: web.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"
+		for i := 0; i < 6; i++ {
+			// Far below the backend header timeout: the exchange must
+			// not wait for a backend that can never answer.
+			resp := rawExchange(t, h, bad, 5*time.Second)
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderDiagnostic) != DiagnosticBadRequestBody {
+				t.Fatalf("attempts=%d: got %d %q, want 400 %s", attempts, resp.StatusCode, resp.Header.Get(HeaderDiagnostic), DiagnosticBadRequestBody)
+			}
+		}
+		st, _ := h.r.Breaker("web")
+		if st.State != "closed" || st.Failures != 0 {
+			t.Fatalf("attempts=%d: breaker %s with %d failures, want closed with none", attempts, st.State, st.Failures)
+		}
+		if code, _, _ := h.get("web.test", "/"); code != http.StatusOK {
+			t.Fatalf("attempts=%d: a good request after the bad ones got %d (backend ejected?)", attempts, code)
+		}
+	}
+}
+
+// Paths with dot segments or an encoded slash are refused before routing:
+// the route would be chosen by a prefix the backend may resolve away.
+func TestUnsafePathsAreRefused(t *testing.T) {
+	h := newHarness(t, Options{})
+	a := newBackend(t, "a")
+	api := ep("api", a.backend())
+	api.Path = "/api"
+	h.set(SourceAPI, api, ep("root", a.backend()))
+	for _, path := range []string{"/api/../admin", "/api/./x", "/api/%2e%2e/admin", "/api/%2E%2E", "/api%2Fadmin", "/a%5Cb", "/.."} {
+		resp := rawExchange(t, h, "GET "+path+" HTTP/1.1\r\nHost: root.test\r\n\r\n", 5*time.Second)
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderDiagnostic) != DiagnosticBadPath {
+			t.Errorf("%s: got %d %q, want 400 %s", path, resp.StatusCode, resp.Header.Get(HeaderDiagnostic), DiagnosticBadPath)
+		}
+	}
+	if n := a.hits.Load(); n != 0 {
+		t.Fatalf("the backend saw %d refused requests", n)
+	}
+	for _, path := range []string{"/.well-known/acme", "/a..b/c", "/files/x.tar.gz", "/api/a%20b"} {
+		resp := rawExchange(t, h, "GET "+path+" HTTP/1.1\r\nHost: root.test\r\n\r\n", 5*time.Second)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: got %d, want 200", path, resp.StatusCode)
+		}
+	}
+}
+
+// A response without Content-Type reaches the client without one: the
+// proxy does not let net/http sniff and invent it.
+func TestNoContentTypeInvented(t *testing.T) {
+	be := rawBackend(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\n<html>hi</html")
+	})
+	h := newHarness(t, Options{})
+	h.set(SourceAPI, ep("web", be))
+	code, body, resp := h.get("web.test", "/")
+	if code != http.StatusOK || body != "<html>hi</html" {
+		t.Fatalf("got %d %q", code, body)
+	}
+	if ct, ok := resp.Header["Content-Type"]; ok {
+		t.Fatalf("Content-Type %q added to a response that had none", ct)
+	}
+}
