@@ -104,3 +104,37 @@ func TestNoContentTypeInvented(t *testing.T) {
 		t.Fatalf("Content-Type %q added to a response that had none", ct)
 	}
 }
+
+// A request with both Content-Length and Transfer-Encoding is read as
+// chunked and its connection is closed after the answer, so a second
+// request hidden in the body (for a proxy in front that framed by
+// Content-Length) is never served.
+func TestContentLengthWithTransferEncodingClosesTheConnection(t *testing.T) {
+	h := newHarness(t, Options{})
+	a := newBackend(t, "a")
+	h.set(SourceAPI, ep("web", a.backend()))
+	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(conn, "POST /x HTTP/1.1\r\nHost: web.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: web.test\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Fatalf("first answer %d, close %v: want 200 and the connection closed", resp.StatusCode, resp.Close)
+	}
+	if _, err := http.ReadResponse(br, nil); err == nil {
+		t.Fatal("the request hidden in the body was answered")
+	}
+	if last := a.last(); last == nil || last.URL.Path != "/x" || a.hits.Load() != 1 {
+		t.Fatalf("backend saw %d requests, last %v; want only /x", a.hits.Load(), last)
+	}
+}

@@ -54,6 +54,7 @@ var (
 	valueHTTP       = []string{"http"}
 	valueHTTPS      = []string{"https"}
 	valueUpgrade    = []string{"Upgrade"}
+	valueClose      = []string{"close"}
 	valueTrailers   = []string{"trailers"}
 	valueEmpty      = []string{""}
 	valueAllow      = []string{"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE"}
@@ -181,6 +182,14 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		x.reply(http.StatusMethodNotAllowed, DiagnosticNoRoute, "CONNECT is not supported\n")
 		r.finish(x)
 		return
+	}
+	if len(req.TransferEncoding) > 0 {
+		// net/http drops a Content-Length sent beside Transfer-Encoding
+		// without telling the handler; RFC 9112 6.3 requires closing the
+		// connection after such a request, as whatever follows may have
+		// been framed differently by a proxy in front. Chunked uploads
+		// are rare enough to close after every one.
+		w.Header()["Connection"] = valueClose
 	}
 	if !cleanPath(req.URL) {
 		x.reply(http.StatusBadRequest, DiagnosticBadPath, "request path with dot segments or an encoded slash\n")
