@@ -44,6 +44,9 @@ type serviceReport struct {
 type validateReport struct {
 	Services []serviceReport `json:"services"`
 	Summary  map[string]int  `json:"summary"`
+	// Hint suggests another label prefix when nothing was enabled under
+	// the given one but other containers carry a label grammar like ours.
+	Hint string `json:"hint,omitempty"`
 }
 
 const validateUsage = `Usage: levee validate [flags] [FILE...]
@@ -116,6 +119,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 
 	eps, ds := parser.Parse(containers)
 	rep := buildReport(containers, eps, ds)
+	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+		rep.Hint = prefixHint(containers, *prefix)
+	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -271,6 +277,40 @@ func writeText(w io.Writer, rep validateReport) {
 	}
 	fmt.Fprintf(w, "\n%d routed, %d degraded, %d skipped, %d not enabled\n",
 		rep.Summary[statusRouted], rep.Summary[statusDegraded], rep.Summary[statusSkipped], rep.Summary[statusIgnored])
+	if rep.Hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", rep.Hint)
+	}
+}
+
+// prefixHint looks for containers labelled with another prefix in Levee's
+// grammar (<p>.enable, <p>.http.<service>.<field>): the usual reason for a
+// compose file that validates to nothing is a Sōzune file checked without
+// --label-prefix sozune.
+func prefixHint(containers []labels.Container, prefix string) string {
+	count := map[string]int{}
+	for _, c := range containers {
+		seen := map[string]bool{}
+		for k := range c.Labels {
+			p, rest, ok := strings.Cut(k, ".")
+			if !ok || p == prefix || seen[p] {
+				continue
+			}
+			if rest == "enable" || strings.HasPrefix(rest, "http.") && strings.Count(rest, ".") >= 2 {
+				seen[p] = true
+				count[p]++
+			}
+		}
+	}
+	best, n := "", 0
+	for p, c := range count {
+		if c > n || c == n && p < best {
+			best, n = p, c
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no container is enabled under the prefix %q, but %d carry %q labels: try --label-prefix %s", prefix, n, best+".*", best)
 }
 
 // diagnosticLine renders a diagnostic without its object (the row names it).

@@ -213,3 +213,17 @@ func TestValidateLiveEngine(t *testing.T) {
 		t.Errorf("engine error: exit %d, %q", code, errOut)
 	}
 }
+
+// A Sōzune compose file checked without --label-prefix sozune routes
+// nothing; validate says which prefix the file uses.
+func TestValidateHintsAtTheLabelPrefix(t *testing.T) {
+	out, _, code := validate(t, "testdata/sozune.yml")
+	if code != 0 || !strings.Contains(out, `hint: no container is enabled under the prefix "levee"`) ||
+		!strings.Contains(out, "try --label-prefix sozune") {
+		t.Fatalf("exit %d, want a hint naming --label-prefix sozune:\n%s", code, out)
+	}
+	out, _, _ = validate(t, "--label-prefix", "sozune", "testdata/sozune.yml")
+	if strings.Contains(out, "hint:") {
+		t.Fatalf("a hint although services are enabled:\n%s", out)
+	}
+}
