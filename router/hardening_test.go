@@ -137,4 +137,26 @@ func TestContentLengthWithTransferEncodingClosesTheConnection(t *testing.T) {
 	if last := a.last(); last == nil || last.URL.Path != "/x" || a.hits.Load() != 1 {
 		t.Fatalf("backend saw %d requests, last %v; want only /x", a.hits.Load(), last)
 	}
+
+	// Levee's own answers (here: no route) close such a connection too.
+	conn2, err := net.Dial("tcp", h.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	_ = conn2.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(conn2, "POST /x HTTP/1.1\r\nHost: nowhere.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: web.test\r\n\r\n")
+	br2 := bufio.NewReader(conn2)
+	resp2, err := http.ReadResponse(br2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusNotFound || !resp2.Close {
+		t.Fatalf("own answer %d, close %v: want 404 and the connection closed", resp2.StatusCode, resp2.Close)
+	}
+	if _, err := http.ReadResponse(br2, nil); err == nil || a.hits.Load() != 1 {
+		t.Fatalf("the request hidden behind a 404 was served (backend hits %d)", a.hits.Load())
+	}
 }

@@ -110,6 +110,8 @@ type exchange struct {
 	// badBody is set (possibly by the transport's body writer) when reading
 	// the client's body failed: the client's fault, never the backend's.
 	badBody atomic.Bool
+	// bodyEOF is set once the client's body was read to its end.
+	bodyEOF atomic.Bool
 	xff     [1]string
 	xfh     [1]string
 }
@@ -182,14 +184,6 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		x.reply(http.StatusMethodNotAllowed, DiagnosticNoRoute, "CONNECT is not supported\n")
 		r.finish(x)
 		return
-	}
-	if len(req.TransferEncoding) > 0 {
-		// net/http drops a Content-Length sent beside Transfer-Encoding
-		// without telling the handler; RFC 9112 6.3 requires closing the
-		// connection after such a request, as whatever follows may have
-		// been framed differently by a proxy in front. Chunked uploads
-		// are rare enough to close after every one.
-		w.Header()["Connection"] = valueClose
 	}
 	if !cleanPath(req.URL) {
 		x.reply(http.StatusBadRequest, DiagnosticBadPath, "request path with dot segments or an encoded slash\n")
@@ -396,6 +390,7 @@ func (x *exchange) bufferBody() {
 	}
 	x.body = buf.Bytes()
 	x.replayable = true
+	x.bodyEOF.Store(true)
 }
 
 // prepareHeaders turns the client's header into the backend's, in place:
@@ -526,7 +521,7 @@ func (x *exchange) attempt(b *backend) attemptResult {
 		if x.stream != nil {
 			r = x.stream
 		}
-		out.Body = &clientBody{r: r, c: in.Body, bad: &x.badBody}
+		out.Body = &clientBody{r: r, c: in.Body, bad: &x.badBody, eof: &x.bodyEOF}
 	}
 
 	b.st.inflight.Add(1)
@@ -659,6 +654,9 @@ func (x *exchange) respond(b *backend, res *attemptResult) {
 		// net/http would sniff one; a proxy passes on what it got.
 		h["Content-Type"] = nil
 	}
+	if len(x.req.TransferEncoding) > 0 && x.bodyEOF.Load() {
+		h["Connection"] = valueClose
+	}
 	x.status = resp.StatusCode
 	x.w.WriteHeader(resp.StatusCode)
 	x.headersAt = time.Since(x.start)
@@ -729,6 +727,9 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 	h["Content-Type"] = valueTextPlain
 	h["X-Content-Type-Options"] = valueNoSniff
 	h[HeaderDiagnostic] = valueDiagnostic[diagnostic]
+	if len(x.req.TransferEncoding) > 0 {
+		h["Connection"] = valueClose
+	}
 	x.diagnostic = diagnostic
 	x.status = status
 	x.w.WriteHeader(status)
@@ -816,17 +817,30 @@ func (x *exchange) switchProtocols(resp *http.Response) {
 	// Closing both ends (deferred) unblocks the other copy.
 }
 
-// clientBody is the client's request body; it records a failed read (not
-// EOF) so that the attempt is judged the client's fault.
+// clientBody is the client's request body; it records a failed read (the
+// attempt is then the client's fault) and the end of the body.
+//
+// The end matters for Transfer-Encoding requests: net/http drops a
+// Content-Length sent beside Transfer-Encoding without telling the handler,
+// and RFC 9112 6.3 requires closing the connection after such a request,
+// since what follows the chunked body may have been framed differently by
+// a proxy in front. When the body was read to its end Levee answers with
+// Connection: close (so does every answer of Levee's own to such a
+// request); when a backend answered before the body ended, net/http
+// already refuses to reuse the connection and closes it gracefully,
+// letting the client read the answer first.
 type clientBody struct {
-	r   io.Reader
-	c   io.Closer
-	bad *atomic.Bool
+	r        io.Reader
+	c        io.Closer
+	bad, eof *atomic.Bool
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
+	switch {
+	case err == io.EOF:
+		b.eof.Store(true)
+	case err != nil:
 		b.bad.Store(true)
 	}
 	return n, err
