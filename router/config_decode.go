@@ -239,21 +239,31 @@ func setHosts(d *draft, f *Field, key string, v any) {
 		d.bad(f, key, v, err.Error())
 		return
 	}
-	seen := map[string]bool{}
-	var hosts []string
-	for _, h := range items {
+	d.ep.Hosts = normalizeList(items, func(h string) (string, bool) {
 		norm := strings.TrimSuffix(strings.ToLower(h), ".")
-		if !validHost(norm) {
-			d.add(f.Code, key, h, "",
-				fmt.Sprintf("invalid host %q dropped: want a host name without scheme, path or port (a leading *. is a wildcard)", h), "")
-			continue
-		}
-		if !seen[norm] {
+		return norm, validHost(norm)
+	}, func(h string) {
+		d.add(f.Code, key, h, "",
+			fmt.Sprintf("invalid host %q dropped: want a host name without scheme, path or port (a leading *. is a wildcard)", h), "")
+	})
+}
+
+// normalizeList keeps, in order and without repeats, the items normalize
+// accepts (normalised); reject is told of each item it refuses.
+func normalizeList(items []string, normalize func(string) (string, bool), reject func(string)) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, item := range items {
+		norm, ok := normalize(item)
+		switch {
+		case !ok:
+			reject(item)
+		case !seen[norm]:
 			seen[norm] = true
-			hosts = append(hosts, norm)
+			out = append(out, norm)
 		}
 	}
-	d.ep.Hosts = hosts
+	return out
 }
 
 func setPort(d *draft, f *Field, key string, v any) {
@@ -351,20 +361,12 @@ func setMethods(d *draft, f *Field, key string, v any) {
 		d.bad(f, key, v, err.Error())
 		return
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range items {
+	d.ep.Methods = normalizeList(items, func(m string) (string, bool) {
 		up := strings.ToUpper(m)
-		if !methodNames[up] {
-			d.add(f.Code, key, m, "", fmt.Sprintf("unknown HTTP method %q: dropped", m), "")
-			continue
-		}
-		if !seen[up] {
-			seen[up] = true
-			out = append(out, up)
-		}
-	}
-	d.ep.Methods = out
+		return up, methodNames[up]
+	}, func(m string) {
+		d.add(f.Code, key, m, "", fmt.Sprintf("unknown HTTP method %q: dropped", m), "")
+	})
 }
 
 func setStripPrefix(d *draft, f *Field, key string, v any) {
