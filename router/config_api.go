@@ -227,6 +227,15 @@ func fromYAML(v any, depth int) (any, error) {
 	return fmt.Sprint(v), nil
 }
 
+// clip shortens s for an error message: a client's mistake is quoted, not
+// echoed back whole.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
 func decodeName(v any) (string, error) {
 	s, ok := v.(string)
 	switch {
@@ -236,7 +245,7 @@ func decodeName(v any) (string, error) {
 		return "", &InputError{Status: http.StatusUnprocessableEntity, Message: fmt.Sprintf("name must be a string, got %s", displayValue(v))}
 	case len(s) > maxNameLen || !NamePattern.MatchString(s):
 		return "", &InputError{Status: http.StatusUnprocessableEntity,
-			Message: fmt.Sprintf("invalid name %q: want lower-case letters, digits, '_' and '-', starting with a letter or digit, at most %d characters", s, maxNameLen)}
+			Message: fmt.Sprintf("invalid name %q: want lower-case letters, digits, '_' and '-', starting with a letter or digit, at most %d characters", clip(s, maxNameLen+8), maxNameLen)}
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -743,5 +744,14 @@ func TestGroupGivenAsScalarTurnsTheFeatureOnWithDefaults(t *testing.T) {
 	}
 	if ep.HealthCheck == nil {
 		t.Fatal("health check off, want on with defaults")
+	}
+}
+
+func TestLongInvalidNameIsQuotedClipped(t *testing.T) {
+	long := strings.Repeat("X", 5000)
+	_, _, err := DecodeEntrypoint(FormatJSON, []byte(`{"name":"`+long+`","config":{"hostnames":["a.test"]}}`), diagnostics.Source{Provider: SourceAPI})
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Status != 422 || len(ie.Message) > 300 || !strings.Contains(ie.Message, "invalid name") {
+		t.Fatalf("error %v (%d bytes), want a short 422 message", err, len(fmt.Sprint(err)))
 	}
 }
