@@ -597,6 +597,7 @@ func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	for {
+		named := connectionNamed(c.br)
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
@@ -604,8 +605,43 @@ func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue
 		}
+		if len(resp.Header["Connection"]) == 0 {
+			// net/http deletes a Connection header that says "close" but
+			// leaves the headers it names; a proxy must not pass those on
+			// (RFC 9110 7.6.1).
+			for _, k := range named {
+				delete(resp.Header, k)
+			}
+		}
 		return resp, nil
 	}
+}
+
+// connectionNamed returns the header names listed in the Connection header
+// of the response head buffered in br (canonical form, without close,
+// keep-alive and upgrade), reading nothing.
+func connectionNamed(br *bufio.Reader) []string {
+	buf, _ := br.Peek(br.Buffered())
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil
+	}
+	var names []string
+	for _, line := range bytes.Split(buf[:end], []byte("\r\n")) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok || !bytes.EqualFold(bytes.TrimSpace(k), []byte("Connection")) {
+			continue
+		}
+		for _, tok := range strings.Split(string(v), ",") {
+			tok = strings.TrimSpace(tok)
+			switch {
+			case tok == "", strings.EqualFold(tok, "close"), strings.EqualFold(tok, "keep-alive"), strings.EqualFold(tok, "upgrade"):
+			default:
+				names = append(names, http.CanonicalHeaderKey(tok))
+			}
+		}
+	}
+	return names
 }
 
 // parseCommon parses the most common response head without

@@ -160,3 +160,23 @@ func TestContentLengthWithTransferEncodingClosesTheConnection(t *testing.T) {
 		t.Fatalf("the request hidden behind a 404 was served (backend hits %d)", a.hits.Load())
 	}
 }
+
+// Headers a backend names in `Connection: close, X-Hop` are hop-by-hop and
+// never reach the client, although net/http drops the Connection header.
+func TestResponseHeadersNamedByConnectionCloseAreDropped(t *testing.T) {
+	be := rawBackend(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-App: yes\r\nContent-Length: 2\r\n\r\nok")
+	})
+	h := newHarness(t, Options{})
+	h.set(SourceAPI, ep("web", be))
+	code, body, resp := h.get("web.test", "/")
+	if code != http.StatusOK || body != "ok" {
+		t.Fatalf("got %d %q", code, body)
+	}
+	if resp.Header.Get("X-Hop") != "" || resp.Header.Get("X-App") != "yes" {
+		t.Fatalf("headers %v: want X-Hop dropped and X-App kept", resp.Header)
+	}
+}
