@@ -4,8 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -14,28 +16,33 @@ import (
 func codeConstants(t *testing.T) map[string]Code {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", nil, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
-		t.Fatalf("parse package: %v", err)
+		t.Fatal(err)
 	}
 	out := map[string]Code{}
-	for _, pkg := range pkgs {
-		for _, file := range pkg.Files {
-			for _, decl := range file.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.CONST {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatalf("parse %s: %v", name, err)
+		}
+		for _, decl := range file.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
 					continue
 				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
-						continue
-					}
-					for i, name := range vs.Names {
-						lit := vs.Values[i].(*ast.BasicLit)
-						v, _ := strconv.Unquote(lit.Value)
-						out[name.Name] = Code(v)
-					}
+				for i, name := range vs.Names {
+					lit := vs.Values[i].(*ast.BasicLit)
+					v, _ := strconv.Unquote(lit.Value)
+					out[name.Name] = Code(v)
 				}
 			}
 		}

@@ -172,22 +172,6 @@ func (p *leveeProc) signal(sig syscall.Signal, timeout time.Duration) error {
 	}
 }
 
-// eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = f(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true within %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
 // get performs a GET with an optional Host header and returns status, headers
 // and body; a transport error fails the test.
 func get(t *testing.T, url, host string) (int, http.Header, string) {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cerrdefs "github.com/containerd/errdefs"
 	"os"
 	"strings"
 	"sync"
@@ -124,7 +125,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, runID string) error
 	}
 	for _, c := range cs {
 		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !client.IsErrNotFound(err) {
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
 		}
 	}
@@ -133,7 +134,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, runID string) error
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	}
 	for _, n := range ns {
-		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
+		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 		}
 	}
@@ -143,7 +144,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, runID string) error
 	}
 	for _, im := range is {
 		_, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true})
-		if err != nil && !client.IsErrNotFound(err) {
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove image %s: %w", im.ID, err))
 		}
 	}

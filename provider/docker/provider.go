@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cerrdefs "github.com/containerd/errdefs"
 	"io"
 	"os"
 	"reflect"
@@ -431,7 +432,7 @@ func (p *Provider) publish(sink Sink, always bool) {
 		Msg("docker: update sent")
 }
 
-func isNotFound(err error) bool { return client.IsErrNotFound(err) }
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
 // ListContainers lists the routable containers of the engine at host (empty:
 // DOCKER_HOST, else the local socket) once, ordered by name, for
