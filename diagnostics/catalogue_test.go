@@ -121,3 +121,13 @@ func TestDidYouMean(t *testing.T) {
 		}
 	}
 }
+
+// New takes the severity from the catalogue, whatever the producer.
+func TestNewUsesTheCatalogueSeverity(t *testing.T) {
+	for _, e := range Catalogue() {
+		d := New(e.Code, Source{Provider: "test"}, "k", "v", "f", "m", "h")
+		if d.Severity != e.Severity || d.Key != "k" || d.Value != "v" || d.Fallback != "f" || d.Message != "m" || d.Hint != "h" {
+			t.Errorf("%s: %+v, want severity %s and the fields given", e.Code, d, e.Severity)
+		}
+	}
+}

@@ -102,6 +102,18 @@ type Diagnostic struct {
 	Hint string `json:"hint,omitempty"`
 }
 
+// New builds a diagnostic with the severity the catalogue gives its code,
+// so that no producer can contradict the catalogue. A code missing from the
+// catalogue (a test forbids it) is treated as a warning.
+func New(code Code, src Source, key, value, fallback, message, hint string) Diagnostic {
+	sev := Warn
+	if e, ok := Lookup(code); ok {
+		sev = e.Severity
+	}
+	return Diagnostic{Code: code, Severity: sev, Source: src, Key: key, Value: value,
+		Fallback: fallback, Message: message, Hint: hint}
+}
+
 // String renders the diagnostic on one line for humans.
 func (d Diagnostic) String() string {
 	var b strings.Builder

@@ -104,7 +104,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	if p, ok := obj["protocol"]; ok && p != nil {
 		s, isStr := p.(string)
 		if !isStr || !strings.EqualFold(strings.TrimSpace(s), ProtocolHTTP) {
-			diag := newDiagnostic(diagnostics.UnknownProtocol, src, "protocol", displayValue(p), "",
+			diag := diagnostics.New(diagnostics.UnknownProtocol, src, "protocol", displayValue(p), "",
 				"unsupported protocol: only Http is routed", "")
 			return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity,
 				Message: fmt.Sprintf("unsupported protocol %s: only Http is supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}

@@ -62,18 +62,8 @@ func newDraft(src diagnostics.Source, keyOf func(f *Field) string) *draft {
 	}
 }
 
-// newDiagnostic builds a diagnostic with the catalogue's severity.
-func newDiagnostic(code diagnostics.Code, src diagnostics.Source, key, value, fallback, msg, hint string) diagnostics.Diagnostic {
-	sev := diagnostics.Warn
-	if e, ok := diagnostics.Lookup(code); ok {
-		sev = e.Severity
-	}
-	return diagnostics.Diagnostic{Code: code, Severity: sev, Source: src, Key: key, Value: value,
-		Fallback: fallback, Message: msg, Hint: hint}
-}
-
 func (d *draft) add(code diagnostics.Code, key, value, fallback, msg, hint string) {
-	d.diags = append(d.diags, newDiagnostic(code, d.src, key, value, fallback, msg, hint))
+	d.diags = append(d.diags, diagnostics.New(code, d.src, key, value, fallback, msg, hint))
 }
 
 // bad reports that field f's value is invalid and its default applies.

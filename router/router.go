@@ -313,27 +313,22 @@ func (r *Router) rebuild() {
 	for _, ep := range eps {
 		rt, d := compileRoute(ep, &r.regexes)
 		diags = append(diags, d...)
-		if rt == nil {
-			present[ep.ID] = false
-			continue
-		}
 		r.attach(rt, now)
 		routes = append(routes, rt)
 	}
 	for _, g := range r.ghosts {
-		if rt, _ := compileRoute(&g.ep, &r.regexes); rt != nil {
-			rt.ghost = true
-			rs, created := r.reg.attach(rt.ep.ID)
-			if created {
-				rs.series = r.metrics.series(rt.ep.ID)
-			}
-			rs.mu.Lock()
-			rs.removedAt = g.removedAt
-			rs.mu.Unlock()
-			rt.state = rs
-			present[rt.ep.ID] = true // kept alive by the ghost
-			routes = append(routes, rt)
+		rt, _ := compileRoute(&g.ep, &r.regexes)
+		rt.ghost = true
+		rs, created := r.reg.attach(rt.ep.ID)
+		if created {
+			rs.series = r.metrics.series(rt.ep.ID)
 		}
+		rs.mu.Lock()
+		rs.removedAt = g.removedAt
+		rs.mu.Unlock()
+		rt.state = rs
+		present[rt.ep.ID] = true // kept alive by the ghost
+		routes = append(routes, rt)
 	}
 	r.regexes.retain(routes)
 	snap, coll := buildSnapshot(routes)
@@ -390,17 +385,11 @@ func (r *Router) merge() ([]*Entrypoint, []diagnostics.Diagnostic) {
 				w, l = l, w
 				out[j] = w
 			}
-			diags = append(diags, diagnostics.Diagnostic{
-				Code: diagnostics.RouteCollision, Severity: diagnostics.Warn, Source: sourceOf(*l),
-				Key: "id", Value: l.ID, Fallback: "not routed",
-				Message: "entrypoint id " + l.ID + " is already used by " + w.Source + " (older); this one is not routed",
-				Hint:    "rename one of the services",
-			}, diagnostics.Diagnostic{
-				Code: diagnostics.RouteCollision, Severity: diagnostics.Warn, Source: sourceOf(*w),
-				Key: "id", Value: w.ID, Fallback: "this entrypoint wins",
-				Message: "entrypoint id " + w.ID + " is also used by " + l.Source + "; this one (older) wins",
-				Hint:    "rename one of the services",
-			})
+			diags = append(diags,
+				diagnostics.New(diagnostics.RouteCollision, sourceOf(*l), "id", l.ID, "not routed",
+					"entrypoint id "+l.ID+" is already used by "+w.Source+" (older); this one is not routed", "rename one of the services"),
+				diagnostics.New(diagnostics.RouteCollision, sourceOf(*w), "id", w.ID, "this entrypoint wins",
+					"entrypoint id "+w.ID+" is also used by "+l.Source+"; this one (older) wins", "rename one of the services"))
 		}
 	}
 	return out, diags

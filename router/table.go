@@ -117,9 +117,7 @@ func NewSnapshot(eps []Entrypoint) (*Snapshot, []diagnostics.Diagnostic) {
 	for i := range eps {
 		r, d := compileRoute(&eps[i], &rc)
 		diags = append(diags, d...)
-		if r != nil {
-			routes = append(routes, r)
-		}
+		routes = append(routes, r)
 	}
 	s, d := buildSnapshot(routes)
 	return s, append(diags, d...)
@@ -166,20 +164,16 @@ func (c *regexCache) retain(routes []*Route) {
 
 // compileRoute prepares one entrypoint for matching. The validator has
 // normalised it already; a regex that still does not compile (it cannot
-// from the one validator) drops only this route, with a diagnostic.
+// from the one validator, only from a Go caller that skipped it) is
+// ignored as W030 says.
 func compileRoute(ep *Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
 	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods}
 	if ep.PathRegex != "" {
 		re, err := rc.compile(ep.PathRegex)
 		if err != nil {
-			return nil, []diagnostics.Diagnostic{{
-				Code:     diagnostics.BadPathRegex,
-				Severity: diagnostics.Error,
-				Source:   sourceOf(*ep),
-				Key:      "pathRegex",
-				Value:    ep.PathRegex,
-				Message:  fmt.Sprintf("the route is not served: %v", err),
-			}}
+			r.ep.PathRegex = ""
+			return r, []diagnostics.Diagnostic{diagnostics.New(diagnostics.BadPathRegex, sourceOf(*ep),
+				"pathRegex", ep.PathRegex, "(none)", fmt.Sprintf("invalid path regex ignored: %v", err), "")}
 		}
 		r.regex = re
 	}
@@ -292,18 +286,12 @@ func collisions(host, prefix string, list []*Route) []diagnostics.Diagnostic {
 			}
 			where := host + prefix
 			out = append(out,
-				diagnostics.Diagnostic{
-					Code: diagnostics.RouteCollision, Severity: diagnostics.Warn, Source: sourceOf(w.ep),
-					Key: "host", Value: where, Fallback: "this route wins",
-					Message: fmt.Sprintf("%s is also claimed by %s %q; this route wins (%s)", where, l.ep.Source, l.ep.ID, whyWins(w, l)),
-					Hint:    "give the routes different hosts or paths, or set priority explicitly",
-				},
-				diagnostics.Diagnostic{
-					Code: diagnostics.RouteCollision, Severity: diagnostics.Warn, Source: sourceOf(l.ep),
-					Key: "host", Value: where, Fallback: fmt.Sprintf("requests go to %s %q", w.ep.Source, w.ep.ID),
-					Message: fmt.Sprintf("%s is also claimed by %s %q, which wins (%s); this route gets no traffic there", where, w.ep.Source, w.ep.ID, whyWins(w, l)),
-					Hint:    "give the routes different hosts or paths, or raise this route's priority",
-				})
+				diagnostics.New(diagnostics.RouteCollision, sourceOf(w.ep), "host", where, "this route wins",
+					fmt.Sprintf("%s is also claimed by %s %q; this route wins (%s)", where, l.ep.Source, l.ep.ID, whyWins(w, l)),
+					"give the routes different hosts or paths, or set priority explicitly"),
+				diagnostics.New(diagnostics.RouteCollision, sourceOf(l.ep), "host", where, fmt.Sprintf("requests go to %s %q", w.ep.Source, w.ep.ID),
+					fmt.Sprintf("%s is also claimed by %s %q, which wins (%s); this route gets no traffic there", where, w.ep.Source, w.ep.ID, whyWins(w, l)),
+					"give the routes different hosts or paths, or raise this route's priority"))
 		}
 	}
 	return out

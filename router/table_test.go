@@ -253,3 +253,17 @@ func BenchmarkRouterUpdate10k(b *testing.B) {
 		r.Update(SourceUpdate{Source: SourceAPI, Entrypoints: eps})
 	}
 }
+
+// A regex that does not compile (only a Go caller that skipped the
+// validator can send one) is ignored, as the catalogue's W030 says, and
+// reported with the catalogue's severity.
+func TestSnapshotIgnoresAnUncompilableRegexAsW030Says(t *testing.T) {
+	e := Entrypoint{ID: "web", Source: SourceAPI, Hosts: []string{"web.test"}, Path: "/", PathRegex: "(", Backends: []Backend{{Address: "127.0.0.1", Port: 1, Weight: 1}}}
+	snap, ds := NewSnapshot([]Entrypoint{e})
+	if len(ds) != 1 || ds[0].Code != diagnostics.BadPathRegex || ds[0].Severity != diagnostics.Warn {
+		t.Fatalf("diagnostics %+v, want one W030 at warn", ds)
+	}
+	if rt := snap.Match("GET", "web.test", "/anything"); rt == nil {
+		t.Fatal("route dropped; W030 says the regex is ignored and the route still matches")
+	}
+}

@@ -87,15 +87,6 @@ func source(c *Container, svc string) diagnostics.Source {
 	return diagnostics.Source{Provider: router.SourceDocker, ObjectID: c.ID, ObjectName: c.Name, Service: svc}
 }
 
-func diag(code diagnostics.Code, src diagnostics.Source, key, value, fallback, msg, hint string) diagnostics.Diagnostic {
-	sev := diagnostics.Warn
-	if e, ok := diagnostics.Lookup(code); ok {
-		sev = e.Severity
-	}
-	return diagnostics.Diagnostic{Code: code, Severity: sev, Source: src, Key: key, Value: value,
-		Fallback: fallback, Message: msg, Hint: hint}
-}
-
 var globalKeys = []string{"enable", "network"}
 
 // otherProtocols are real protocols Levee does not route (yet): no
@@ -112,7 +103,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	if explicit {
 		b, err := router.ParseBool(enableRaw)
 		if err != nil {
-			diags = append(diags, diag(diagnostics.BadBool, src, enableKey, enableRaw, strconv.FormatBool(p.ExposedByDefault),
+			diags = append(diags, diagnostics.New(diagnostics.BadBool, src, enableKey, enableRaw, strconv.FormatBool(p.ExposedByDefault),
 				"invalid boolean: want true/false, 1/0, yes/no or on/off", ""))
 		} else {
 			enabled = b
@@ -159,7 +150,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 					hint = "did you mean " + prefix + "." + strings.TrimSuffix(strings.TrimPrefix(hint, "did you mean "), "?") + "?"
 				}
 			}
-			diags = append(diags, diag(diagnostics.UnknownKey, src, k, c.Labels[k], "",
+			diags = append(diags, diagnostics.New(diagnostics.UnknownKey, src, k, c.Labels[k], "",
 				fmt.Sprintf("unknown label: want %s.enable, %s.network or %s.<protocol>.<service>.<field>", prefix, prefix, prefix), hint))
 			continue
 		}
@@ -173,7 +164,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 
 	if len(order) == 0 {
 		if explicit || otherLabels {
-			diags = append(diags, diag(diagnostics.NoService, src, enableKey, enableRaw, "",
+			diags = append(diags, diagnostics.New(diagnostics.NoService, src, enableKey, enableRaw, "",
 				fmt.Sprintf("container is enabled but has no %s.<protocol>.<service>.<field> label: nothing is routed", prefix), ""))
 		}
 		return nil, diags
@@ -196,7 +187,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{router.ProtocolHTTP}) != "" {
 				hint = "did you mean " + prefix + "." + router.ProtocolHTTP + "." + sk.svc + "." + first + "?"
 			}
-			diags = append(diags, diag(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, sk.proto, "",
+			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, sk.proto, "",
 				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}
@@ -219,7 +210,7 @@ func misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
 			continue
 		}
 		if diagnostics.DidYouMean(rest, []string{"enable"}) != "" {
-			out = append(out, diag(diagnostics.UnknownKey, source(c, ""), k, c.Labels[k], "",
+			out = append(out, diagnostics.New(diagnostics.UnknownKey, source(c, ""), k, c.Labels[k], "",
 				"unknown label: the container is not enabled", "did you mean "+prefix+".enable?"))
 		}
 	}
@@ -265,7 +256,7 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 		for i := range nets {
 			names[i] = nets[i].Name
 		}
-		diags = append(diags, diag(diagnostics.NetworkNotFound, source(c, ""), prefix+".network", label, fallback,
+		diags = append(diags, diagnostics.New(diagnostics.NetworkNotFound, source(c, ""), prefix+".network", label, fallback,
 			fmt.Sprintf("network %q is not attached to the container (attached: %s)", label, strings.Join(names, ", ")),
 			diagnostics.DidYouMean(label, names)))
 	}
@@ -325,7 +316,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []
 					for j, f := range differ {
 						full[j] = keyOf(f)
 					}
-					diags = append(diags, diag(diagnostics.ReplicasDisagree, src, "", strings.Join(full, ","), "labels of "+win.c.Name,
+					diags = append(diags, diagnostics.New(diagnostics.ReplicasDisagree, src, "", strings.Join(full, ","), "labels of "+win.c.Name,
 						fmt.Sprintf("replica labels differ from the oldest replica %s on %s; its labels apply", win.c.Name, strings.Join(differ, ", ")), ""))
 				}
 			}
@@ -341,7 +332,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []
 					if m.net != nil {
 						netName = "network " + m.net.Name
 					}
-					diags = append(diags, diag(diagnostics.NoAddress, src, "", "", "",
+					diags = append(diags, diagnostics.New(diagnostics.NoAddress, src, "", "", "",
 						fmt.Sprintf("container has no IP address on %s: it gets no traffic", netName), ""))
 					continue
 				}
@@ -356,7 +347,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []
 					// the live engine may choose differently.
 					why += "; offline, the image's EXPOSE is not known"
 				}
-				diags = append(diags, diag(diagnostics.PortDefaulted, src, keyOf("port"), "", strconv.Itoa(port),
+				diags = append(diags, diagnostics.New(diagnostics.PortDefaulted, src, keyOf("port"), "", strconv.Itoa(port),
 					fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose"))
 			}
 			ep.Backends = append(ep.Backends, router.Backend{Address: addr, Port: port, Weight: win.cfg.Weight, Name: m.c.Name})
