@@ -22,6 +22,9 @@ test:
 	grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|PASS|panic)|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+:|DATA RACE' $$log; \
 	if [ $$rc -ne 0 ]; then echo "--- go test failed ($$rc); last 400 lines of the full log:"; tail -400 $$log; fi; \
 	rm -f $$log; exit $$rc
+	@# The router's proxy tests again behind net/http's server
+	@# (levee serve --http-server=stdlib), so that the fallback stays true.
+	LEVEE_TEST_SERVER=stdlib go test -race -count=1 ./router
 	cd bench && go vet ./... && go test -count=1 ./...
 
 build:

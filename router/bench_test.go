@@ -71,16 +71,22 @@ func BenchmarkServeHTTP(b *testing.B) {
 }
 
 // BenchmarkProxyEndToEnd sends requests over keep-alive connections
-// through a real listener: client → Levee → backend, with Levee's lean
+// through a real listener: client → Levee → backend, served by Levee's
+// own HTTP/1.1 server (router/edge) or net/http's, with Levee's lean
 // backend client or net/http's Transport, with and without a breaker.
 func BenchmarkProxyEndToEnd(b *testing.B) {
 	for _, c := range []struct {
-		name       string
-		cb, stdlib bool
-	}{{"no-breaker", false, false}, {"breaker", true, false}, {"stdlib-transport", false, true}} {
+		name                     string
+		cb, stdlib, stdlibServer bool
+	}{
+		{"no-breaker", false, false, false},
+		{"breaker", true, false, false},
+		{"stdlib-transport", false, true, false},
+		{"stdlib-server", false, false, true},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			r := benchRouter(b, c.cb, c.stdlib)
-			front := httptest.NewServer(r)
+			front := newFrontOf(b, r, c.stdlibServer)
 			b.Cleanup(front.Close)
 			client := front.Client()
 			client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64

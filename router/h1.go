@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,20 +351,17 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	if c.t.headerTimeout > 0 {
 		c.headerDeadline = now.Add(c.t.headerTimeout)
 	}
-	deadline := c.headerDeadline
-	c.watch = watchNone
-	if ctx.Done() != nil {
-		// Writing the request does not block (a body that could is
-		// written by its own goroutine); waiting for the answer is
-		// polled (see watchPolling).
-		c.watch = watchPolling
-		if poll := now.Add(c.t.watchPoll); deadline.IsZero() || poll.Before(deadline) {
-			deadline = poll
-		}
+	// Writing the request does not block (a body that could is written
+	// by its own goroutine); waiting for the answer is polled (see
+	// watchPolling). ctx.Done is not asked for here: for Levee's own
+	// server (router/edge) asking starts watching the client connection,
+	// which only an exchange that blocks needs.
+	c.watch = watchPolling
+	deadline := now.Add(c.t.watchPoll)
+	if !c.headerDeadline.IsZero() && c.headerDeadline.Before(deadline) {
+		deadline = c.headerDeadline
 	}
-	if !deadline.IsZero() {
-		_ = c.conn.SetReadDeadline(deadline)
-	}
+	_ = c.conn.SetReadDeadline(deadline)
 	c.closeReq = req.Close
 	c.readMark = c.counted.n
 	chunked, err := c.writeHead(req)
@@ -390,14 +388,13 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	}
 
 	c.counted.limit = c.counted.n + maxResponseHeaderBytes
+	runtime.Gosched()
 	resp, err := c.readResponse(req)
 	c.counted.limit = 0
 	if err != nil {
 		return nil, c.fail(err, false, req) // closing the connection stops a body writer
 	}
-	if !deadline.IsZero() {
-		_ = c.conn.SetReadDeadline(time.Time{})
-	}
+	_ = c.conn.SetReadDeadline(time.Time{})
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		c.disarm()
 		resp.Body = &h1Upgraded{Reader: c.br, conn: c.conn}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/router/edge"
 )
 
 // fakeClock is a manually advanced clock.
@@ -134,11 +137,54 @@ func deadBackend(t *testing.T) Backend {
 	return Backend{Address: "127.0.0.1", Port: addr.Port, Weight: DefaultWeight, Name: "dead"}
 }
 
+// testFront serves a handler the way levee serve does: with router/edge,
+// or with net/http's server when LEVEE_TEST_SERVER=stdlib (levee serve
+// --http-server=stdlib); `make test` runs this package both ways.
+type testFront struct {
+	URL      string
+	Listener net.Listener
+	client   *http.Client
+	close    func()
+}
+
+// Client returns a client for the front, closed with it.
+func (f *testFront) Client() *http.Client { return f.client }
+
+// Close stops the server and closes its connections.
+func (f *testFront) Close() { f.close() }
+
+func newFront(t testing.TB, handler http.Handler) *testFront {
+	t.Helper()
+	return newFrontOf(t, handler, os.Getenv("LEVEE_TEST_SERVER") == "stdlib")
+}
+
+// newFrontOf is newFront with the server chosen: net/http's when stdlib.
+func newFrontOf(t testing.TB, handler http.Handler, stdlib bool) *testFront {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening: %v", err)
+	}
+	tr := &http.Transport{}
+	f := &testFront{URL: "http://" + ln.Addr().String(), Listener: ln, client: &http.Client{Transport: tr}}
+	done := make(chan struct{})
+	if stdlib {
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 1 << 20}
+		go func() { defer close(done); _ = srv.Serve(ln) }()
+		f.close = func() { _ = srv.Close(); tr.CloseIdleConnections(); <-done }
+		return f
+	}
+	srv := &edge.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 1 << 20}
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	f.close = func() { _ = srv.Close(); tr.CloseIdleConnections(); <-done }
+	return f
+}
+
 // harness is a Router behind a real listener.
 type harness struct {
 	t     *testing.T
 	r     *Router
-	front *httptest.Server
+	front *testFront
 	clock *fakeClock
 	reg   *prometheus.Registry
 	logs  *syncBuffer
@@ -170,7 +216,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	opts.Registerer = h.reg
 	opts.Logger = zerolog.New(h.logs)
 	h.r = New(opts)
-	h.front = httptest.NewServer(h.r)
+	h.front = newFront(t, h.r)
 	t.Cleanup(func() {
 		h.front.Close()
 		h.r.Close()

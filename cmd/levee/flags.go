@@ -34,6 +34,7 @@ type serveConfig struct {
 	IdleConnTimeout  time.Duration
 	RouteGrace       time.Duration
 	TrustedProxies   string
+	HTTPServer       string
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -64,6 +65,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", 5*time.Second, "timeout for connecting to a backend")
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
+	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listener: levee (router/edge, the fast one) or stdlib (net/http's)")
 	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
 }
@@ -97,6 +99,11 @@ func (c serveConfig) check() error {
 	case "auto", "json", "console":
 	default:
 		errs = append(errs, fmt.Errorf("--log-format %q: want json, console or auto", c.LogFormat))
+	}
+	switch c.HTTPServer {
+	case "levee", "stdlib":
+	default:
+		errs = append(errs, fmt.Errorf("--http-server (LEVEE_HTTP_SERVER) %q: want levee or stdlib", c.HTTPServer))
 	}
 	if c.LabelPrefix == "" || strings.ContainsAny(c.LabelPrefix, ". =") {
 		errs = append(errs, fmt.Errorf("--label-prefix %q: want a non-empty word without dots, spaces or '='", c.LabelPrefix))

@@ -61,6 +61,7 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{env: map[string]string{"LEVEE_DIAL_TIMEOUT": "-1s"}, want: "--dial-timeout (LEVEE_DIAL_TIMEOUT) -1s: must be positive"},
 		{args: []string{"--log-format", "xml"}, want: `--log-format "xml"`},
 		{args: []string{"--label-prefix", "a.b"}, want: `--label-prefix "a.b"`},
+		{env: map[string]string{"LEVEE_HTTP_SERVER": "nginx"}, want: `--http-server (LEVEE_HTTP_SERVER) "nginx": want levee or stdlib`},
 		{args: []string{"--dial-timeout", "0s"}, want: "--dial-timeout (LEVEE_DIAL_TIMEOUT) 0s: must be positive"},
 		{args: []string{"extra"}, want: `unexpected argument "extra"`},
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/router/edge"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
@@ -62,6 +65,41 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	return 0
 }
 
+// server is what serve needs of an HTTP server: net/http's and
+// router/edge's both are one.
+type server interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// newProxyServer returns the proxy listener's server: Levee's own HTTP/1.1
+// connection loop (router/edge) unless --http-server=stdlib, with the same
+// limits either way.
+func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) server {
+	const (
+		readHeaderTimeout = 10 * time.Second
+		idleTimeout       = 120 * time.Second
+		maxHeaderBytes    = 1 << 20
+	)
+	if kind == "stdlib" {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          errorLog,
+		}
+	}
+	return &edge.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
+}
+
 // serve wires the sources, the router and the listeners together.
 func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	log.Info().Str("version", version).Msg("levee starting")
@@ -83,13 +121,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 		proxyLn.Close()
 		return fmt.Errorf("API listener on %s: %w", cfg.APIListen, err)
 	}
-	proxySrv := &http.Server{
-		Handler:           app.proxy,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          stdLogger(log, "proxy"),
-	}
+	proxySrv := newProxyServer(cfg.HTTPServer, app.proxy, stdLogger(log, "proxy"))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	apiSrv := &http.Server{
@@ -101,7 +133,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	serveOn := func(name string, srv *http.Server, ln net.Listener) {
+	serveOn := func(name string, srv server, ln net.Listener) {
 		defer wg.Done()
 		log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Msg("listening")
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -128,7 +160,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	// Shutdown stops accepting at once and waits for in-flight requests;
 	// SSE streams and hijacked connections end with runCtx.
 	var shutdownErr error
-	for _, srv := range []*http.Server{proxySrv, apiSrv} {
+	for _, srv := range []server{proxySrv, apiSrv} {
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			shutdownErr = errors.Join(shutdownErr, err)
 			srv.Close()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/edge"
 )
 
 func main() {
@@ -52,6 +53,7 @@ func run() error {
 	listen := flag.String("listen", "127.0.0.1:18090", "proxy listen address")
 	backend := flag.String("backend", "127.0.0.1:18080", "backend host:port")
 	withBreaker := flag.Bool("breaker", false, "give the route a circuit breaker")
+	server := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
 	warmup := flag.Duration("warmup", 2*time.Second, "load time before profiling starts")
 	window := flag.Duration("duration", 10*time.Second, "profiling window")
 	cpuOut := flag.String("cpuprofile", "cpu.pprof", "CPU profile output")
@@ -88,11 +90,27 @@ func run() error {
 	rt.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: []router.Entrypoint{ep}})
 
 	count := &counter{next: rt}
-	srv := &http.Server{
-		Handler:           count,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    1 << 20,
+	var srv interface {
+		Serve(net.Listener) error
+		Shutdown(context.Context) error
+	}
+	switch *server {
+	case "edge":
+		srv = &edge.Server{
+			Handler:           count,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    1 << 20,
+		}
+	case "stdlib":
+		srv = &http.Server{
+			Handler:           count,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    1 << 20,
+		}
+	default:
+		return fmt.Errorf("-server %q: want edge or stdlib", *server)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -1,0 +1,428 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Connection states, for Shutdown: only an idle connection (waiting for a
+// request) may be closed under its owner's feet.
+const (
+	stateIdle int32 = iota
+	stateActive
+	stateClosed
+	stateHijacked
+)
+
+const (
+	bufferSize = 4 << 10
+	// rstAvoidanceDelay is how long a connection that still has unread
+	// request bytes is drained after its answer, so that closing it does
+	// not reset the answer away before the client read it (net/http
+	// waits as long).
+	rstAvoidanceDelay = 500 * time.Millisecond
+)
+
+var (
+	bufReaders sync.Pool
+	bufWriters sync.Pool
+	// aLongTimeAgo is a deadline in the past: it unblocks a pending read.
+	aLongTimeAgo = time.Unix(1, 0)
+)
+
+// conn is one client connection and the loop serving it.
+type conn struct {
+	srv        *Server
+	rwc        net.Conn
+	base       context.Context
+	remoteAddr string
+	cr         connReader
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	state      atomic.Int32
+	lastMethod string
+	// pending holds a small body written before its length was known, so
+	// that a short answer gets a Content-Length instead of chunks.
+	pending []byte
+
+	// The background read that notices a client leaving, started on
+	// demand (see requestContext.Done).
+	watchMu       sync.Mutex
+	watchWanted   bool
+	watchStarted  bool
+	watchFinished bool
+	watchAborting atomic.Bool
+	watchDone     chan struct{}
+	cur           *exchange
+}
+
+func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
+	c := &conn{srv: s, rwc: rwc, base: base, remoteAddr: rwc.RemoteAddr().String()}
+	c.cr = connReader{c: c, limit: -1}
+	if v := bufReaders.Get(); v != nil {
+		c.br = v.(*bufio.Reader)
+		c.br.Reset(&c.cr)
+	} else {
+		c.br = bufio.NewReaderSize(&c.cr, bufferSize)
+	}
+	if v := bufWriters.Get(); v != nil {
+		c.bw = v.(*bufio.Writer)
+		c.bw.Reset(rwc)
+	} else {
+		c.bw = bufio.NewWriterSize(rwc, bufferSize)
+	}
+	c.state.Store(stateIdle)
+	return c
+}
+
+// connReader is what the buffered reader reads from: the connection, with
+// a size limit while a request head is read, and the byte a background
+// read may have taken.
+type connReader struct {
+	c        *conn
+	limit    int64 // bytes left before the head is too large; -1: no limit
+	hitLimit bool
+	hasByte  bool
+	byteBuf  [1]byte
+}
+
+func (cr *connReader) Read(p []byte) (int, error) {
+	if cr.limit == 0 {
+		cr.hitLimit = true
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if cr.limit > 0 && int64(len(p)) > cr.limit {
+		p = p[:cr.limit]
+	}
+	if cr.hasByte {
+		p[0] = cr.byteBuf[0]
+		cr.hasByte = false
+		cr.consume(1)
+		return 1, nil
+	}
+	n, err := cr.c.rwc.Read(p)
+	cr.consume(n)
+	return n, err
+}
+
+func (cr *connReader) consume(n int) {
+	if cr.limit > 0 {
+		cr.limit -= int64(n)
+	}
+}
+
+// serve is the connection's loop.
+func (c *conn) serve() {
+	hijacked := false
+	defer func() {
+		if hijacked {
+			return
+		}
+		c.srv.removeConn(c)
+		_ = c.rwc.Close()
+		c.release()
+	}()
+	for {
+		ex, err := c.readRequest()
+		if err != nil {
+			c.answerReadError(err)
+			return
+		}
+		keep := c.serveRequest(ex)
+		if ex.resp.hijacked {
+			hijacked = true
+			return
+		}
+		if !keep {
+			return
+		}
+		if !c.state.CompareAndSwap(stateActive, stateIdle) || c.srv.shutdown.Load() {
+			return
+		}
+	}
+}
+
+func (c *conn) release() {
+	c.br.Reset(nil)
+	bufReaders.Put(c.br)
+	c.bw.Reset(nil)
+	bufWriters.Put(c.bw)
+	c.br, c.bw = nil, nil
+}
+
+// serveRequest runs the handler for one request and completes the
+// response. It reports whether the connection may serve another request.
+func (c *conn) serveRequest(ex *exchange) (keep bool) {
+	c.watchMu.Lock()
+	c.cur, c.watchWanted, c.watchStarted, c.watchFinished = ex, false, false, false
+	c.watchMu.Unlock()
+
+	if ex.expectFailed {
+		ex.resp.closeAfter = true
+		ex.resp.header["Connection"] = []string{"close"}
+		ex.resp.WriteHeader(http.StatusExpectationFailed)
+		ex.resp.finish()
+		c.endRequest(ex)
+		c.linger(nil) // the body was never asked for
+		return false
+	}
+	if !c.runHandler(ex) {
+		// A panic: the response may be half sent; only closing the
+		// connection tells the client it is incomplete.
+		c.endRequest(ex)
+		return false
+	}
+	if ex.resp.hijacked {
+		ex.ctx.cancel()
+		return false
+	}
+	bodyLeft := ex.body != nil && !ex.body.finished()
+	if bodyLeft {
+		// The handler did not read the whole request body: the bytes
+		// left cannot be told apart from a next request, so this
+		// connection ends after the answer.
+		ex.resp.closeAfter = true
+	}
+	ex.resp.finish()
+	c.endRequest(ex)
+	if bodyLeft {
+		c.closeGracefully(ex.body)
+		return false
+	}
+	return !ex.resp.closeAfter && ex.resp.werr == nil
+}
+
+// runHandler calls the handler and reports false if it panicked.
+func (c *conn) runHandler(ex *exchange) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok = false
+			if v != http.ErrAbortHandler {
+				const size = 64 << 10
+				buf := make([]byte, size)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.logf("edge: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
+			}
+		}
+	}()
+	c.srv.Handler.ServeHTTP(&ex.resp, ex.req)
+	return true
+}
+
+// endRequest cancels the request's context and stops the background read.
+func (c *conn) endRequest(ex *exchange) {
+	ex.ctx.cancel()
+	c.stopWatch()
+}
+
+// closeGracefully ends a connection whose request body was not read to its
+// end. A read of the body still running elsewhere ends by the linger
+// deadline at the latest.
+func (c *conn) closeGracefully(b *body) {
+	b.closed.Store(true)
+	c.linger(func() {
+		b.mu.Lock()
+		b.mu.Unlock()
+	})
+}
+
+// linger half-closes the connection and drains what the client still
+// sends for a while, so that closing it does not reset the answer away
+// before the client read it. wait runs after the deadline is set.
+func (c *conn) linger(wait func()) {
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.rwc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
+	if wait != nil {
+		wait()
+	}
+	c.cr.limit = -1
+	_, _ = io.Copy(io.Discard, c.br)
+}
+
+// answerReadError answers a request that could not be read, when there is
+// anything to say; the connection is closed after.
+func (c *conn) answerReadError(err error) {
+	var status int
+	var reason string
+	var se *statusError
+	switch {
+	case errors.As(err, &se):
+		status, reason = se.code, se.text
+	case c.cr.hitLimit:
+		status, reason = http.StatusRequestHeaderFieldsTooLarge, "request head too large"
+	case errors.Is(err, errQuiet), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return
+	case isTimeout(err):
+		return
+	case isUnsupportedTE(err):
+		status, reason = http.StatusNotImplemented, "unsupported transfer encoding"
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) {
+			return // the connection broke: nobody to answer
+		}
+		// The parser's message quotes the client's bytes: not echoed,
+		// as net/http does not either.
+		status = http.StatusBadRequest
+	}
+	_ = c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	text := http.StatusText(status)
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n%d %s",
+		status, text, status, text)
+	if reason != "" {
+		fmt.Fprintf(c.bw, ": %s", reason)
+	}
+	if c.bw.Flush() == nil {
+		c.linger(nil)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// wantWatch asks for the background read of the current request; it
+// starts as soon as the request body has been read to its end.
+func (c *conn) wantWatch(ex *exchange) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.cur != ex || c.watchFinished {
+		return
+	}
+	c.watchWanted = true
+	if ex.body == nil || ex.body.finished() {
+		c.startWatchLocked()
+	}
+}
+
+// bodyDone is called when the request body reached its end.
+func (c *conn) bodyDone(ex *exchange) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.cur == ex && c.watchWanted && !c.watchFinished {
+		c.startWatchLocked()
+	}
+}
+
+// startWatchLocked starts a read of one byte below the buffered reader: it
+// returns when the client sends more (a pipelined request: the byte is
+// kept) or closes its side (the request's context is cancelled).
+func (c *conn) startWatchLocked() {
+	if c.watchStarted {
+		return
+	}
+	c.watchStarted = true
+	done := make(chan struct{})
+	c.watchDone = done
+	ex := c.cur
+	// No deadline but the abort's: the handler may legitimately run for
+	// long (a stream).
+	_ = c.rwc.SetReadDeadline(time.Time{})
+	go func() {
+		defer close(done)
+		n, err := c.rwc.Read(c.cr.byteBuf[:])
+		if n == 1 {
+			c.cr.hasByte = true
+			return
+		}
+		if err != nil && !(c.watchAborting.Load() && isTimeout(err)) {
+			ex.ctx.cancel()
+		}
+	}()
+}
+
+// stopWatch ends the background read, if any, and waits for it.
+func (c *conn) stopWatch() {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	c.watchFinished = true
+	if !c.watchStarted {
+		return
+	}
+	c.watchAborting.Store(true)
+	_ = c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-c.watchDone
+	_ = c.rwc.SetReadDeadline(time.Time{})
+	c.watchAborting.Store(false)
+	c.watchStarted = false
+	c.watchDone = nil
+}
+
+// requestContext is a request's context. It is cancelled when the handler
+// returns, when a write to the client fails, and, once somebody has asked
+// for Done, when the client closes its connection.
+type requestContext struct {
+	ex   *exchange
+	base context.Context
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+}
+
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// Deadline is the base context's.
+func (x *requestContext) Deadline() (time.Time, bool) { return x.base.Deadline() }
+
+// Value is the base context's.
+func (x *requestContext) Value(key any) any { return x.base.Value(key) }
+
+// Done returns a channel closed when the request ends or the client goes
+// away. Asking for it starts watching the connection for the latter.
+func (x *requestContext) Done() <-chan struct{} {
+	x.mu.Lock()
+	first := x.done == nil
+	if first {
+		if x.err != nil {
+			x.done = closedChan
+		} else {
+			x.done = make(chan struct{})
+		}
+	}
+	done, live := x.done, x.err == nil
+	x.mu.Unlock()
+	if first && live {
+		x.ex.c.wantWatch(x.ex)
+	}
+	return done
+}
+
+// Err reports why Done is closed, or nil.
+func (x *requestContext) Err() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.err
+}
+
+// cancel ends the context with context.Canceled, as net/http's request
+// contexts end (whether the handler returned or the client left).
+func (x *requestContext) cancel() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
+	x.err = context.Canceled
+	if x.done == nil {
+		x.done = closedChan
+	} else {
+		close(x.done)
+	}
+}
+
+func (x *requestContext) String() string { return "edge.requestContext" }

@@ -1,0 +1,510 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// exchange is everything one request needs, in one allocation.
+type exchange struct {
+	c   *conn
+	req *http.Request
+	url url.URL
+	ctx requestContext
+	// body is nil when the request has none.
+	body      *body
+	bodyStore body
+	resp      response
+	// expectFailed: an Expect other than 100-continue, answered 417.
+	expectFailed bool
+}
+
+// statusError is a request the server refuses with a status of its own.
+type statusError struct {
+	code int
+	text string
+}
+
+func (e *statusError) Error() string { return e.text }
+
+// errQuiet ends a connection without an answer (it closed, or idled out,
+// between requests).
+var errQuiet = errors.New("edge: connection ended between requests")
+
+func isUnsupportedTE(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unsupported transfer encoding")
+}
+
+// readRequest reads the next request head and prepares its exchange.
+func (c *conn) readRequest() (*exchange, error) {
+	s := c.srv
+	c.cr.limit = int64(s.maxHeaderBytes()) + 4096
+	c.cr.hitLimit = false
+	if c.br.Buffered() == 0 && !c.cr.hasByte {
+		if d := s.idleTimeout(); d > 0 {
+			_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+		}
+		runtime.Gosched()
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, errQuiet
+		}
+	}
+	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+		return nil, errQuiet // closed by Shutdown
+	}
+	if c.lastMethod == http.MethodPost {
+		// RFC 9112 2.2: tolerate the CRLF some old clients add after a
+		// POST body, as net/http does.
+		peek, _ := c.br.Peek(4)
+		_, _ = c.br.Discard(leadingCRLF(peek))
+	}
+
+	head, err := c.bufferHead()
+	if err != nil {
+		return nil, err
+	}
+	ex := &exchange{c: c}
+	ex.ctx = requestContext{ex: ex, base: c.base}
+	ok := false
+	if head != nil {
+		ok = ex.parseFast(head)
+	}
+	if ok {
+		_, _ = c.br.Discard(len(head))
+	} else if err := ex.readSlow(); err != nil {
+		return nil, err
+	}
+	c.cr.limit = -1
+	c.lastMethod = ex.req.Method
+	ex.resp = response{c: c, ex: ex, header: make(http.Header, 8), contentLength: -1}
+	ex.resp.expectContinue = ex.body != nil && ex.body.wantsContinue
+	if ex.req.Method == http.MethodHead {
+		ex.resp.head = true
+	}
+	// For HTTP/1.0, net/http's parser has set Close unless the client
+	// asked for keep-alive.
+	ex.resp.closeAfter = ex.req.Close
+	ex.resp.keepAlive10 = !ex.req.Close && !ex.req.ProtoAtLeast(1, 1)
+	if ex.body != nil {
+		// Reading a body may take long (uploads): no deadline but the
+		// client's own pace, as with net/http's ReadTimeout of zero.
+		_ = c.rwc.SetReadDeadline(time.Time{})
+	}
+	return ex, nil
+}
+
+func leadingCRLF(b []byte) int {
+	n := 0
+	for _, ch := range b {
+		if ch != '\r' && ch != '\n' {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// bufferHead reads until the buffer holds a whole request head that the
+// fast path may take, and returns it. It returns nil (and no error) when
+// the head is for net/http's parser: larger than the buffer, or with a
+// bare LF.
+func (c *conn) bufferHead() ([]byte, error) {
+	armed := false
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		end, bare := headEnd(buf)
+		if end > 0 {
+			return buf[:end], nil
+		}
+		if bare || c.br.Buffered() == c.br.Size() {
+			c.armHeaderDeadline(&armed)
+			return nil, nil
+		}
+		c.armHeaderDeadline(&armed)
+		if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return nil, nil
+			}
+			if c.cr.hitLimit {
+				return nil, err
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+}
+
+func (c *conn) armHeaderDeadline(armed *bool) {
+	if *armed {
+		return
+	}
+	*armed = true
+	if d := c.srv.ReadHeaderTimeout; d > 0 {
+		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+	}
+}
+
+// headEnd returns the length of the head ending in the first empty line,
+// or 0 if there is none yet. bare reports a line ending in LF alone (or an
+// empty first line), which only net/http's parser may judge.
+func headEnd(b []byte) (end int, bare bool) {
+	start := 0
+	for {
+		i := bytes.IndexByte(b[start:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		i += start
+		if i == 0 || b[i-1] != '\r' {
+			return 0, true
+		}
+		if i == 1 {
+			return 0, true // an empty request line
+		}
+		if i >= 3 && b[i-2] == '\n' {
+			return i + 1, false
+		}
+		start = i + 1
+	}
+}
+
+// parseFast parses a request head of the plain kind (see the package
+// doc) and reports false, having changed nothing that matters, for any
+// other head.
+func (ex *exchange) parseFast(head []byte) bool {
+	// The request line.
+	sp := bytes.IndexByte(head, ' ')
+	if sp <= 0 || !allTokens(head[:sp]) {
+		return false
+	}
+	rest := head[sp+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 <= 0 || rest[0] != '/' {
+		return false
+	}
+	target := rest[:sp2]
+	rest = rest[sp2+1:]
+	if !bytes.HasPrefix(rest, []byte("HTTP/1.1\r\n")) {
+		return false
+	}
+	pathEnd := len(target)
+	for i, ch := range target {
+		if ch == '?' {
+			pathEnd = i
+			break
+		}
+		if !pathByte[ch] {
+			return false
+		}
+	}
+	if pathEnd < len(target) {
+		if pathEnd == len(target)-1 {
+			return false // a lone '?' (ForceQuery): rare, leave it to net/url
+		}
+		for _, ch := range target[pathEnd+1:] {
+			if ch <= ' ' || ch >= 0x7f {
+				return false
+			}
+		}
+	}
+	lines := rest[len("HTTP/1.1\r\n"):]
+
+	// Count the header lines first: one map, one value slab.
+	n := bytes.Count(lines, []byte("\r\n")) - 1
+	s := string(head) // every string below is a slice of this one
+	off := len(head) - len(lines)
+	h := make(http.Header, n)
+	slab := make([]string, n)
+	var host string
+	hosts, lengths := 0, 0
+	var contentLength int64
+	closeReq := false
+	for off < len(head)-2 {
+		eol := strings.Index(s[off:], "\r\n") + off
+		line := s[off:eol]
+		off = eol + 2
+		colon := strings.IndexByte(line, ':')
+		if colon <= 0 {
+			return false
+		}
+		name := line[:colon]
+		for i := 0; i < len(name); i++ {
+			if !tokenByte[name[i]] {
+				return false
+			}
+		}
+		value := line[colon+1:]
+		for i := 0; i < len(value); i++ {
+			if ch := value[i]; ch < ' ' && ch != '\t' || ch == 0x7f {
+				return false
+			}
+		}
+		value = strings.Trim(value, " \t")
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		switch key {
+		case "Host":
+			hosts++
+			for i := 0; i < len(value); i++ {
+				if !hostByte[value[i]] {
+					return false
+				}
+			}
+			host = value
+			continue
+		case "Content-Length":
+			lengths++
+			if lengths > 1 || len(value) == 0 || len(value) > 18 {
+				return false
+			}
+			for i := 0; i < len(value); i++ {
+				if value[i] < '0' || value[i] > '9' {
+					return false
+				}
+				contentLength = contentLength*10 + int64(value[i]-'0')
+			}
+		case "Transfer-Encoding", "Expect", "Pragma", "Trailer":
+			return false
+		case "Connection":
+			closeReq = closeReq || headerValuesContainsToken([]string{value}, "close")
+		}
+		if vv := h[key]; vv != nil {
+			h[key] = append(vv, value)
+			continue
+		}
+		vv := slab[:1:1]
+		slab = slab[1:]
+		vv[0] = value
+		h[key] = vv
+	}
+	if hosts != 1 || host == "" {
+		return false
+	}
+
+	u := &ex.url
+	target2 := s[sp+1 : sp+1+len(target)]
+	u.Path = target2[:pathEnd]
+	if pathEnd < len(target2) {
+		u.RawQuery = target2[pathEnd+1:]
+	}
+	req := (&http.Request{}).WithContext(&ex.ctx)
+	req.Method = s[:sp]
+	req.URL = u
+	req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
+	req.Header = h
+	req.Host = host
+	req.RequestURI = target2
+	req.RemoteAddr = ex.c.remoteAddr
+	req.Close = closeReq
+	req.ContentLength = contentLength
+	req.Body = http.NoBody
+	if contentLength > 0 {
+		ex.bodyStore = body{ex: ex, remain: contentLength}
+		ex.body = &ex.bodyStore
+		req.Body = ex.body
+	}
+	ex.req = req
+	return true
+}
+
+// readSlow reads the request with net/http's parser and applies net/http's
+// server-side checks.
+func (ex *exchange) readSlow() error {
+	c := ex.c
+	req, err := http.ReadRequest(c.br)
+	if err != nil {
+		if c.cr.hitLimit {
+			return &statusError{http.StatusRequestHeaderFieldsTooLarge, "request head too large"}
+		}
+		return err
+	}
+	if req.ProtoMajor != 1 {
+		return &statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
+	}
+	// http.ReadRequest has already refused more than one Host and moved
+	// it to req.Host (from the target, for an absolute-form one). An
+	// HTTP/1.1 request without one is refused, as by net/http's server;
+	// unlike it, an empty Host is refused too (no route could match it).
+	if req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect {
+		return &statusError{http.StatusBadRequest, "missing required Host header"}
+	}
+	if !validHost(req.Host) {
+		return &statusError{http.StatusBadRequest, "malformed Host header"}
+	}
+	for k, vv := range req.Header {
+		if !validToken(k) {
+			return &statusError{http.StatusBadRequest, "invalid header name"}
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return &statusError{http.StatusBadRequest, "invalid header value"}
+			}
+		}
+	}
+	wantsContinue := false
+	if expect := req.Header.Get("Expect"); expect != "" {
+		if headerValuesContainsToken([]string{expect}, "100-continue") {
+			wantsContinue = req.ProtoAtLeast(1, 1) && req.ContentLength != 0
+			delete(req.Header, "Expect")
+		} else {
+			ex.expectFailed = true
+		}
+	}
+	r := req.WithContext(&ex.ctx)
+	r.RemoteAddr = c.remoteAddr
+	if r.Body != nil && r.Body != http.NoBody {
+		ex.bodyStore = body{ex: ex, src: r.Body, remain: -1, wantsContinue: wantsContinue}
+		ex.body = &ex.bodyStore
+		r.Body = ex.body
+	}
+	ex.req = r
+	return nil
+}
+
+// body is a request body read from the connection: Content-Length bytes
+// straight from the buffered reader, or net/http's reader for any other
+// framing. It records its end for the background read and sends 100
+// Continue on the first read when the client asked for it.
+type body struct {
+	ex     *exchange
+	mu     sync.Mutex
+	remain int64     // bytes left (fast path); -1 when src frames the body
+	src    io.Reader // net/http's body reader
+	eof    atomic.Bool
+	closed atomic.Bool
+	err    error
+	// wantsContinue: send "100 Continue" before the first read.
+	wantsContinue bool
+}
+
+func (b *body) finished() bool { return b.eof.Load() }
+
+func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.eof.Load() {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.wantsContinue {
+		b.wantsContinue = false
+		b.ex.resp.sendContinue()
+	}
+	var n int
+	var err error
+	if b.src != nil {
+		n, err = b.src.Read(p)
+	} else {
+		if int64(len(p)) > b.remain {
+			p = p[:b.remain]
+		}
+		n, err = b.ex.c.br.Read(p)
+		b.remain -= int64(n)
+		switch {
+		case b.remain == 0:
+			err = io.EOF
+		case err == io.EOF:
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	switch {
+	case err == io.EOF:
+		b.eof.Store(true)
+		b.ex.c.bodyDone(b.ex)
+	case err != nil:
+		b.err = err
+	}
+	return n, err
+}
+
+// Close marks the body closed; the server deals with what is left of it.
+func (b *body) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
+// headerValuesContainsToken reports whether any comma-separated element of
+// values is token, case-insensitively (as net/http's httpguts does).
+func headerValuesContainsToken(values []string, token string) bool {
+	for _, v := range values {
+		for v != "" {
+			var elem string
+			elem, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.Trim(elem, " \t"), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func allTokens(b []byte) bool {
+	for _, ch := range b {
+		if !tokenByte[ch] {
+			return false
+		}
+	}
+	return true
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue rejects control bytes but HTAB (net/http's rule).
+func validFieldValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; ch < ' ' && ch != '\t' || ch == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validHost(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !hostByteSlow[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// Byte classes. tokenByte: RFC 9110 tchar. pathByte: what net/url keeps
+// unescaped in a path (so that URL.RawPath stays empty). hostByte: the
+// fast path's host characters; hostByteSlow: net/http's (httpguts).
+var tokenByte, pathByte, hostByte, hostByteSlow [256]bool
+
+func init() {
+	for ch := 0; ch < 256; ch++ {
+		alnum := 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9'
+		tokenByte[ch] = alnum || strings.IndexByte("!#$%&'*+-.^_`|~", byte(ch)) >= 0
+		pathByte[ch] = alnum || strings.IndexByte("-._~$&+,/:;=@", byte(ch)) >= 0
+		hostByte[ch] = alnum || strings.IndexByte("-.:[]_", byte(ch)) >= 0
+		hostByteSlow[ch] = alnum || strings.IndexByte("!$%&'()*+,-.:;=[]_~", byte(ch)) >= 0
+	}
+}

@@ -1,0 +1,385 @@
+package edge
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxPending is the largest body held back to give it a Content-Length
+// (net/http holds 2 KiB for the same purpose).
+const maxPending = 4 << 10
+
+// response is the http.ResponseWriter of one exchange. The head is
+// serialised once, when the body's framing is known: at the first Write
+// when the handler set a Content-Length, otherwise at the first Flush, when
+// the held-back body exceeds maxPending (then chunked), or when the
+// handler returns (then with the held-back body's length).
+type response struct {
+	c  *conn
+	ex *exchange
+
+	header      http.Header
+	status      int
+	wroteHeader bool // WriteHeader called
+	committed   bool // head written to the connection's buffer
+	head        bool // a HEAD request: the body is never sent
+	noBody      bool // 1xx, 204, 304, HEAD
+	chunked     bool
+	// contentLength is the declared length, -1 when unknown.
+	contentLength int64
+	written       int64
+	closeAfter    bool
+	keepAlive10   bool
+	hijacked      bool
+	werr          error
+
+	// With Expect: 100-continue, the body may be read (and the 100 sent)
+	// on another goroutine than the one writing the answer; contMu orders
+	// the two, and no 100 goes out once the head has.
+	expectContinue bool
+	contMu         sync.Mutex
+	continueSent   bool
+}
+
+// Header returns the response headers; changes after the head was sent
+// have no effect (but for trailers, see http.TrailerPrefix).
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader records the status. Informational statuses (1xx but 101)
+// are sent at once and may repeat.
+func (w *response) WriteHeader(code int) {
+	if w.hijacked || w.wroteHeader {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("edge: invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.writeInformational(code)
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	w.noBody = w.head || code < 200 || code == http.StatusNoContent || code == http.StatusNotModified
+	if cl, ok := w.header["Content-Length"]; ok && !w.noBody {
+		if n, err := strconv.ParseInt(strings.TrimSpace(firstOf(cl)), 10, 64); err == nil && n >= 0 && len(cl) == 1 {
+			w.contentLength = n
+		} else {
+			delete(w.header, "Content-Length")
+		}
+	} else if ok && w.head {
+		if n, err := strconv.ParseInt(strings.TrimSpace(firstOf(cl)), 10, 64); err != nil || n < 0 || len(cl) != 1 {
+			delete(w.header, "Content-Length")
+		}
+	}
+	if v := w.header["Connection"]; len(v) > 0 && headerValuesContainsToken(v, "close") {
+		w.closeAfter = true
+	}
+}
+
+func firstOf(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func (w *response) writeInformational(code int) {
+	if w.werr != nil {
+		return
+	}
+	bw := w.c.bw
+	writeStatusLine(bw, code)
+	w.writeFields()
+	bw.WriteString("\r\n")
+	w.flushConn()
+}
+
+// sendContinue answers an Expect: 100-continue, unless the final answer
+// has started.
+func (w *response) sendContinue() {
+	w.contMu.Lock()
+	defer w.contMu.Unlock()
+	if w.committed || w.continueSent || w.werr != nil || w.hijacked {
+		return
+	}
+	w.continueSent = true
+	w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+	w.flushConn()
+}
+
+// Write sends body bytes (held back while their total is small and no
+// length was declared).
+func (w *response) Write(p []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.werr != nil {
+		return 0, w.werr
+	}
+	if w.noBody {
+		if w.head {
+			return len(p), nil
+		}
+		return 0, http.ErrBodyNotAllowed
+	}
+	if !w.committed {
+		if w.contentLength < 0 && len(w.c.pending)+len(p) <= maxPending {
+			w.c.pending = append(w.c.pending, p...)
+			return len(p), nil
+		}
+		w.commit(false)
+	}
+	return w.writeBody(p)
+}
+
+func (w *response) writeBody(p []byte) (int, error) {
+	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	bw := w.c.bw
+	if w.chunked {
+		bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		bw.WriteString("\r\n")
+	}
+	n, err := bw.Write(p)
+	if w.chunked && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	w.written += int64(n)
+	if err != nil {
+		w.fail(err)
+	}
+	return n, err
+}
+
+// Flush sends the head and everything written so far.
+func (w *response) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush that reports a failed write (http.ResponseController).
+func (w *response) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(false)
+	}
+	if w.werr != nil {
+		return w.werr
+	}
+	return w.flushConn()
+}
+
+func (w *response) flushConn() error {
+	if err := w.c.bw.Flush(); err != nil {
+		w.fail(err)
+		return err
+	}
+	return nil
+}
+
+// fail records a failed write: the client is gone, and so is the request.
+func (w *response) fail(err error) {
+	if w.werr == nil {
+		w.werr = err
+	}
+	w.closeAfter = true
+	w.ex.ctx.cancel()
+}
+
+// Hijack hands the connection to the handler (http.Hijacker).
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	if w.wroteHeader && !w.committed {
+		w.commit(false)
+		if err := w.flushConn(); err != nil {
+			return nil, nil, err
+		}
+	}
+	c := w.c
+	c.stopWatch()
+	if !c.state.CompareAndSwap(stateActive, stateHijacked) {
+		return nil, nil, errors.New("edge: connection closed by shutdown")
+	}
+	c.srv.removeConn(c)
+	w.hijacked = true
+	_ = c.rwc.SetDeadline(time.Time{})
+	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
+}
+
+// SetReadDeadline sets the connection's read deadline (http.ResponseController).
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the connection's write deadline (http.ResponseController).
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
+// commit writes the head. final: the handler has returned, so a held-back
+// body is all there is.
+func (w *response) commit(final bool) {
+	if w.expectContinue {
+		w.contMu.Lock()
+		defer w.contMu.Unlock()
+	}
+	w.committed = true
+	c := w.c
+	h := w.header
+	delete(h, "Transfer-Encoding")
+	switch {
+	case w.noBody:
+	case w.contentLength >= 0:
+	case final:
+		w.contentLength = int64(len(c.pending))
+		h["Content-Length"] = []string{strconv.Itoa(len(c.pending))}
+	case w.ex.req.ProtoAtLeast(1, 1):
+		w.chunked = true
+	default:
+		// HTTP/1.0 without a length: the end of the body is the end of
+		// the connection.
+		w.closeAfter = true
+	}
+	if c.srv.shutdown.Load() {
+		w.closeAfter = true
+	}
+	bw := c.bw
+	writeStatusLine(bw, w.status)
+	w.writeFields()
+	if _, ok := h["Date"]; !ok {
+		bw.WriteString("Date: ")
+		bw.WriteString(c.srv.dateHeader(time.Now())[0])
+		bw.WriteString("\r\n")
+	}
+	if w.chunked {
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	switch {
+	case w.closeAfter:
+		if !headerValuesContainsToken(h["Connection"], "close") {
+			bw.WriteString("Connection: close\r\n")
+		}
+	case w.keepAlive10:
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	if _, err := bw.WriteString("\r\n"); err != nil {
+		w.fail(err)
+	}
+	if len(c.pending) > 0 {
+		p := c.pending
+		c.pending = c.pending[:0]
+		if !w.noBody {
+			_, _ = w.writeBody(p)
+		}
+	}
+}
+
+// writeFields writes the header fields but those Levee frames itself and
+// trailers; values cannot break out of their line.
+func (w *response) writeFields() {
+	bw := w.c.bw
+	for k, vv := range w.header {
+		if !validToken(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			writeValue(bw, v)
+			bw.WriteString("\r\n")
+		}
+	}
+}
+
+// writeValue writes a field value with CR, LF and NUL replaced by spaces,
+// as net/http does.
+func writeValue(bw *bufio.Writer, v string) {
+	v = textproto.TrimString(v)
+	if strings.IndexFunc(v, func(r rune) bool { return r == '\r' || r == '\n' || r == 0 }) < 0 {
+		bw.WriteString(v)
+		return
+	}
+	b := []byte(v)
+	for i, ch := range b {
+		if ch == '\r' || ch == '\n' || ch == 0 {
+			b[i] = ' '
+		}
+	}
+	bw.Write(b)
+}
+
+var statusLines [600]string
+
+func init() {
+	for code := 100; code < len(statusLines); code++ {
+		if text := http.StatusText(code); text != "" {
+			statusLines[code] = "HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n"
+		}
+	}
+}
+
+func writeStatusLine(bw *bufio.Writer, code int) {
+	if code < len(statusLines) && statusLines[code] != "" {
+		bw.WriteString(statusLines[code])
+		return
+	}
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(strconv.Itoa(code))
+	bw.WriteString(" status code ")
+	bw.WriteString(strconv.Itoa(code))
+	bw.WriteString("\r\n")
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() {
+	if w.hijacked {
+		return
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(true)
+	}
+	if w.werr != nil {
+		return
+	}
+	bw := w.c.bw
+	switch {
+	case w.chunked:
+		bw.WriteString("0\r\n")
+		for k, vv := range w.header {
+			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+			if !ok || !validToken(name) {
+				continue
+			}
+			for _, v := range vv {
+				bw.WriteString(name)
+				bw.WriteString(": ")
+				writeValue(bw, v)
+				bw.WriteString("\r\n")
+			}
+		}
+		bw.WriteString("\r\n")
+	case w.contentLength >= 0 && w.written < w.contentLength && !w.noBody:
+		// Shorter than declared: the client must not wait for the rest
+		// on a connection that then carries another answer.
+		w.closeAfter = true
+	}
+	_ = w.flushConn()
+}
