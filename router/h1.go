@@ -394,7 +394,13 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, c.fail(err, false, req) // closing the connection stops a body writer
 	}
-	_ = c.conn.SetReadDeadline(time.Time{})
+	if resp.StatusCode == http.StatusSwitchingProtocols || resp.ContentLength < 0 ||
+		int64(c.br.Buffered()) < resp.ContentLength {
+		// The rest may be read from the socket, for as long as it takes.
+		// A body already buffered never is; the next exchange sets its
+		// own deadline.
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		c.disarm()
 		resp.Body = &h1Upgraded{Reader: c.br, conn: c.conn}

@@ -15,7 +15,7 @@
 #                     rotating from round to round (reversed on even rounds)
 #   CONNECTIONS=64    wrk connections; THREADS=1 wrk threads
 #   PROXY_CPU=0 LOAD_CPU=1
-#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+5 are used
+#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+7 are used
 #   NO_INSTALL=1      do not apt-get install missing tools
 #   OUT=file          also write the markdown table to this file
 set -euo pipefail
@@ -127,6 +127,22 @@ api_post '{"name":"bench-cb","backends":[{"address":"127.0.0.1","port":'"$BACKEN
 wait_http "http://127.0.0.1:$LEVEE_PORT/" bench.local
 wait_http "http://127.0.0.1:$LEVEE_PORT/" bench-cb.local
 
+# --- Levee behind net/http's server (--http-server=stdlib): the A/B of
+# Levee's own HTTP/1.1 server (router/edge), same route as bench.local ------
+LEVEE_STD_PORT=$((BASE_PORT + 6))
+LEVEE_STD_API=$((BASE_PORT + 7))
+GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false --http-server=stdlib \
+	--http-listen "127.0.0.1:$LEVEE_STD_PORT" --api-listen "127.0.0.1:$LEVEE_STD_API" \
+	--state-file "$TMP/levee-std-state.json" --access-log=false --log-level warn \
+	>"$TMP/levee-std.log" 2>&1 &
+LEVEE_STD_PID=$!
+PIDS+=("$LEVEE_STD_PID")
+wait_http "http://127.0.0.1:$LEVEE_STD_API/health"
+curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' \
+	"http://127.0.0.1:$LEVEE_STD_API/entrypoints" \
+	-d '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"]}}'
+wait_http "http://127.0.0.1:$LEVEE_STD_PORT/" bench.local
+
 # --- nginx ----------------------------------------------------------------
 # master_process off: one process that is the worker, so its RSS is the
 # proxy's RSS; it serves exactly like a single worker.
@@ -198,11 +214,12 @@ PIDS+=("$HAPROXY_PID")
 wait_http "http://127.0.0.1:$HAPROXY_PORT/"
 
 # --- load -----------------------------------------------------------------
-TARGETS=(direct levee levee-breaker nginx haproxy)
+TARGETS=(direct levee levee-breaker levee-stdlib nginx haproxy)
 declare -A URL HOSTH PID
 URL[direct]="http://127.0.0.1:$BACKEND_PORT/"; HOSTH[direct]=bench.local; PID[direct]=$BACKEND_PID
 URL[levee]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee]=bench.local; PID[levee]=$LEVEE_PID
 URL[levee-breaker]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee-breaker]=bench-cb.local; PID[levee-breaker]=$LEVEE_PID
+URL[levee-stdlib]="http://127.0.0.1:$LEVEE_STD_PORT/"; HOSTH[levee-stdlib]=bench.local; PID[levee-stdlib]=$LEVEE_STD_PID
 URL[nginx]="http://127.0.0.1:$NGINX_PORT/"; HOSTH[nginx]=bench.local; PID[nginx]=$NGINX_PID
 URL[haproxy]="http://127.0.0.1:$HAPROXY_PORT/"; HOSTH[haproxy]=bench.local; PID[haproxy]=$HAPROXY_PID
 
@@ -319,6 +336,29 @@ done
 			printf "| %s | %.0f | %.0f µs | %.0f µs | %.1f MiB | %.2f | %.2f | %.2f | %s | %.1f µs | %d |\n",
 				label, rps, p50, p99, rss / 1024, rps / ng, rps / d, p99 / ngp99, pc, bcpu, e
 		}'
+	done
+	echo
+	echo "The machine's speed drifts between rounds (shared host); ratios taken within each round, then the median over rounds:"
+	echo
+	echo "| target | req/s vs nginx | p99 vs nginx | proxy CPU per request vs nginx | rounds (req/s vs nginx) |"
+	echo "|---|---|---|---|---|"
+	for t in "${TARGETS[@]}"; do
+		[ "$t" = direct ] && continue
+		awk -F'\t' -v t="$t" '
+			$1 == "nginx" {ng[$2] = $3; ngp[$2] = $5; ngc[$2] = $8}
+			$1 == t {r[$2] = $3; p[$2] = $5; c[$2] = $8}
+			function med(a, n,   i, j, x) {
+				for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+				return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			END {
+				n = 0; list = ""
+				for (k in r) if (k in ng) {
+					n++; a[n] = r[k] / ng[k]; b[n] = p[k] / ngp[k]; d[n] = c[k] / ngc[k]
+				}
+				for (k = 1; k <= 1000; k++) if ((k in r) && (k in ng)) list = list sprintf("%s%.2f", (list == "" ? "" : " "), r[k] / ng[k])
+				printf "| %s | %.2f | %.2f | %.2f | %s |\n", t, med(a, n), med(b, n), med(d, n), list
+			}' "$RESULTS"
 	done
 	echo
 	echo "Breaker cost: levee-breaker req/s is $(awk -v a="${RPS[levee-breaker]}" -v b="${RPS[levee]}" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') of levee's."

@@ -50,6 +50,13 @@ type conn struct {
 	bw         *bufio.Writer
 	state      atomic.Int32
 	lastMethod string
+	// readDeadline is the read deadline last set by setReadDeadline;
+	// idleDeadline: it is an idle deadline (see setIdleDeadline).
+	readDeadline time.Time
+	idleDeadline bool
+	// respHeader is reused by every response of the connection (a
+	// ResponseWriter may not be used after its handler returned).
+	respHeader http.Header
 	// pending holds a small body written before its length was known, so
 	// that a short answer gets a Content-Length instead of chunks.
 	pending []byte
@@ -245,7 +252,7 @@ func (c *conn) linger(wait func()) {
 	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	_ = c.rwc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
+	c.setReadDeadline(time.Now().Add(rstAvoidanceDelay))
 	if wait != nil {
 		wait()
 	}
@@ -332,7 +339,7 @@ func (c *conn) startWatchLocked() {
 	ex := c.cur
 	// No deadline but the abort's: the handler may legitimately run for
 	// long (a stream).
-	_ = c.rwc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	go func() {
 		defer close(done)
 		n, err := c.rwc.Read(c.cr.byteBuf[:])
@@ -357,7 +364,7 @@ func (c *conn) stopWatch() {
 	c.watchAborting.Store(true)
 	_ = c.rwc.SetReadDeadline(aLongTimeAgo)
 	<-c.watchDone
-	_ = c.rwc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	c.watchAborting.Store(false)
 	c.watchStarted = false
 	c.watchDone = nil

@@ -27,6 +27,9 @@ type exchange struct {
 	resp      response
 	// expectFailed: an Expect other than 100-continue, answered 417.
 	expectFailed bool
+	// values holds the header values of a plain request (one string per
+	// line), saving an allocation for all but unusually long heads.
+	values [12]string
 }
 
 // statusError is a request the server refuses with a status of its own.
@@ -51,9 +54,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	c.cr.limit = int64(s.maxHeaderBytes()) + 4096
 	c.cr.hitLimit = false
 	if c.br.Buffered() == 0 && !c.cr.hasByte {
-		if d := s.idleTimeout(); d > 0 {
-			_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-		}
+		c.setIdleDeadline()
 		runtime.Gosched()
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, errQuiet
@@ -86,7 +87,12 @@ func (c *conn) readRequest() (*exchange, error) {
 	}
 	c.cr.limit = -1
 	c.lastMethod = ex.req.Method
-	ex.resp = response{c: c, ex: ex, header: make(http.Header, 8), contentLength: -1}
+	if c.respHeader == nil {
+		c.respHeader = make(http.Header, 16)
+	} else {
+		clear(c.respHeader)
+	}
+	ex.resp = response{c: c, ex: ex, header: c.respHeader, contentLength: -1}
 	ex.resp.expectContinue = ex.body != nil && ex.body.wantsContinue
 	if ex.req.Method == http.MethodHead {
 		ex.resp.head = true
@@ -98,7 +104,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	if ex.body != nil {
 		// Reading a body may take long (uploads): no deadline but the
 		// client's own pace, as with net/http's ReadTimeout of zero.
-		_ = c.rwc.SetReadDeadline(time.Time{})
+		c.setReadDeadline(time.Time{})
 	}
 	return ex, nil
 }
@@ -152,8 +158,39 @@ func (c *conn) armHeaderDeadline(armed *bool) {
 	}
 	*armed = true
 	if d := c.srv.ReadHeaderTimeout; d > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.setReadDeadline(time.Now().Add(d))
 	}
+}
+
+// idleSlack is how early an idle deadline may fire: a busy connection
+// moves its deadline once per idleSlack instead of once per request.
+const idleSlack = time.Second
+
+// setIdleDeadline bounds the wait for the next request by the idle
+// timeout, give or take idleSlack.
+func (c *conn) setIdleDeadline() {
+	d := c.srv.idleTimeout()
+	if d <= 0 {
+		if c.idleDeadline || !c.readDeadline.IsZero() {
+			c.setReadDeadline(time.Time{})
+		}
+		return
+	}
+	now := time.Now()
+	if c.idleDeadline && c.readDeadline.Sub(now) > d-min(idleSlack, d/2) {
+		return
+	}
+	c.setReadDeadline(now.Add(d))
+	c.idleDeadline = true
+}
+
+// setReadDeadline sets the read deadline and remembers it; every deadline
+// of the loop goes through it (the background read's and Hijack's reset
+// the memory).
+func (c *conn) setReadDeadline(t time.Time) {
+	_ = c.rwc.SetReadDeadline(t)
+	c.readDeadline = t
+	c.idleDeadline = false
 }
 
 // headEnd returns the length of the head ending in the first empty line,
@@ -226,7 +263,12 @@ func (ex *exchange) parseFast(head []byte) bool {
 	s := string(head) // every string below is a slice of this one
 	off := len(head) - len(lines)
 	h := make(http.Header, n)
-	slab := make([]string, n)
+	var slab []string
+	if n <= len(ex.values) {
+		slab = ex.values[:n]
+	} else {
+		slab = make([]string, n)
+	}
 	var host string
 	hosts, lengths := 0, 0
 	var contentLength int64

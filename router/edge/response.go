@@ -226,7 +226,10 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // SetReadDeadline sets the connection's read deadline (http.ResponseController).
-func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.setReadDeadline(t)
+	return nil
+}
 
 // SetWriteDeadline sets the connection's write deadline (http.ResponseController).
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }

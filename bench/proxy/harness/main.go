@@ -38,15 +38,21 @@ func main() {
 	}
 }
 
-// counter counts the requests the router serves; one atomic add per request.
+// counter counts the requests the router serves; one atomic add per
+// request. done is closed after the limit-th request (limit > 0).
 type counter struct {
-	next http.Handler
-	n    atomic.Int64
+	next  http.Handler
+	n     atomic.Int64
+	limit int64
+	done  chan struct{}
 }
 
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.n.Add(1)
+	n := c.n.Add(1)
 	c.next.ServeHTTP(w, r)
+	if n == c.limit {
+		close(c.done)
+	}
 }
 
 func run() error {
@@ -56,8 +62,9 @@ func run() error {
 	server := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
 	warmup := flag.Duration("warmup", 2*time.Second, "load time before profiling starts")
 	window := flag.Duration("duration", 10*time.Second, "profiling window")
-	cpuOut := flag.String("cpuprofile", "cpu.pprof", "CPU profile output")
-	memOut := flag.String("memprofile", "allocs.pprof", "allocation profile output")
+	requests := flag.Int64("requests", 0, "end the window after this many requests in all, warm-up included (0: no limit)")
+	cpuOut := flag.String("cpuprofile", "cpu.pprof", "CPU profile output (empty: no CPU profile)")
+	memOut := flag.String("memprofile", "allocs.pprof", "allocation profile output (empty: none)")
 	flag.Parse()
 
 	host, portStr, err := net.SplitHostPort(*backend)
@@ -89,7 +96,7 @@ func run() error {
 	defer rt.Close()
 	rt.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: []router.Entrypoint{ep}})
 
-	count := &counter{next: rt}
+	count := &counter{next: rt, limit: *requests, done: make(chan struct{})}
 	var srv interface {
 		Serve(net.Listener) error
 		Shutdown(context.Context) error
@@ -125,31 +132,39 @@ func run() error {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
 	}
-	cpuFile, err := os.Create(*cpuOut)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", *cpuOut, err)
-	}
-	defer cpuFile.Close()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	n0 := count.n.Load()
 	start := time.Now()
-	if err := pprof.StartCPUProfile(cpuFile); err != nil {
-		return fmt.Errorf("starting the CPU profile: %w", err)
+	if *cpuOut != "" {
+		cpuFile, err := os.Create(*cpuOut)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", *cpuOut, err)
+		}
+		defer cpuFile.Close()
+		if err := pprof.StartCPUProfile(cpuFile); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
-	<-time.After(*window)
+	select {
+	case <-time.After(*window):
+	case <-count.done:
+	}
 	pprof.StopCPUProfile()
 	elapsed := time.Since(start)
 	n := count.n.Load() - n0
 	runtime.ReadMemStats(&after)
 
-	memFile, err := os.Create(*memOut)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", *memOut, err)
-	}
-	defer memFile.Close()
-	if err := pprof.Lookup("allocs").WriteTo(memFile, 0); err != nil {
-		return fmt.Errorf("writing %s: %w", *memOut, err)
+	if *memOut != "" {
+		memFile, err := os.Create(*memOut)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", *memOut, err)
+		}
+		defer memFile.Close()
+		if err := pprof.Lookup("allocs").WriteTo(memFile, 0); err != nil {
+			return fmt.Errorf("writing %s: %w", *memOut, err)
+		}
 	}
 	if n == 0 {
 		return errors.New("no request was served during the profiling window")
