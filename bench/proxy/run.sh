@@ -17,6 +17,9 @@
 #   PROXY_CPU=0 LOAD_CPU=1
 #   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+7 are used
 #   NO_INSTALL=1      do not apt-get install missing tools
+#   TARGETS="levee nginx"  run only these targets (default: all of direct levee
+#                     levee-breaker levee-stdlib nginx haproxy; nginx is always
+#                     measured, every ratio is to it)
 #   OUT=file          also write the markdown table to this file
 set -euo pipefail
 
@@ -214,7 +217,21 @@ PIDS+=("$HAPROXY_PID")
 wait_http "http://127.0.0.1:$HAPROXY_PORT/"
 
 # --- load -----------------------------------------------------------------
-TARGETS=(direct levee levee-breaker levee-stdlib nginx haproxy)
+ALL_TARGETS=(direct levee levee-breaker levee-stdlib nginx haproxy)
+if [ -n "${TARGETS:-}" ]; then
+	read -r -a WANTED <<<"$TARGETS"
+	TARGETS=()
+	for t in "${ALL_TARGETS[@]}"; do
+		for w in "${WANTED[@]}" nginx; do
+			if [ "$t" = "$w" ]; then TARGETS+=("$t"); break; fi
+		done
+	done
+	for w in "${WANTED[@]}"; do
+		case " ${ALL_TARGETS[*]} " in *" $w "*) ;; *) log "TARGETS: unknown target $w (known: ${ALL_TARGETS[*]})"; exit 2 ;; esac
+	done
+else
+	TARGETS=("${ALL_TARGETS[@]}")
+fi
 declare -A URL HOSTH PID
 URL[direct]="http://127.0.0.1:$BACKEND_PORT/"; HOSTH[direct]=bench.local; PID[direct]=$BACKEND_PID
 URL[levee]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee]=bench.local; PID[levee]=$LEVEE_PID
@@ -329,12 +346,13 @@ done
 	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	for t in "${TARGETS[@]}"; do
 		awk -v t="$t" -v rps="${RPS[$t]}" -v p50="${P50[$t]}" -v p99="${P99[$t]}" -v rss="${RSS[$t]}" \
-			-v ng="${RPS[nginx]}" -v d="${RPS[direct]}" -v ngp99="${P99[nginx]}" -v e="${ERR[$t]}" \
+			-v ng="${RPS[nginx]}" -v d="${RPS[direct]:-0}" -v ngp99="${P99[nginx]}" -v e="${ERR[$t]}" \
 			-v cpu="${CPU[$t]}" -v bcpu="${BCPU[$t]}" 'BEGIN {
 			label = (t == "direct") ? "direct (the backend: its RSS and CPU)" : t
 			pc = (t == "direct") ? "-" : sprintf("%.1f µs", cpu)
-			printf "| %s | %.0f | %.0f µs | %.0f µs | %.1f MiB | %.2f | %.2f | %.2f | %s | %.1f µs | %d |\n",
-				label, rps, p50, p99, rss / 1024, rps / ng, rps / d, p99 / ngp99, pc, bcpu, e
+			vd = (d > 0) ? sprintf("%.2f", rps / d) : "-"
+			printf "| %s | %.0f | %.0f µs | %.0f µs | %.1f MiB | %.2f | %s | %.2f | %s | %.1f µs | %d |\n",
+				label, rps, p50, p99, rss / 1024, rps / ng, vd, p99 / ngp99, pc, bcpu, e
 		}'
 	done
 	echo
@@ -361,7 +379,11 @@ done
 			}' "$RESULTS"
 	done
 	echo
-	echo "Breaker cost: levee-breaker req/s is $(awk -v a="${RPS[levee-breaker]}" -v b="${RPS[levee]}" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') of levee's."
+	if [ -n "${RPS[levee-breaker]:-}" ] && [ -n "${RPS[levee]:-}" ]; then
+		echo "Breaker cost: levee-breaker req/s is $(awk -v a="${RPS[levee-breaker]}" -v b="${RPS[levee]}" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') of levee's (medians); within rounds: $(awk -F'\t' '
+			$1 == "levee" {l[$2] = $3} $1 == "levee-breaker" {b[$2] = $3}
+			END {for (k = 1; k <= 1000; k++) if ((k in l) && (k in b)) printf "%+.1f%% ", (b[k] / l[k] - 1) * 100}' "$RESULTS")"
+	fi
 	echo
 	echo "CPU per request: user + system time of the process over the run (/proc/PID/stat) divided by the requests wrk completed."
 	echo
