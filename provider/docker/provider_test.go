@@ -74,8 +74,14 @@ func TestInitialSyncReportsContainerFacts(t *testing.T) {
 
 	h := start(t, eng, Options{})
 	call, upd := h.rec.next(t)
+	// Synced turns true once the sink's Update has returned; the
+	// recorder saw the call from inside it.
+	deadline := time.Now().Add(5 * time.Second)
+	for !h.p.Synced() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if !h.p.Synced() {
-		t.Error("Synced() = false after the first update")
+		t.Error("Synced() = false after the first update returned")
 	}
 	if upd.Source != router.SourceDocker || len(upd.Entrypoints) != 4 {
 		t.Errorf("update = source %q with %d entrypoints, want docker with 4", upd.Source, len(upd.Entrypoints))
