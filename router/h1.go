@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-proxy/levee/router/internal/sockio"
 )
 
 // h1Transport is a lean HTTP/1.1 client for backend traffic. Compared with
@@ -38,6 +40,7 @@ type h1Transport struct {
 	idleTimeout   time.Duration
 	maxIdle       int
 	watchPoll     time.Duration // see watchPolling
+	plainSocketIO bool          // net.Conn's Read/Write instead of sockio.Socket
 
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // LIFO: the most recently used is warmest
@@ -52,6 +55,7 @@ func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
 		idleTimeout:   o.IdleConnTimeout,
 		maxIdle:       o.MaxIdleConnsPerHost,
 		watchPoll:     defaultWatchPoll,
+		plainSocketIO: o.PlainSocketIO,
 		idle:          make(map[string][]*h1Conn),
 		close:         make(chan struct{}),
 	}
@@ -65,8 +69,10 @@ func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
 // context (see h1Conn.watch) only when one is about to.
 type countingConn struct {
 	net.Conn
-	c *h1Conn
-	n int64
+	// sock, when not nil, does the reads (see sockio.Socket).
+	sock *sockio.Socket
+	c    *h1Conn
+	n    int64
 	// limit, when non-zero, is the count past which reads fail: it bounds
 	// the response headers a backend can make the proxy buffer.
 	limit int64
@@ -88,7 +94,7 @@ func (cc *countingConn) Read(p []byte) (int, error) {
 	if c.watch == watchOnRead {
 		c.arm()
 	}
-	n, err := cc.Conn.Read(p)
+	n, err := cc.read(p)
 	if err != nil && c.watch == watchPolling && errors.Is(err, os.ErrDeadlineExceeded) {
 		// The backend takes longer than a poll: from now on watch the
 		// context properly, and wait until the header deadline proper.
@@ -97,10 +103,17 @@ func (cc *countingConn) Read(p []byte) (int, error) {
 		}
 		_ = cc.Conn.SetReadDeadline(c.headerDeadline)
 		c.arm()
-		n, err = cc.Conn.Read(p)
+		n, err = cc.read(p)
 	}
 	cc.n += int64(n)
 	return n, err
+}
+
+func (cc *countingConn) read(p []byte) (int, error) {
+	if cc.sock != nil {
+		return cc.sock.Read(p)
+	}
+	return cc.Conn.Read(p)
 }
 
 // How an exchange watches its request's context, whose cancellation (the
@@ -264,8 +277,17 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 	}
 	c := &h1Conn{t: t, key: key, conn: conn}
 	c.counted = &countingConn{Conn: conn, c: c}
+	var w io.Writer = conn
+	if !t.plainSocketIO {
+		// Raw system calls: a write that the backend's wake-up keeps in
+		// the kernel does not make the runtime hand the P to another
+		// thread (see sockio.Socket).
+		if c.counted.sock = sockio.New(conn); c.counted.sock != nil {
+			w = c.counted.sock
+		}
+	}
 	c.br = bufio.NewReaderSize(c.counted, 16<<10)
-	c.bw = bufio.NewWriterSize(conn, 16<<10)
+	c.bw = bufio.NewWriterSize(w, 16<<10)
 	c.cancelFunc = c.cancelled
 	return c, nil
 }

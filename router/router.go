@@ -57,6 +57,10 @@ type Options struct {
 	// instead of Levee's lean HTTP/1.1 client (see h1Transport): slower,
 	// kept as a fallback.
 	StandardTransport bool
+	// PlainSocketIO makes Levee's backend client read and write through
+	// net.Conn instead of raw system calls (sockio.Socket); for
+	// measurement.
+	PlainSocketIO bool
 
 	// RemovedRouteGrace is how long the state of a removed route (and of a
 	// removed backend address) is kept, and how long a route that vanished

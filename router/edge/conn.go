@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-proxy/levee/router/internal/sockio"
 )
 
 // Connection states, for Shutdown: only an idle connection (waiting for a
@@ -41,8 +43,11 @@ var (
 
 // conn is one client connection and the loop serving it.
 type conn struct {
-	srv        *Server
-	rwc        net.Conn
+	srv *Server
+	rwc net.Conn
+	// sock, when not nil, does the loop's reads and writes on rwc (see
+	// sockio.Socket).
+	sock       *sockio.Socket
 	base       context.Context
 	remoteAddr string
 	cr         connReader
@@ -74,6 +79,12 @@ type conn struct {
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	c := &conn{srv: s, rwc: rwc, base: base, remoteAddr: rwc.RemoteAddr().String()}
+	var w io.Writer = rwc
+	if !s.PlainSocketIO {
+		if c.sock = sockio.New(rwc); c.sock != nil {
+			w = c.sock
+		}
+	}
 	c.cr = connReader{c: c, limit: -1}
 	if v := bufReaders.Get(); v != nil {
 		c.br = v.(*bufio.Reader)
@@ -83,9 +94,9 @@ func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	}
 	if v := bufWriters.Get(); v != nil {
 		c.bw = v.(*bufio.Writer)
-		c.bw.Reset(rwc)
+		c.bw.Reset(w)
 	} else {
-		c.bw = bufio.NewWriterSize(rwc, bufferSize)
+		c.bw = bufio.NewWriterSize(w, bufferSize)
 	}
 	c.state.Store(stateIdle)
 	return c
@@ -119,7 +130,13 @@ func (cr *connReader) Read(p []byte) (int, error) {
 		cr.consume(1)
 		return 1, nil
 	}
-	n, err := cr.c.rwc.Read(p)
+	var n int
+	var err error
+	if cr.c.sock != nil {
+		n, err = cr.c.sock.Read(p)
+	} else {
+		n, err = cr.c.rwc.Read(p)
+	}
 	cr.consume(n)
 	return n, err
 }

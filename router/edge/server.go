@@ -59,6 +59,9 @@ type Server struct {
 	// BaseContext, if set, gives the parent of every request's context
 	// values (request contexts are cancelled independently of it).
 	BaseContext func(net.Listener) context.Context
+	// PlainSocketIO makes connections use net.Conn's Read and Write
+	// instead of sockio.Socket's raw system calls.
+	PlainSocketIO bool
 
 	mu         sync.Mutex
 	listeners  map[*net.Listener]struct{}

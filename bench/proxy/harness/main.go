@@ -62,6 +62,7 @@ func run() error {
 	server := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
 	warmup := flag.Duration("warmup", 2*time.Second, "load time before profiling starts")
 	window := flag.Duration("duration", 10*time.Second, "profiling window")
+	plainIO := flag.Bool("plain-socket-io", false, "net.Conn's Read/Write instead of raw system calls, in the edge server and the backend client (edge.Server.PlainSocketIO, router.Options.PlainSocketIO)")
 	requests := flag.Int64("requests", 0, "end the window after this many requests in all, warm-up included (0: no limit)")
 	cpuOut := flag.String("cpuprofile", "cpu.pprof", "CPU profile output (empty: no CPU profile)")
 	memOut := flag.String("memprofile", "allocs.pprof", "allocation profile output (empty: none)")
@@ -90,8 +91,9 @@ func run() error {
 	// The same collaborators as `levee serve`: a Prometheus registry (the
 	// router's metrics are part of the request cost) and a logger at warn.
 	rt := router.New(router.Options{
-		Logger:     zerolog.New(os.Stderr).Level(zerolog.WarnLevel),
-		Registerer: prometheus.NewRegistry(),
+		Logger:        zerolog.New(os.Stderr).Level(zerolog.WarnLevel),
+		Registerer:    prometheus.NewRegistry(),
+		PlainSocketIO: *plainIO,
 	})
 	defer rt.Close()
 	rt.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: []router.Entrypoint{ep}})
@@ -104,6 +106,7 @@ func run() error {
 	switch *server {
 	case "edge":
 		srv = &edge.Server{
+			PlainSocketIO:     *plainIO,
 			Handler:           count,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,

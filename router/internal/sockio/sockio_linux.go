@@ -1,0 +1,130 @@
+// Package sockio reads and writes TCP connections with raw system calls
+// made inside syscall.RawConn's callbacks, for Levee's data plane (the
+// router/edge server and router's backend client).
+package sockio
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// Socket reads and writes a TCP connection with raw system calls made
+// inside syscall.RawConn's callbacks, instead of through net.Conn.
+//
+// Why: net.Conn's Read and Write tell the Go scheduler they are in a
+// system call. A write to a loopback or LAN peer does the delivery work in
+// the kernel and can take tens of microseconds; when one lasts longer than
+// the runtime monitor's tick (20 µs), the monitor hands the goroutine's P
+// to another thread, which the kernel must wake and later put back to
+// sleep. On a proxy with one core per process that is two context switches
+// for nothing. The socket is non-blocking, so these calls never block:
+// they return EAGAIN, and the callback then returns false to wait for
+// readiness through the poller as net.Conn does (deadlines included).
+//
+// Errors are what net.Conn returns: io.EOF, *net.OpError wrapping the
+// system call's error (Op "read" or "write"), and the poller's deadline
+// and closed-connection errors (os.ErrDeadlineExceeded, net.ErrClosed).
+//
+// A Socket is used by one reader and one writer at a time (RawConn
+// serialises each direction).
+type Socket struct {
+	rc syscall.RawConn
+
+	rbuf []byte
+	rn   int
+	rerr error
+	rfn  func(fd uintptr) bool
+
+	wbuf []byte
+	wn   int
+	werr error
+	wfn  func(fd uintptr) bool
+}
+
+// New returns a Socket for c, or nil when c is not a socket the
+// runtime's poller manages (then use c itself).
+func New(c net.Conn) *Socket {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	s := &Socket{rc: rc}
+	// The callbacks are made once: a closure per call would allocate.
+	s.rfn = s.readOnce
+	s.wfn = s.writeSome
+	return s
+}
+
+// Read reads into p like net.Conn.Read.
+func (s *Socket) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.rbuf, s.rn, s.rerr = p, 0, nil
+	err := s.rc.Read(s.rfn)
+	n, rerr := s.rn, s.rerr
+	s.rbuf = nil
+	if err != nil {
+		return n, err
+	}
+	return n, rerr
+}
+
+func (s *Socket) readOnce(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)))
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			return false // wait for readability (or the deadline)
+		case e != 0:
+			s.rerr = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", e)}
+		case n == 0:
+			s.rerr = io.EOF
+		default:
+			s.rn = int(n)
+		}
+		return true
+	}
+}
+
+// Write writes all of p like net.Conn.Write.
+func (s *Socket) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.wbuf, s.wn, s.werr = p, 0, nil
+	err := s.rc.Write(s.wfn)
+	n, werr := s.wn, s.werr
+	s.wbuf = nil
+	if err != nil {
+		return n, err
+	}
+	return n, werr
+}
+
+func (s *Socket) writeSome(fd uintptr) bool {
+	for s.wn < len(s.wbuf) {
+		rest := s.wbuf[s.wn:]
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			return false // wait for writability (or the deadline)
+		case e != 0:
+			s.werr = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", e)}
+			return true
+		}
+		s.wn += int(n)
+	}
+	return true
+}
