@@ -22,6 +22,8 @@ SERVERS=${SERVERS:-edge stdlib nginx}
 BREAKER=${BREAKER:-false}
 OUT_DIR=${OUT_DIR:-/tmp/levee-instructions}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=nginx-conf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/nginx-conf.sh"
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 mkdir -p "$OUT_DIR"
 PIDS=()
@@ -54,15 +56,24 @@ count() {
 		-warmup 0s -duration 10m -requests "$((n + 1))" -cpuprofile "" -memprofile "" >"$OUT_DIR/harness.$server.$n.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
-	local i
+	load "$pid" "$n" || return 1
+	wait "$pid" || return 1
+	awk '/^summary:|^totals:/ {print $2; exit}' "$out"
+}
+
+# load PID N: waits for the proxy to answer (one probe request, which
+# reaches the proxy in every run alike), then sends N requests; on failure
+# stops PID.
+load() {
+	local pid=$1 n=$2 i
 	for i in $(seq 300); do
-		# One probe reaches the router (a refused connection does not).
 		curl -fsS -o /dev/null -H 'Host: bench.local' "http://$PROXY/" 2>/dev/null && break
 		sleep 0.2
 	done
-	"$OUT_DIR/fixedload" -addr "$PROXY" -n "$n" -c "$CONNS" || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 1; }
-	wait "$pid" || return 1
-	awk '/^summary:|^totals:/ {print $2; exit}' "$out"
+	"$OUT_DIR/fixedload" -addr "$PROXY" -n "$n" -c "$CONNS" && return 0
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 1
 }
 
 # count_nginx N: the same for nginx, stopped by SIGQUIT once the load is
@@ -71,53 +82,13 @@ count_nginx() {
 	local n=$2 out="$OUT_DIR/callgrind.nginx.$2" dir="$OUT_DIR/nginx"
 	local nginx
 	nginx=$(command -v nginx || echo /usr/sbin/nginx)
-	mkdir -p "$dir"
-	cat >"$dir/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
-    keepalive_requests 1000000;
-    upstream backend {
-        server $BACKEND;
-        keepalive 128;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen $PROXY;
-        server_name bench.local;
-        location / {
-            proxy_pass http://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto \$scheme;
-            proxy_set_header X-Forwarded-Host \$host;
-        }
-    }
-}
-CONF
+	write_nginx_conf "$dir" "$PROXY" "$BACKEND"
 	rm -f "$out"
 	valgrind --tool=callgrind --callgrind-out-file="$out" \
 		"$nginx" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" >"$OUT_DIR/nginx.$n.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
-	local i
-	for i in $(seq 300); do
-		curl -fsS -o /dev/null -H 'Host: bench.local' "http://$PROXY/" 2>/dev/null && break
-		sleep 0.2
-	done
-	"$OUT_DIR/fixedload" -addr "$PROXY" -n "$n" -c "$CONNS" || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 1; }
+	load "$pid" "$n" || return 1
 	kill -QUIT "$pid"
 	wait "$pid" || true
 	awk '/^summary:|^totals:/ {print $2; exit}' "$out"

@@ -149,42 +149,9 @@ wait_http "http://127.0.0.1:$LEVEE_STD_PORT/" bench.local
 # --- nginx ----------------------------------------------------------------
 # master_process off: one process that is the worker, so its RSS is the
 # proxy's RSS; it serves exactly like a single worker.
-mkdir -p "$TMP/nginx"
-cat >"$TMP/nginx/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $TMP/nginx/body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    keepalive_requests 1000000;
-    upstream backend {
-        server 127.0.0.1:$BACKEND_PORT;
-        keepalive 128;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        server_name bench.local;
-        location / {
-            proxy_pass http://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto \$scheme;
-            proxy_set_header X-Forwarded-Host \$host;
-        }
-    }
-}
-EOF
+# shellcheck source=nginx-conf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/nginx-conf.sh"
+write_nginx_conf "$TMP/nginx" "127.0.0.1:$NGINX_PORT" "127.0.0.1:$BACKEND_PORT"
 taskset -c "$PROXY_CPU" "$NGINX" -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" >"$TMP/nginx/stdout.log" 2>&1 &
 NGINX_PID=$!
 PIDS+=("$NGINX_PID")

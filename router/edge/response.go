@@ -300,12 +300,17 @@ func (w *response) writeFields() {
 		if !validToken(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		for _, v := range vv {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			writeValue(bw, v)
-			bw.WriteString("\r\n")
-		}
+		writeField(bw, k, vv)
+	}
+}
+
+// writeField writes one field line per value.
+func writeField(bw *bufio.Writer, name string, values []string) {
+	for _, v := range values {
+		bw.WriteString(name)
+		bw.WriteString(": ")
+		writeValue(bw, v)
+		bw.WriteString("\r\n")
 	}
 }
 
@@ -371,12 +376,7 @@ func (w *response) finish() {
 			if !ok || !validToken(name) {
 				continue
 			}
-			for _, v := range vv {
-				bw.WriteString(name)
-				bw.WriteString(": ")
-				writeValue(bw, v)
-				bw.WriteString("\r\n")
-			}
+			writeField(bw, name, vv)
 		}
 		bw.WriteString("\r\n")
 	case w.contentLength >= 0 && w.written < w.contentLength && !w.noBody:
