@@ -32,6 +32,11 @@ const (
 	// DiagnosticBadRequestBody: the client's request body could not be
 	// read (malformed chunked encoding, cut short).
 	DiagnosticBadRequestBody = "bad-request-body"
+	// DiagnosticBadRequest: the HTTP server refused the request itself
+	// (malformed head, head too large, unsupported protocol version or
+	// transfer coding, failed expectation); set by levee serve on
+	// router/edge's refusals.
+	DiagnosticBadRequest = "bad-request"
 )
 
 // HeaderDiagnostic is the response header naming why Levee answered itself.

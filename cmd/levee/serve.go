@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/edge"
 )
 
@@ -92,6 +93,7 @@ func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) server
 		}
 	}
 	return &edge.Server{
+		RefusalHeader:     http.Header{router.HeaderDiagnostic: {router.DiagnosticBadRequest}},
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,

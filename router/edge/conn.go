@@ -196,6 +196,9 @@ func (c *conn) serveRequest(ex *exchange) (keep bool) {
 	if ex.expectFailed {
 		ex.resp.closeAfter = true
 		ex.resp.header["Connection"] = []string{"close"}
+		for k, vv := range c.srv.RefusalHeader {
+			ex.resp.header[k] = vv
+		}
 		ex.resp.WriteHeader(http.StatusExpectationFailed)
 		ex.resp.finish()
 		c.endRequest(ex)
@@ -305,8 +308,11 @@ func (c *conn) answerReadError(err error) {
 	}
 	_ = c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
 	text := http.StatusText(status)
-	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n%d %s",
-		status, text, status, text)
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n", status, text)
+	for k, vv := range c.srv.RefusalHeader {
+		writeField(c.bw, k, vv)
+	}
+	fmt.Fprintf(c.bw, "Connection: close\r\n\r\n%d %s", status, text)
 	if reason != "" {
 		fmt.Fprintf(c.bw, ": %s", reason)
 	}

@@ -59,6 +59,10 @@ type Server struct {
 	// BaseContext, if set, gives the parent of every request's context
 	// values (request contexts are cancelled independently of it).
 	BaseContext func(net.Listener) context.Context
+	// RefusalHeader is added to the answers the server gives on its own
+	// (400, 417, 431, 501, 505 for requests it refuses): names must be
+	// canonical, values valid.
+	RefusalHeader http.Header
 	// PlainSocketIO makes connections use net.Conn's Read and Write
 	// instead of sockio.Socket's raw system calls.
 	PlainSocketIO bool

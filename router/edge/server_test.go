@@ -229,7 +229,7 @@ func TestResponseFraming(t *testing.T) {
 // TestRefusedRequests: what net/http's server refuses, this one refuses,
 // with the same status, and closes the connection.
 func TestRefusedRequests(t *testing.T) {
-	addr := start(t, &Server{Handler: echo, MaxHeaderBytes: 1 << 10})
+	addr := start(t, &Server{Handler: echo, MaxHeaderBytes: 1 << 10, RefusalHeader: http.Header{"X-Why": {"refused"}}})
 	for _, tc := range []struct {
 		name, raw string
 		status    int
@@ -256,6 +256,11 @@ func TestRefusedRequests(t *testing.T) {
 			resp, body := c.answer("GET")
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tc.status)
+			}
+			// A bad chunked body passes the server (the head is fine):
+			// the handler's read fails and the handler answers.
+			if got := resp.Header.Get("X-Why"); got != "refused" && tc.name != "bad chunked" {
+				t.Errorf("RefusalHeader: X-Why %q", got)
 			}
 			if !c.closed() {
 				t.Error("connection left open after a refused request")
