@@ -410,6 +410,10 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	}
 
 	c.counted.limit = c.counted.n + maxResponseHeaderBytes
+	// The backend has not answered yet: let other requests' work run
+	// first, so that the read below usually finds the answer instead of
+	// coming back empty (EAGAIN) and waiting in the poller (a wasted
+	// system call per request otherwise; docs/performance.md).
 	runtime.Gosched()
 	resp, err := c.readResponse(req)
 	c.counted.limit = 0

@@ -55,6 +55,11 @@ func (c *conn) readRequest() (*exchange, error) {
 	c.cr.hitLimit = false
 	if c.br.Buffered() == 0 && !c.cr.hasByte {
 		c.setIdleDeadline()
+		// Let the other connections' work run first: by the time this
+		// one reads, its next request has usually arrived, and the read
+		// does not come back empty (EAGAIN) to be made again after the
+		// poller (reads per request 2.82 -> 2.01 with the backend side's
+		// yield, docs/performance.md).
 		runtime.Gosched()
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, errQuiet
