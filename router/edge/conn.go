@@ -59,6 +59,9 @@ type conn struct {
 	// idleDeadline: it is an idle deadline (see setIdleDeadline).
 	readDeadline time.Time
 	idleDeadline bool
+	// lastBody is the body of the last request served, which a
+	// goroutine of its handler may still be reading.
+	lastBody *body
 	// respHeader is reused by every response of the connection (a
 	// ResponseWriter may not be used after its handler returned).
 	respHeader http.Header
@@ -156,6 +159,13 @@ func (c *conn) serve() {
 		}
 		c.srv.removeConn(c)
 		_ = c.rwc.Close()
+		if b := c.lastBody; b != nil {
+			// A goroutine of the handler's may still be reading the
+			// body (closing the connection ends its read): the buffered
+			// reader goes back to the pool only once it is out.
+			b.closed.Store(true)
+			b.waitReaders()
+		}
 		c.release()
 	}()
 	for {
@@ -164,6 +174,7 @@ func (c *conn) serve() {
 			c.answerReadError(err)
 			return
 		}
+		c.lastBody = ex.body
 		keep := c.serveRequest(ex)
 		if ex.resp.hijacked {
 			hijacked = true
@@ -259,10 +270,7 @@ func (c *conn) endRequest(ex *exchange) {
 // deadline at the latest.
 func (c *conn) closeGracefully(b *body) {
 	b.closed.Store(true)
-	c.linger(func() {
-		b.mu.Lock()
-		b.mu.Unlock()
-	})
+	c.linger(b.waitReaders)
 }
 
 // linger half-closes the connection and drains what the client still

@@ -480,6 +480,13 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// waitReaders returns once no Read is running; with closed set, none
+// starts after.
+func (b *body) waitReaders() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+}
+
 // Close marks the body closed; the server deals with what is left of it.
 func (b *body) Close() error {
 	b.closed.Store(true)

@@ -67,12 +67,11 @@ type Server struct {
 	// instead of sockio.Socket's raw system calls.
 	PlainSocketIO bool
 
-	mu         sync.Mutex
-	listeners  map[*net.Listener]struct{}
-	conns      map[*conn]struct{}
-	shutdown   atomic.Bool
-	date       atomic.Pointer[dateValue]
-	activeConn sync.WaitGroup
+	mu        sync.Mutex
+	listeners map[*net.Listener]struct{}
+	conns     map[*conn]struct{}
+	shutdown  atomic.Bool
+	date      atomic.Pointer[dateValue]
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close. It is
