@@ -22,17 +22,11 @@ SERVERS=${SERVERS:-edge stdlib nginx}
 BREAKER=${BREAKER:-false}
 OUT_DIR=${OUT_DIR:-/tmp/levee-instructions}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=nginx-conf.sh
-. "$(dirname "${BASH_SOURCE[0]}")/nginx-conf.sh"
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 mkdir -p "$OUT_DIR"
-PIDS=()
-cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap stop_started EXIT
 (cd "$ROOT/bench" && go build -o "$OUT_DIR/backend" ./proxy/backend && go build -o "$OUT_DIR/harness" ./proxy/harness &&
 	go build -o "$OUT_DIR/fixedload" ./proxy/fixedload)
 

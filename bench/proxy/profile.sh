@@ -18,13 +18,9 @@ CONNECTIONS=${CONNECTIONS:-64}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/levee-profile}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mkdir -p "$PROFILE_DIR"
-PIDS=()
-cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap stop_started EXIT
 command -v wrk >/dev/null || { echo "wrk is missing: run bench/proxy/run.sh once, or apt-get install wrk" >&2; exit 1; }
 
 case $DURATION in *s) DUR_S=${DURATION%s} ;; *m) DUR_S=$((${DURATION%m} * 60)) ;; *) DUR_S=$DURATION ;; esac

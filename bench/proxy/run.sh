@@ -34,23 +34,13 @@ OUT=${OUT:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TMP=$(mktemp -d /tmp/levee-bench.XXXXXX)
-PIDS=()
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 WRK_PID=""
 
 cleanup() {
-	local pid
 	[ -z "$WRK_PID" ] || kill "$WRK_PID" 2>/dev/null || true
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		# bounded: each process gets up to 5 s to exit, then SIGKILL
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
-	done
+	stop_started
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -149,8 +139,6 @@ wait_http "http://127.0.0.1:$LEVEE_STD_PORT/" bench.local
 # --- nginx ----------------------------------------------------------------
 # master_process off: one process that is the worker, so its RSS is the
 # proxy's RSS; it serves exactly like a single worker.
-# shellcheck source=nginx-conf.sh
-. "$(dirname "${BASH_SOURCE[0]}")/nginx-conf.sh"
 write_nginx_conf "$TMP/nginx" "127.0.0.1:$NGINX_PORT" "127.0.0.1:$BACKEND_PORT"
 taskset -c "$PROXY_CPU" "$NGINX" -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" >"$TMP/nginx/stdout.log" 2>&1 &
 NGINX_PID=$!

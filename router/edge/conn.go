@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,6 +328,14 @@ func (c *conn) answerReadError(err error) {
 	if c.bw.Flush() == nil {
 		c.linger(nil)
 	}
+}
+
+// isUnsupportedTE reports net/http's refusal of a transfer coding it does
+// not implement (answered 501, as its server does). net/http exports no
+// error value for it, so its text is matched; TestRefusedRequests
+// ("unknown transfer coding") notices if the text changes.
+func isUnsupportedTE(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unsupported transfer encoding")
 }
 
 func isTimeout(err error) bool {

@@ -44,10 +44,6 @@ func (e *statusError) Error() string { return e.text }
 // between requests).
 var errQuiet = errors.New("edge: connection ended between requests")
 
-func isUnsupportedTE(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "unsupported transfer encoding")
-}
-
 // readRequest reads the next request head and prepares its exchange.
 func (c *conn) readRequest() (*exchange, error) {
 	s := c.srv

@@ -68,15 +68,15 @@ func (w *response) WriteHeader(code int) {
 	w.wroteHeader = true
 	w.status = code
 	w.noBody = w.head || code < 200 || code == http.StatusNoContent || code == http.StatusNotModified
-	if cl, ok := w.header["Content-Length"]; ok && !w.noBody {
-		if n, err := strconv.ParseInt(strings.TrimSpace(firstOf(cl)), 10, 64); err == nil && n >= 0 && len(cl) == 1 {
+	if cl, ok := w.header["Content-Length"]; ok {
+		// A length the handler set frames the body; an invalid one is
+		// dropped (the body is then framed by the server).
+		n, err := strconv.ParseInt(strings.TrimSpace(firstOf(cl)), 10, 64)
+		switch {
+		case err != nil || n < 0 || len(cl) != 1:
+			delete(w.header, "Content-Length")
+		case !w.noBody:
 			w.contentLength = n
-		} else {
-			delete(w.header, "Content-Length")
-		}
-	} else if ok && w.head {
-		if n, err := strconv.ParseInt(strings.TrimSpace(firstOf(cl)), 10, 64); err != nil || n < 0 || len(cl) != 1 {
-			delete(w.header, "Content-Length")
 		}
 	}
 	if v := w.header["Connection"]; len(v) > 0 && headerValuesContainsToken(v, "close") {

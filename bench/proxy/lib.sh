@@ -1,5 +1,24 @@
-# Sourced by run.sh and instructions.sh: writes nginx's benchmark
-# configuration, the same in both.
+# Sourced by run.sh, profile.sh and instructions.sh: what they share.
+
+# PIDS lists the processes a script started; stop_started stops them (the
+# scripts call it on EXIT). Bounded: each gets 5 s after SIGTERM, then
+# SIGKILL.
+PIDS=()
+stop_started() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	done
+}
+
+# nginx's benchmark configuration, the same for run.sh and instructions.sh.
 #
 # write_nginx_conf DIR LISTEN BACKEND: DIR/nginx.conf for one process (no
 # master, one worker) listening on LISTEN (host:port) and proxying with
