@@ -344,8 +344,8 @@ func decodeBackends(d *draft, v any) ([]Backend, error) {
 		b := Backend{Address: addr, Port: DefaultPort, Weight: DefaultWeight}
 		if p, ok := obj["port"]; ok && p != nil {
 			n, err := toInt(p)
-			if err == nil && (n < 1 || n > 65535) {
-				err = fmt.Errorf("must be in 1-65535")
+			if err == nil {
+				err = checkPort(n)
 			}
 			if err != nil {
 				d.add(portF.Code, prefix+".port", displayValue(p), strconv.Itoa(DefaultPort), "invalid port: "+err.Error(), "")
@@ -357,8 +357,8 @@ func decodeBackends(d *draft, v any) ([]Backend, error) {
 		}
 		if w, ok := obj["weight"]; ok && w != nil {
 			n, err := toInt(w)
-			if err == nil && (n < 0 || n > MaxWeight) {
-				err = fmt.Errorf("must be in 0-%d", MaxWeight)
+			if err == nil {
+				err = checkWeight(n)
 			}
 			if err != nil {
 				d.add(weightF.Code, prefix+".weight", displayValue(w), strconv.Itoa(DefaultWeight), "invalid weight: "+err.Error(), "")

@@ -256,16 +256,50 @@ func normalizeList(items []string, normalize func(string) (string, bool), reject
 	return out
 }
 
-func setPort(d *draft, f *Field, key string, v any) {
-	n, err := toInt(v)
-	if err == nil && (n < 1 || n > 65535) {
-		err = fmt.Errorf("must be in 1-65535")
+// decode parses v and checks the result (check may be nil); on an error of
+// either it records the field's diagnostic, so the default stays, and
+// reports false.
+func decode[T any](d *draft, f *Field, key string, v any, parse func(any) (T, error), check func(T) error) (T, bool) {
+	x, err := parse(v)
+	if err == nil && check != nil {
+		err = check(x)
 	}
 	if err != nil {
 		d.bad(f, key, v, err.Error())
-		return
+		var zero T
+		return zero, false
 	}
-	d.port = n
+	return x, true
+}
+
+// between checks that an integer lies in [lo, hi]; text is the range as
+// the diagnostic states it.
+func between(lo, hi int, text string) func(int) error {
+	return func(n int) error {
+		if n < lo || n > hi {
+			return fmt.Errorf("must be in %s", text)
+		}
+		return nil
+	}
+}
+
+// The port and weight rules, shared by labels and the API's backends list.
+var (
+	checkPort   = between(1, 65535, "1-65535")
+	checkWeight = between(0, MaxWeight, fmt.Sprintf("0-%d", MaxWeight))
+)
+
+func positive(t time.Duration) error {
+	if t <= 0 {
+		return fmt.Errorf("must be positive")
+	}
+	return nil
+}
+
+func setPort(d *draft, f *Field, key string, v any) {
+	if n, ok := decode(d, f, key, v, toInt, checkPort); ok {
+		d.port = n
+	}
 }
 
 // badPathChar reports characters that cannot be in a path prefix as written
@@ -317,32 +351,25 @@ func setPath(d *draft, f *Field, key string, v any) {
 }
 
 func setPathRegex(d *draft, f *Field, key string, v any) {
-	s, err := toString(v)
-	if err == nil && len(s) > 1024 {
-		err = fmt.Errorf("longer than 1024 bytes")
-	}
-	if err == nil && s != "" {
-		if _, cerr := regexp.Compile(s); cerr != nil {
-			err = fmt.Errorf("%v", cerr)
+	s, ok := decode(d, f, key, v, toString, func(s string) error {
+		if len(s) > 1024 {
+			return fmt.Errorf("longer than 1024 bytes")
 		}
+		if s == "" {
+			return nil
+		}
+		_, err := regexp.Compile(s)
+		return err
+	})
+	if ok {
+		d.ep.PathRegex = s
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.ep.PathRegex = s
 }
 
 func setPriority(d *draft, f *Field, key string, v any) {
-	n, err := toInt(v)
-	if err == nil && (n < -1_000_000 || n > 1_000_000) {
-		err = fmt.Errorf("must be in -1000000..1000000")
+	if n, ok := decode(d, f, key, v, toInt, between(-1_000_000, 1_000_000, "-1000000..1000000")); ok {
+		d.ep.Priority = n
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.ep.Priority = n
 }
 
 func setMethods(d *draft, f *Field, key string, v any) {
@@ -360,12 +387,9 @@ func setMethods(d *draft, f *Field, key string, v any) {
 }
 
 func setStripPrefix(d *draft, f *Field, key string, v any) {
-	b, err := toBool(v)
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
+	if b, ok := decode(d, f, key, v, toBool, nil); ok {
+		d.ep.StripPrefix = b
 	}
-	d.ep.StripPrefix = b
 }
 
 func setAddPrefix(d *draft, f *Field, key string, v any) {
@@ -400,104 +424,71 @@ func setLoadBalancer(d *draft, f *Field, key string, v any) {
 }
 
 func setWeight(d *draft, f *Field, key string, v any) {
-	n, err := toInt(v)
-	if err == nil && (n < 0 || n > MaxWeight) {
-		err = fmt.Errorf("must be in 0-%d", MaxWeight)
+	if n, ok := decode(d, f, key, v, toInt, checkWeight); ok {
+		d.weight, d.weightSet = n, true
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.weight, d.weightSet = n, true
 }
 
 func setBackendTimeout(d *draft, f *Field, key string, v any) {
-	t, err := toDuration(v)
-	if err == nil && t <= 0 {
-		err = fmt.Errorf("must be positive")
+	if t, ok := decode(d, f, key, v, toDuration, positive); ok {
+		d.ep.BackendTimeout = t
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.ep.BackendTimeout = t
 }
 
 func setRetryAttempts(d *draft, f *Field, key string, v any) {
-	n, err := toInt(v)
-	if err == nil && (n < 1 || n > MaxRetryAttempts) {
-		err = fmt.Errorf("must be in 1-%d (total tries)", MaxRetryAttempts)
+	if n, ok := decode(d, f, key, v, toInt, between(1, MaxRetryAttempts, fmt.Sprintf("1-%d (total tries)", MaxRetryAttempts))); ok {
+		d.ep.Retry.Attempts = n
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.ep.Retry.Attempts = n
 }
 
 func setHealthPath(d *draft, f *Field, key string, v any) {
 	d.hcSet = true
-	s, err := toString(v)
-	if err == nil && (!strings.HasPrefix(s, "/") || strings.IndexFunc(s, unicode.IsSpace) >= 0 || strings.Contains(s, "#")) {
-		err = fmt.Errorf("must start with / and have no spaces or fragment")
+	s, ok := decode(d, f, key, v, toString, func(s string) error {
+		if !strings.HasPrefix(s, "/") || strings.IndexFunc(s, unicode.IsSpace) >= 0 || strings.Contains(s, "#") {
+			return fmt.Errorf("must start with / and have no spaces or fragment")
+		}
+		return nil
+	})
+	if ok {
+		d.hc.Path = s
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.hc.Path = s
 }
 
 func setHealthStatus(d *draft, f *Field, key string, v any) {
 	d.hcSet = true
-	st, err := toStatuses(v)
-	if err == nil && st.IsEmpty() {
-		err = fmt.Errorf("empty status list")
+	st, ok := decode(d, f, key, v, toStatuses, func(st breaker.StatusSet) error {
+		if st.IsEmpty() {
+			return fmt.Errorf("empty status list")
+		}
+		return nil
+	})
+	if ok {
+		d.hc.Status = st
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.hc.Status = st
 }
 
 func setHealthDuration(ptr func(*HealthCheck) *time.Duration) func(d *draft, f *Field, key string, v any) {
 	return func(d *draft, f *Field, key string, v any) {
 		d.hcSet = true
-		t, err := toDuration(v)
-		if err == nil && t <= 0 {
-			err = fmt.Errorf("must be positive")
+		if t, ok := decode(d, f, key, v, toDuration, positive); ok {
+			*ptr(&d.hc) = t
 		}
-		if err != nil {
-			d.bad(f, key, v, err.Error())
-			return
-		}
-		*ptr(&d.hc) = t
 	}
 }
 
 func setHealthCount(ptr func(*HealthCheck) *int) func(d *draft, f *Field, key string, v any) {
 	return func(d *draft, f *Field, key string, v any) {
 		d.hcSet = true
-		n, err := toInt(v)
-		if err == nil && (n < 1 || n > 100) {
-			err = fmt.Errorf("must be in 1-100")
+		if n, ok := decode(d, f, key, v, toInt, between(1, 100, "1-100")); ok {
+			*ptr(&d.hc) = n
 		}
-		if err != nil {
-			d.bad(f, key, v, err.Error())
-			return
-		}
-		*ptr(&d.hc) = n
 	}
 }
 
 func setBreakerEnabled(d *draft, f *Field, key string, v any) {
-	b, err := toBool(v)
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
+	if b, ok := decode(d, f, key, v, toBool, nil); ok {
+		d.cbEnabled = &b
 	}
-	d.cbEnabled = &b
 }
 
 // breakerName is the breaker's own name of a field ("minRequests"), which
@@ -511,17 +502,17 @@ func breakerName(f *Field) string { return strings.TrimPrefix(f.Label, "circuitB
 func setBreaker[T comparable](ptr func(*breaker.Params) *T, parse func(any) (T, error), zeroErr error) func(d *draft, f *Field, key string, v any) {
 	return func(d *draft, f *Field, key string, v any) {
 		d.cbSet = true
-		x, err := parse(v)
-		var zero T
-		if err == nil && zeroErr != nil && x == zero {
-			err = zeroErr
+		x, ok := decode(d, f, key, v, parse, func(x T) error {
+			var zero T
+			if zeroErr != nil && x == zero {
+				return zeroErr
+			}
+			return nil
+		})
+		if ok {
+			*ptr(&d.cb.Params) = x
+			d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
 		}
-		if err != nil {
-			d.bad(f, key, v, err.Error())
-			return
-		}
-		*ptr(&d.cb.Params) = x
-		d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
 	}
 }
 
@@ -548,15 +539,9 @@ func setBreakerMode(d *draft, f *Field, key string, v any) {
 
 func setBreakerResponseCode(d *draft, f *Field, key string, v any) {
 	d.cbSet = true
-	n, err := toInt(v)
-	if err == nil && (n < 200 || n > 599) {
-		err = fmt.Errorf("must be a status in 200-599")
+	if n, ok := decode(d, f, key, v, toInt, between(200, 599, "200-599")); ok {
+		d.cb.ResponseCode = n
 	}
-	if err != nil {
-		d.bad(f, key, v, err.Error())
-		return
-	}
-	d.cb.ResponseCode = n
 }
 
 func setBreakerResponseBody(d *draft, f *Field, key string, v any) {
