@@ -169,12 +169,7 @@ func TestH1ResponseFraming(t *testing.T) {
 	})
 	h := newHarness(t, Options{})
 	h.set(SourceAPI, ep("web", be))
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := h.dialFront()
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: web.test\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

@@ -13,11 +13,7 @@ import (
 // response, failing the test if none arrives within d.
 func rawExchange(t *testing.T, h *harness, request string, d time.Duration) *http.Response {
 	t.Helper()
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := h.dialFront()
 	_ = conn.SetDeadline(time.Now().Add(d))
 	if _, err := io.WriteString(conn, request); err != nil {
 		t.Fatal(err)
@@ -113,12 +109,7 @@ func TestContentLengthWithTransferEncodingClosesTheConnection(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
 	h.set(SourceAPI, ep("web", a.backend()))
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := h.dialFront()
 	io.WriteString(conn, "POST /x HTTP/1.1\r\nHost: web.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: web.test\r\n\r\n")
 	br := bufio.NewReader(conn)
@@ -139,12 +130,7 @@ func TestContentLengthWithTransferEncodingClosesTheConnection(t *testing.T) {
 	}
 
 	// Levee's own answers (here: no route) close such a connection too.
-	conn2, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close()
-	_ = conn2.SetDeadline(time.Now().Add(10 * time.Second))
+	conn2 := h.dialFront()
 	io.WriteString(conn2, "POST /x HTTP/1.1\r\nHost: nowhere.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: web.test\r\n\r\n")
 	br2 := bufio.NewReader(conn2)

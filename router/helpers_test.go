@@ -224,6 +224,19 @@ func newHarness(t *testing.T, opts Options) *harness {
 	return h
 }
 
+// dialFront opens a raw connection to the front, with a 10 s deadline,
+// closed when the test ends.
+func (h *harness) dialFront() net.Conn {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return conn
+}
+
 // ep builds an entrypoint on host h.test, path "/", with the backends.
 func ep(id string, bs ...Backend) Entrypoint {
 	e := route(id, "/", id+".test")

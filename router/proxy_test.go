@@ -157,11 +157,7 @@ func TestProxyNoUserAgentAdded(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "ua")
 	h.set(SourceAPI, ep("ua", b.backend()))
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := h.dialFront()
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: ua.test\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -317,12 +313,7 @@ func TestProxyWebSocketEcho(t *testing.T) {
 	fmt.Sscan(port, &p)
 	h.set(SourceAPI, withBreaker(ep("ws", Backend{Address: host, Port: p, Weight: 1}), breaker.Params{Threshold: 0.5, MinRequests: 1}))
 
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := h.dialFront()
 	fmt.Fprintf(conn, "GET /chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
@@ -351,12 +342,7 @@ func TestProxyNeverForwardsContentLengthAndTransferEncoding(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "smuggle")
 	h.set(SourceAPI, ep("smuggle", b.backend()))
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := h.dialFront()
 	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: smuggle.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -418,11 +404,7 @@ func TestProxyRefusesCONNECT(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "b")
 	h.set(SourceAPI, ep("b", b.backend()))
-	conn, err := net.Dial("tcp", h.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := h.dialFront()
 	fmt.Fprintf(conn, "CONNECT b.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})
 	if err != nil {
