@@ -62,6 +62,30 @@ type Options struct {
 	// measurement.
 	PlainSocketIO bool
 
+	// RequestBodyTimeout is the longest wait for the next bytes of a
+	// client's request body (default 30s); a client that stalls longer is
+	// answered 408 and never counts against the backend.
+	RequestBodyTimeout time.Duration
+	// RequestBodyMinRate, when positive, is the average rate in bytes per
+	// second that a request body must keep once RequestBodyTimeout has
+	// passed since it started (a client trickling a byte just inside every
+	// timeout would otherwise hold its connection for ever).
+	RequestBodyMinRate int
+	// ResponseWriteTimeout is the longest wait for a client to take the
+	// next bytes of a response (default 60s); then the connection closes.
+	ResponseWriteTimeout time.Duration
+	// BackendBodyTimeout is the longest wait for the next bytes of a
+	// backend's response body (default 60s); then the response is cut
+	// short and the backend connection closed.
+	BackendBodyTimeout time.Duration
+	// TunnelIdleTimeout closes an upgraded connection (WebSocket) on which
+	// no byte moved in either direction for this long (default 5m).
+	TunnelIdleTimeout time.Duration
+	// UpgradeProtocols are the protocols a client may switch to through
+	// the proxy (Upgrade header, lower case; default websocket). A request
+	// to upgrade to anything else is forwarded as a plain request.
+	UpgradeProtocols []string
+
 	// RemovedRouteGrace is how long the state of a removed route (and of a
 	// removed backend address) is kept, and how long a route that vanished
 	// from a non-API source keeps answering 503 no-healthy-backend before
@@ -105,6 +129,21 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
+	}
+	if o.RequestBodyTimeout <= 0 {
+		o.RequestBodyTimeout = 30 * time.Second
+	}
+	if o.ResponseWriteTimeout <= 0 {
+		o.ResponseWriteTimeout = 60 * time.Second
+	}
+	if o.BackendBodyTimeout <= 0 {
+		o.BackendBodyTimeout = 60 * time.Second
+	}
+	if o.TunnelIdleTimeout <= 0 {
+		o.TunnelIdleTimeout = 5 * time.Minute
+	}
+	if o.UpgradeProtocols == nil {
+		o.UpgradeProtocols = []string{"websocket"}
 	}
 	if o.RemovedRouteGrace <= 0 {
 		o.RemovedRouteGrace = 30 * time.Second

@@ -35,6 +35,16 @@ type serveConfig struct {
 	RouteGrace       time.Duration
 	TrustedProxies   string
 	HTTPServer       string
+	BackendClient    string
+
+	// Limits of the data plane (docs/operations.md, "Timeouts and limits").
+	RequestBodyTimeout   time.Duration
+	RequestBodyMinRate   int
+	ResponseWriteTimeout time.Duration
+	BackendBodyTimeout   time.Duration
+	TunnelIdleTimeout    time.Duration
+	MaxClientConns       int
+	UpgradeProtocols     string
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -66,6 +76,14 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listener: levee (router/edge, the fast one) or stdlib (net/http's)")
+	fs.StringVar(&cfg.BackendClient, "backend-client", "levee", "HTTP/1.1 client to backends: levee (Levee's own, the fast one) or stdlib (net/http's Transport)")
+	fs.DurationVar(&cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")
+	fs.IntVar(&cfg.RequestBodyMinRate, "request-body-min-rate", 512, "bytes per second a request body must average once --request-body-timeout has passed (0: no rate)")
+	fs.DurationVar(&cfg.ResponseWriteTimeout, "response-write-timeout", 60*time.Second, "longest wait for a client to accept the next bytes of a response; then the connection is closed")
+	fs.DurationVar(&cfg.BackendBodyTimeout, "backend-body-timeout", 60*time.Second, "longest wait for the next bytes of a backend's response body; then the response is cut short")
+	fs.DurationVar(&cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
+	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
+	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
 }
@@ -105,13 +123,29 @@ func (c serveConfig) check() error {
 	default:
 		errs = append(errs, fmt.Errorf("--http-server (LEVEE_HTTP_SERVER) %q: want levee or stdlib", c.HTTPServer))
 	}
+	switch c.BackendClient {
+	case "levee", "stdlib":
+	default:
+		errs = append(errs, fmt.Errorf("--backend-client (LEVEE_BACKEND_CLIENT) %q: want levee or stdlib", c.BackendClient))
+	}
+	if c.RequestBodyMinRate < 0 {
+		errs = append(errs, fmt.Errorf("--request-body-min-rate (LEVEE_REQUEST_BODY_MIN_RATE) %d: must not be negative", c.RequestBodyMinRate))
+	}
+	if c.MaxClientConns <= 0 {
+		errs = append(errs, fmt.Errorf("--max-client-conns (LEVEE_MAX_CLIENT_CONNS) %d: must be positive", c.MaxClientConns))
+	}
+	if _, err := c.upgradeProtocols(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.LabelPrefix == "" || strings.ContainsAny(c.LabelPrefix, ". =") {
 		errs = append(errs, fmt.Errorf("--label-prefix %q: want a non-empty word without dots, spaces or '='", c.LabelPrefix))
 	}
 	for name, d := range map[string]time.Duration{
 		"--docker-debounce": c.DockerDebounce, "--docker-resync": c.DockerResync,
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
-		"--idle-conn-timeout": c.IdleConnTimeout,
+		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
+		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))
@@ -148,6 +182,27 @@ func (c serveConfig) trustedProxies() ([]netip.Prefix, error) {
 		}
 		a = a.Unmap()
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// upgradeProtocols parses --upgrade-protocols: protocol names as they
+// appear in an Upgrade header (RFC 9110 7.8), lower-cased. h2c is refused:
+// a proxy that tunnels it lets a client speak HTTP/2 to the backend past
+// every rule Levee applies per request.
+func (c serveConfig) upgradeProtocols() ([]string, error) {
+	var out []string
+	for _, item := range strings.Split(c.UpgradeProtocols, ",") {
+		item = strings.ToLower(strings.TrimSpace(item))
+		switch {
+		case item == "":
+			continue
+		case item == "h2c":
+			return nil, errors.New("--upgrade-protocols (LEVEE_UPGRADE_PROTOCOLS): h2c cannot be allowed (it would bypass the proxy's per-request rules)")
+		case strings.ContainsAny(item, " /;\"\t"):
+			return nil, fmt.Errorf("--upgrade-protocols (LEVEE_UPGRADE_PROTOCOLS): %q is not a protocol name", item)
+		}
+		out = append(out, item)
 	}
 	return out, nil
 }

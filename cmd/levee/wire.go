@@ -34,6 +34,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		return nil, err
 	}
 	store := diagnostics.NewStore()
+	upgrades, err := cfg.upgradeProtocols()
+	if err != nil {
+		return nil, err
+	}
 	rt := router.New(router.Options{
 		Logger:            log.With().Str("component", "router").Logger(),
 		Registerer:        reg,
@@ -43,6 +47,14 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
 		TrustedProxies:    trusted,
+		StandardTransport: cfg.BackendClient == "stdlib",
+
+		RequestBodyTimeout:   cfg.RequestBodyTimeout,
+		RequestBodyMinRate:   cfg.RequestBodyMinRate,
+		ResponseWriteTimeout: cfg.ResponseWriteTimeout,
+		BackendBodyTimeout:   cfg.BackendBodyTimeout,
+		TunnelIdleTimeout:    cfg.TunnelIdleTimeout,
+		UpgradeProtocols:     upgrades,
 	})
 
 	codec := api.StandardCodec()
