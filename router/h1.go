@@ -37,6 +37,7 @@ import (
 type h1Transport struct {
 	dialer        net.Dialer
 	headerTimeout time.Duration
+	bodyTimeout   time.Duration // idle limit between reads of a response body
 	idleTimeout   time.Duration
 	maxIdle       int
 	watchPoll     time.Duration // see watchPolling
@@ -52,6 +53,7 @@ func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
 	t := &h1Transport{
 		dialer:        net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second},
 		headerTimeout: headerTimeout,
+		bodyTimeout:   o.BackendBodyTimeout,
 		idleTimeout:   o.IdleConnTimeout,
 		maxIdle:       o.MaxIdleConnsPerHost,
 		watchPoll:     defaultWatchPoll,
@@ -98,10 +100,10 @@ func (cc *countingConn) Read(p []byte) (int, error) {
 	if err != nil && c.watch == watchPolling && errors.Is(err, os.ErrDeadlineExceeded) {
 		// The backend takes longer than a poll: from now on watch the
 		// context properly, and wait until the header deadline proper.
-		if !c.headerDeadline.IsZero() && !time.Now().Before(c.headerDeadline) || c.ctx.Err() != nil {
+		if c.headerExpired() || c.ctx.Err() != nil {
 			return n, err
 		}
-		_ = cc.Conn.SetReadDeadline(c.headerDeadline)
+		c.waitHeaderDeadline()
 		c.arm()
 		n, err = cc.read(p)
 	}
@@ -189,6 +191,69 @@ type h1Conn struct {
 	headerDeadline time.Time   // zero: no header timeout
 
 	fixed fixedBody // the body parseCommon found, reused per exchange
+
+	// inf receives the interim (1xx) answers of the current exchange.
+	inf informer
+
+	// While a request body streams from its own goroutine, the header
+	// deadline is set by that goroutine once the last byte is sent (the
+	// backend timeout runs from then, as net/http's ResponseHeaderTimeout
+	// does): streaming, headerDeadline and awaitingHead are under dlMu.
+	dlMu         sync.Mutex
+	streaming    bool
+	awaitingHead bool
+}
+
+// informer receives a backend's interim responses (1xx other than 101),
+// so that a proxy can pass them on (RFC 9110 15.2).
+type informer interface {
+	informational(code int, h http.Header)
+}
+
+// headerExpired reports whether the header deadline has passed.
+func (c *h1Conn) headerExpired() bool {
+	if !c.streaming {
+		return !c.headerDeadline.IsZero() && !time.Now().Before(c.headerDeadline)
+	}
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	return !c.headerDeadline.IsZero() && !time.Now().Before(c.headerDeadline)
+}
+
+// waitHeaderDeadline sets the read deadline to the header deadline (none
+// while a streamed request body is still being sent).
+func (c *h1Conn) waitHeaderDeadline() {
+	if !c.streaming {
+		_ = c.conn.SetReadDeadline(c.headerDeadline)
+		return
+	}
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	_ = c.conn.SetReadDeadline(c.headerDeadline)
+}
+
+// bodySent starts the backend timeout once a streamed request body has
+// been sent whole, unless the response head has arrived already.
+func (c *h1Conn) bodySent() {
+	if c.t.headerTimeout <= 0 {
+		return
+	}
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	if c.awaitingHead {
+		c.headerDeadline = time.Now().Add(c.t.headerTimeout)
+		_ = c.conn.SetReadDeadline(c.headerDeadline)
+	}
+}
+
+// headArrived ends the wait for the response head.
+func (c *h1Conn) headArrived() {
+	if !c.streaming {
+		return
+	}
+	c.dlMu.Lock()
+	c.awaitingHead = false
+	c.dlMu.Unlock()
 }
 
 // reap closes connections idle for longer than idleTimeout.
@@ -257,12 +322,15 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 			continue
 		}
 		t.mu.Unlock()
-		// A backend may close a keep-alive connection while it idles
-		// (Node.js after 5 s, for one). Finding out now costs one
-		// non-blocking peek, only for connections idle long enough to
-		// have been closed; finding out after sending would fail a
-		// non-idempotent request.
-		if now.Sub(c.idleAt) > peekAfterIdle && peerClosed(c.conn) {
+		// A connection is reused only when the backend sent nothing
+		// since its last complete answer: a byte there is an answer to
+		// no request of ours (a backend that answered twice, or read a
+		// request body as a second request), and would reach the next
+		// client as its response. It also finds a backend that closed a
+		// keep-alive connection while it idled (Node.js after 5 s, for
+		// one), which found after sending would fail a non-idempotent
+		// request. One non-blocking peek per reuse.
+		if peerClosed(c.conn) {
 			_ = c.conn.Close()
 			t.mu.Lock()
 			continue
@@ -293,7 +361,9 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 }
 
 func (t *h1Transport) put(c *h1Conn) {
-	if c.broken.Load() || c.closeReq {
+	// Bytes buffered past the end of the response belong to no request:
+	// such a connection is never reused (see get).
+	if c.broken.Load() || c.closeReq || c.br.Buffered() > 0 {
 		_ = c.conn.Close()
 		return
 	}
@@ -307,11 +377,6 @@ func (t *h1Transport) put(c *h1Conn) {
 	t.idle[c.key] = append(t.idle[c.key], c)
 	t.mu.Unlock()
 }
-
-// peekAfterIdle is how long a pooled connection may idle before it is
-// checked for a close by the backend: backends' keep-alive timeouts are
-// seconds, and a busy connection is not worth a syscall.
-const peekAfterIdle = 500 * time.Millisecond
 
 // maxInlineBody is the largest request body written before the response
 // is read, on the calling goroutine.
@@ -327,13 +392,18 @@ var errNothingReceived = errors.New("backend closed the connection before answer
 // connection; closing it returns the connection to the pool when the body
 // was read to its end.
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.roundTrip(req, nil)
+}
+
+// roundTrip is RoundTrip with a receiver for interim responses.
+func (t *h1Transport) roundTrip(req *http.Request, inf informer) (*http.Response, error) {
 	for try := 0; ; try++ {
 		c, err := t.get(req.Context(), req.URL.Host)
 		if err != nil {
 			closeBody(req)
 			return nil, err
 		}
-		resp, err := c.exchange(req)
+		resp, err := c.exchange(req, inf)
 		if err == nil {
 			return resp, nil
 		}
@@ -361,29 +431,22 @@ func replayable(req *http.Request) bool {
 }
 
 // exchange writes the request and reads the response headers.
-func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
+func (c *h1Conn) exchange(req *http.Request, inf informer) (*http.Response, error) {
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
 		c.t.put(c)
 		return nil, err
 	}
 	c.ctx = ctx
-	now := time.Now()
+	c.inf = inf
 	c.headerDeadline = time.Time{}
-	if c.t.headerTimeout > 0 {
-		c.headerDeadline = now.Add(c.t.headerTimeout)
-	}
+	c.streaming = false
 	// Writing the request does not block (a body that could is written
 	// by its own goroutine); waiting for the answer is polled (see
 	// watchPolling). ctx.Done is not asked for here: for Levee's own
 	// server (router/edge) asking starts watching the client connection,
 	// which only an exchange that blocks needs.
 	c.watch = watchPolling
-	deadline := now.Add(c.t.watchPoll)
-	if !c.headerDeadline.IsZero() && c.headerDeadline.Before(deadline) {
-		deadline = c.headerDeadline
-	}
-	_ = c.conn.SetReadDeadline(deadline)
 	c.closeReq = req.Close
 	c.readMark = c.counted.n
 	chunked, err := c.writeHead(req)
@@ -401,13 +464,32 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 			return nil, c.fail(err, true, req)
 		}
 	case hasBody(req):
+		// The backend timeout starts when the last byte is sent
+		// (bodySent): a slow client is not a slow backend.
+		c.streaming, c.awaitingHead = true, true
 		bodyDone = make(chan error, 1)
-		go func() { bodyDone <- c.writeBody(req, chunked) }()
+		go func() {
+			err := c.writeBody(req, chunked)
+			if err == nil {
+				c.bodySent()
+			}
+			bodyDone <- err
+		}()
 	default:
 		if err := c.bw.Flush(); err != nil {
 			return nil, c.fail(err, true, req)
 		}
 	}
+	now := time.Now()
+	deadline := now.Add(c.t.watchPoll)
+	// While a body streams, headerDeadline is the writer's (bodySent).
+	if c.t.headerTimeout > 0 && !c.streaming {
+		c.headerDeadline = now.Add(c.t.headerTimeout)
+		if c.headerDeadline.Before(deadline) {
+			deadline = c.headerDeadline
+		}
+	}
+	_ = c.conn.SetReadDeadline(deadline)
 
 	c.counted.limit = c.counted.n + maxResponseHeaderBytes
 	// The backend has not answered yet: let other requests' work run
@@ -417,17 +499,13 @@ func (c *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	runtime.Gosched()
 	resp, err := c.readResponse(req)
 	c.counted.limit = 0
+	c.headArrived()
 	if err != nil {
 		return nil, c.fail(err, false, req) // closing the connection stops a body writer
 	}
-	if resp.StatusCode == http.StatusSwitchingProtocols || resp.ContentLength < 0 ||
-		int64(c.br.Buffered()) < resp.ContentLength {
-		// The rest may be read from the socket, for as long as it takes.
-		// A body already buffered never is; the next exchange sets its
-		// own deadline.
-		_ = c.conn.SetReadDeadline(time.Time{})
-	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The tunnel's reads are the proxy's to bound.
+		_ = c.conn.SetReadDeadline(time.Time{})
 		c.disarm()
 		resp.Body = &h1Upgraded{Reader: c.br, conn: c.conn}
 		return resp, nil
@@ -625,24 +703,42 @@ func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
 	if resp := c.parseCommon(req); resp != nil {
 		return resp, nil
 	}
-	for {
+	for interim := 0; ; interim++ {
 		named := connectionNamed(c.br)
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			// Interim answers are passed on (RFC 9110 15.2), a bounded
+			// number of them, as net/http's Transport bounds them.
+			if interim >= maxInterimResponses {
+				return nil, errTooManyInterim
+			}
+			if c.inf != nil {
+				removeNamed(resp.Header, named)
+				c.inf.informational(resp.StatusCode, resp.Header)
+			}
 			continue
 		}
 		if len(resp.Header["Connection"]) == 0 {
 			// net/http deletes a Connection header that says "close" but
 			// leaves the headers it names; a proxy must not pass those on
 			// (RFC 9110 7.6.1).
-			for _, k := range named {
-				delete(resp.Header, k)
-			}
+			removeNamed(resp.Header, named)
 		}
 		return resp, nil
+	}
+}
+
+// maxInterimResponses bounds the 1xx answers read before the final one.
+const maxInterimResponses = 5
+
+var errTooManyInterim = errors.New("backend sent too many interim (1xx) responses")
+
+func removeNamed(h http.Header, named []string) {
+	for _, k := range named {
+		delete(h, k)
 	}
 }
 
@@ -892,6 +988,15 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, net.ErrClosed
 	}
+	// Every read that may wait for the backend has the idle limit; a body
+	// already buffered whole costs no deadline.
+	if !b.buffered() {
+		var deadline time.Time
+		if t := b.c.t.bodyTimeout; t > 0 {
+			deadline = time.Now().Add(t)
+		}
+		_ = b.c.conn.SetReadDeadline(deadline)
+	}
 	n, err := b.body.Read(p)
 	if err == io.EOF {
 		b.eof = true
@@ -899,6 +1004,12 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		b.c.broken.Store(true)
 	}
 	return n, err
+}
+
+// buffered reports whether the rest of the body is in the reader's buffer.
+func (b *h1Body) buffered() bool {
+	c := b.c
+	return b.body == &c.fixed && c.fixed.n <= int64(c.br.Buffered())
 }
 
 func (b *h1Body) Close() error {

@@ -62,18 +62,21 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 	if conns.Load() < 5 {
 		t.Fatalf("%d connections for 5 requests", conns.Load())
 	}
-	// A POST on a connection idle long enough to be checked is not lost.
+	// A POST on a pooled connection the backend has closed is not lost:
+	// every reuse is checked first.
 	h.get("web.test", "/")
-	eventually(t, "the pooled connection to idle past the peek threshold", func() bool {
+	eventually(t, "a pooled connection", func() bool {
 		h.r.transports.mu.Lock()
 		defer h.r.transports.mu.Unlock()
 		for _, tr := range h.r.transports.m {
-			h1 := tr.(*h1Transport)
+			h1, ok := tr.(*h1Transport)
+			if !ok {
+				return true // LEVEE_TEST_CLIENT=stdlib: net/http's pool
+			}
 			h1.mu.Lock()
 			idle := h1.idle[be.Address+":"+strconv.Itoa(be.Port)]
-			ok := len(idle) > 0 && time.Since(idle[len(idle)-1].idleAt) > peekAfterIdle
 			h1.mu.Unlock()
-			if ok {
+			if len(idle) > 0 {
 				return true
 			}
 		}

@@ -153,6 +153,11 @@ func (f *testFront) Client() *http.Client { return f.client }
 // Close stops the server and closes its connections.
 func (f *testFront) Close() { f.close() }
 
+// stdlibClient reports LEVEE_TEST_CLIENT=stdlib: the router under test
+// sends backend requests through net/http's Transport (levee serve
+// --backend-client=stdlib); `make test` runs this package both ways.
+func stdlibClient() bool { return os.Getenv("LEVEE_TEST_CLIENT") == "stdlib" }
+
 func newFront(t testing.TB, handler http.Handler) *testFront {
 	t.Helper()
 	return newFrontOf(t, handler, os.Getenv("LEVEE_TEST_SERVER") == "stdlib")
@@ -215,6 +220,9 @@ func newHarness(t *testing.T, opts Options) *harness {
 	}
 	opts.Registerer = h.reg
 	opts.Logger = zerolog.New(h.logs)
+	if stdlibClient() {
+		opts.StandardTransport = true
+	}
 	h.r = New(opts)
 	h.front = newFront(t, h.r)
 	t.Cleanup(func() {

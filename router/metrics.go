@@ -15,6 +15,13 @@ import (
 // parentheses keep it apart from every route id a source can produce.
 const unmatchedRoute = "(unmatched)"
 
+// Reasons of levee_client_errors_total.
+const (
+	clientErrorBodyTimeout = "body_timeout"
+	clientErrorBadBody     = "bad_body"
+	clientErrorWrite       = "write_failed"
+)
+
 // metrics are the data plane's Prometheus series. Label cardinality is
 // bounded by routes, backends, status codes and breaker transitions; series
 // of a route are deleted when its state is dropped.
@@ -25,6 +32,7 @@ type metrics struct {
 	rejected      *prometheus.CounterVec
 	retries       *prometheus.CounterVec
 	eventsDropped prometheus.Counter
+	clientErrors  *prometheus.CounterVec
 
 	breakerState *prometheus.Desc
 	backendUp    *prometheus.Desc
@@ -51,6 +59,10 @@ func newMetrics() *metrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_retries_total", Help: "Retry attempts (attempts after the first), by route.",
 		}, []string{"route"}),
+		clientErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "levee_client_errors_total",
+			Help: "Requests the client broke: a request body too slow (body_timeout) or malformed (bad_body), a response the client stopped taking (write_failed). Never counted against a backend.",
+		}, []string{"reason"}),
 		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "levee_events_dropped_total", Help: "Events a slow subscriber lost because its buffer was full.",
 		}),
@@ -75,7 +87,7 @@ func newMetrics() *metrics {
 // register adds every series to reg; the gauges read the router's live
 // state at scrape time through collector.
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
-	for _, col := range []prometheus.Collector{m.requests, m.duration, m.transitions, m.rejected, m.retries, m.eventsDropped, c} {
+	for _, col := range []prometheus.Collector{m.requests, m.duration, m.transitions, m.rejected, m.retries, m.eventsDropped, m.clientErrors, c} {
 		if err := reg.Register(col); err != nil {
 			return fmt.Errorf("registering router metrics: %w", err)
 		}

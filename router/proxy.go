@@ -37,6 +37,12 @@ const (
 	// transfer coding, failed expectation); set by levee serve on
 	// router/edge's refusals.
 	DiagnosticBadRequest = "bad-request"
+	// DiagnosticBadUpgrade: the backend answered 101 Switching Protocols
+	// to a request that did not ask for that protocol.
+	DiagnosticBadUpgrade = "bad-upgrade"
+	// DiagnosticClientTimeout: the client sent its request body too
+	// slowly (RequestBodyTimeout, RequestBodyMinRate).
+	DiagnosticClientTimeout = "client-timeout"
 )
 
 // HeaderDiagnostic is the response header naming why Levee answered itself.
@@ -71,6 +77,8 @@ var (
 		DiagnosticCircuitOpen:        {DiagnosticCircuitOpen},
 		DiagnosticBadPath:            {DiagnosticBadPath},
 		DiagnosticBadRequestBody:     {DiagnosticBadRequestBody},
+		DiagnosticBadUpgrade:         {DiagnosticBadUpgrade},
+		DiagnosticClientTimeout:      {DiagnosticClientTimeout},
 	}
 )
 
@@ -117,8 +125,15 @@ type exchange struct {
 	badBody atomic.Bool
 	// bodyEOF is set once the client's body was read to its end.
 	bodyEOF atomic.Bool
-	xff     [1]string
-	xfh     [1]string
+	// bodyTimedOut: the client's body came too slowly (408).
+	bodyTimedOut atomic.Bool
+	bodyStart    time.Time // first read of the body
+	bodyRead     int64     // bytes of the body read so far
+	dl           deadliner // the connection's deadlines, once asked for
+	writeArmed   time.Time // when the write deadline was last moved
+	upgrade      string    // the protocol(s) the client asked to switch to, allowed ones only
+	xff          [1]string
+	xfh          [1]string
 }
 
 func (x *exchange) eligible(b *backend) bool {
@@ -183,6 +198,7 @@ func (x *exchange) pick() *backend {
 // ServeHTTP routes and proxies one request.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	x := &exchange{r: r, w: w, req: req, start: time.Now()}
+	x.initDeadlines()
 	if req.Method == http.MethodConnect {
 		// An edge reverse proxy is not a forward proxy: no tunnels.
 		w.Header()["Allow"] = valueAllow
@@ -218,7 +234,8 @@ type attemptResult struct {
 	notSent    bool
 	timeout    bool
 	clientGone bool
-	badBody    bool // the client's body was malformed: neutral, answered 400
+	badBody    bool // the client's body was malformed or too slow: neutral, answered 400 or 408
+	badUpgrade bool // the backend switched protocols unasked: a failure, answered 502
 	failed     bool // a failure for the breaker and ejection
 }
 
@@ -246,16 +263,22 @@ func (x *exchange) serve() {
 
 	x.prepareHeaders()
 	maxAttempts := max(1, rt.ep.Retry.Attempts)
-	if isUpgrade(x.req) {
+	if x.upgrade != "" {
 		maxAttempts = 1
 	}
 	if maxAttempts > 1 {
 		rt.state.budget.request(x.now, x.r.opts.RetryBudgetWindow)
+	}
+	// A small body of known length is read before any backend is
+	// dialled, so that a client sending it slowly (or never) holds no
+	// backend connection; with retries, a small body of any framing is,
+	// so that it can be sent again.
+	if maxAttempts > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
 		x.bufferBody()
 		if x.badBody.Load() {
 			// Broken before any backend saw it: nothing to judge.
 			tok.Report(breaker.Outcome{Result: breaker.Neutral})
-			x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
+			x.replyBadBody()
 			return
 		}
 	} else {
@@ -382,7 +405,8 @@ func (x *exchange) bufferBody() {
 		size = 4 << 10
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	n, err := buf.ReadFrom(io.LimitReader(req.Body, maxReplayBody+1))
+	body := &clientBody{r: req.Body, c: req.Body, x: x}
+	n, err := buf.ReadFrom(io.LimitReader(body, maxReplayBody+1))
 	if err != nil {
 		x.badBody.Store(true) // ReadFrom returns nil at EOF: the client broke it
 		return
@@ -403,15 +427,12 @@ func (x *exchange) bufferBody() {
 func (x *exchange) prepareHeaders() {
 	req := x.req
 	h := req.Header
-	upgrade := ""
-	if isUpgrade(req) {
-		upgrade = h.Get("Upgrade")
-	}
+	x.upgrade = x.r.allowedUpgrade(req)
 	te := h["Te"]
 	removeHopByHop(h)
-	if upgrade != "" {
+	if x.upgrade != "" {
 		h["Connection"] = valueUpgrade
-		h["Upgrade"] = []string{upgrade}
+		h["Upgrade"] = []string{x.upgrade}
 	}
 	for _, v := range te {
 		if strings.Contains(strings.ToLower(v), "trailers") {
@@ -424,6 +445,9 @@ func (x *exchange) prepareHeaders() {
 	// neither its address nor the scheme or host it used.
 	ip, _, err := net.SplitHostPort(req.RemoteAddr)
 	trusted := err == nil && x.r.trusts(ip)
+	if !trusted {
+		removeSpoofable(h)
+	}
 	switch prior := h["X-Forwarded-For"]; {
 	case err != nil:
 		delete(h, "X-Forwarded-For")
@@ -451,6 +475,35 @@ func (x *exchange) prepareHeaders() {
 	}
 }
 
+// removeSpoofable deletes the forwarding headers that only a trusted proxy
+// may set and that Levee does not write itself: Forwarded (RFC 7239),
+// X-Real-Ip, and any spelling of the X-Forwarded-* and X-Real-Ip names
+// with underscores, which some servers (PHP's, CGI's) read as the same.
+func removeSpoofable(h http.Header) {
+	delete(h, "Forwarded")
+	delete(h, "X-Real-Ip")
+	for k := range h {
+		if strings.IndexByte(k, '_') < 0 {
+			continue
+		}
+		switch strings.ToLower(strings.ReplaceAll(k, "_", "-")) {
+		case "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip", "forwarded":
+			delete(h, k)
+		}
+	}
+}
+
+// methodDefinesBody reports whether a request body has a meaning for the
+// method (RFC 9110 9.3): for the others a backend may ignore the body and
+// read it as a next request.
+func methodDefinesBody(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions, http.MethodTrace, http.MethodConnect:
+		return false
+	}
+	return true
+}
+
 // hopByHop are the headers that describe one connection, not the message
 // (RFC 9110 7.6.1), and so never cross the proxy.
 var hopByHop = [...]string{
@@ -475,22 +528,6 @@ func removeHopByHop(h http.Header) {
 	for _, k := range hopByHop {
 		delete(h, k)
 	}
-}
-
-func isUpgrade(req *http.Request) bool {
-	if _, ok := req.Header["Upgrade"]; !ok {
-		return false
-	}
-	for _, v := range req.Header["Connection"] {
-		for v != "" {
-			var tok string
-			tok, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // outbound is the request to a backend with its URL, in one allocation.
@@ -526,12 +563,21 @@ func (x *exchange) attempt(b *backend) attemptResult {
 		if x.stream != nil {
 			r = x.stream
 		}
-		out.Body = &clientBody{r: r, c: in.Body, bad: &x.badBody, eof: &x.bodyEOF}
+		out.Body = &clientBody{r: r, c: in.Body, x: x}
 	}
+	// A body on a request whose method gives it no meaning (GET, HEAD,
+	// DELETE, OPTIONS, TRACE; RFC 9110 9.3) is forwarded, but a backend
+	// may ignore it and read it as a next request: the connection is
+	// closed after the answer, never reused for another client.
+	out.Close = hasBody(in) && !methodDefinesBody(in.Method)
 
 	b.st.inflight.Add(1)
 	t0 := time.Now()
-	resp, err := x.route.transport.RoundTrip(out)
+	resp, err := x.route.transport.roundTrip(out, x)
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !x.upgradeAccepted(resp) {
+		_ = resp.Body.Close()
+		resp, err = nil, errUnaskedUpgrade
+	}
 	res := attemptResult{resp: resp, err: err, elapsed: time.Since(t0)}
 	if err != nil {
 		b.st.inflight.Add(-1)
@@ -543,6 +589,8 @@ func (x *exchange) attempt(b *backend) attemptResult {
 			res.clientGone = true
 		case x.badBody.Load():
 			res.badBody = true
+		case err == errUnaskedUpgrade:
+			res.badUpgrade = true
 		case errors.As(err, &op) && op.Op == "dial":
 			res.notSent = true
 		case errors.As(err, &ne) && ne.Timeout():
@@ -647,13 +695,19 @@ func (x *exchange) respond(b *backend, res *attemptResult) {
 	defer resp.Body.Close()
 	h := x.w.Header()
 	removeHopByHop(resp.Header)
-	if resp.ContentLength < 0 {
+	if resp.ContentLength < 0 || resp.StatusCode == http.StatusNoContent {
 		// The body's framing is the server's to choose: never pass on a
-		// Content-Length that does not describe it.
+		// Content-Length that does not describe it; a 204 has none
+		// (RFC 9110 8.6).
 		delete(resp.Header, "Content-Length")
 	}
 	for k, vv := range resp.Header {
 		h[k] = vv
+	}
+	if len(resp.Trailer) > 0 {
+		// Announced trailers are announced again, so that the server
+		// sends them after the body (RFC 9110 6.5).
+		h["Trailer"] = []string{trailerNames(resp.Trailer)}
 	}
 	if _, ok := resp.Header["Content-Type"]; !ok {
 		// net/http would sniff one; a proxy passes on what it got.
@@ -663,6 +717,7 @@ func (x *exchange) respond(b *backend, res *attemptResult) {
 		h["Connection"] = valueClose
 	}
 	x.status = resp.StatusCode
+	x.armWrite()
 	x.w.WriteHeader(resp.StatusCode)
 	x.headersAt = time.Since(x.start)
 	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
@@ -675,8 +730,18 @@ func (x *exchange) respond(b *backend, res *attemptResult) {
 		return
 	}
 	for k, vv := range resp.Trailer {
-		h[http.TrailerPrefix+k] = vv
+		h[k] = vv
 	}
+}
+
+// trailerNames lists the trailer fields a response announced.
+func trailerNames(t http.Header) string {
+	names := make([]string, 0, len(t))
+	for k := range t {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // copyBody streams the response body, flushing each chunk when the
@@ -693,7 +758,9 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
+			x.armWrite()
 			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				x.r.metrics.clientErrors.WithLabelValues(clientErrorWrite).Inc()
 				return nil
 			}
 			if flusher != nil {
@@ -718,12 +785,28 @@ func (x *exchange) respondError(res *attemptResult) {
 	case res.clientGone:
 		x.status = statusClientGone
 	case res.badBody:
-		x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
+		x.replyBadBody()
+	case res.badUpgrade:
+		x.reply(http.StatusBadGateway, DiagnosticBadUpgrade, "backend switched protocols without being asked to\n")
 	case res.timeout:
 		x.reply(http.StatusGatewayTimeout, DiagnosticBackendTimeout, "backend did not answer in time\n")
 	default:
 		x.reply(http.StatusBadGateway, DiagnosticBackendUnreachable, "backend unreachable\n")
 	}
+}
+
+// replyBadBody answers for a request body the client broke (400) or sent
+// too slowly (408). Either way the connection ends after the answer: the
+// rest of the body cannot be told from a next request.
+func (x *exchange) replyBadBody() {
+	x.w.Header()["Connection"] = valueClose
+	if x.bodyTimedOut.Load() {
+		x.r.metrics.clientErrors.WithLabelValues(clientErrorBodyTimeout).Inc()
+		x.reply(http.StatusRequestTimeout, DiagnosticClientTimeout, "request body not received in time\n")
+		return
+	}
+	x.r.metrics.clientErrors.WithLabelValues(clientErrorBadBody).Inc()
+	x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
 }
 
 // reply answers on Levee's own behalf.
@@ -737,6 +820,7 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 	}
 	x.diagnostic = diagnostic
 	x.status = status
+	x.armWrite()
 	x.w.WriteHeader(status)
 	x.headersAt = time.Since(x.start)
 	_, _ = io.WriteString(x.w, body)
@@ -779,79 +863,6 @@ func (x *exchange) sendOpen(retryAfter time.Duration) {
 	x.w.Header()["Retry-After"] = x.r.retryAfterValue(max(secs, 1))
 	x.reply(code, DiagnosticCircuitOpen, body)
 }
-
-// switchProtocols completes an Upgrade (WebSocket): it sends the backend's
-// 101 to the client and copies bytes both ways until either side closes.
-func (x *exchange) switchProtocols(resp *http.Response) {
-	backConn, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
-		_ = resp.Body.Close()
-		x.reply(http.StatusBadGateway, DiagnosticBackendUnreachable, "backend switched protocols without a connection\n")
-		return
-	}
-	defer backConn.Close()
-	conn, brw, err := http.NewResponseController(x.w).Hijack()
-	if err != nil {
-		x.reply(http.StatusInternalServerError, DiagnosticBackendUnreachable, "cannot switch protocols on this connection\n")
-		return
-	}
-	defer conn.Close()
-	x.status = http.StatusSwitchingProtocols
-	x.headersAt = time.Since(x.start)
-	resp.Body = nil
-	upgrade := resp.Header.Get("Upgrade")
-	removeHopByHop(resp.Header)
-	resp.Header["Connection"] = valueUpgrade
-	resp.Header["Upgrade"] = []string{upgrade}
-	if err := resp.Write(brw); err != nil {
-		return
-	}
-	if err := brw.Flush(); err != nil {
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() {
-		_, _ = io.Copy(backConn, brw) // brw first yields what the client already sent
-		done <- struct{}{}
-	}()
-	go func() {
-		_, _ = io.Copy(conn, backConn)
-		done <- struct{}{}
-	}()
-	<-done
-	// Closing both ends (deferred) unblocks the other copy.
-}
-
-// clientBody is the client's request body; it records a failed read (the
-// attempt is then the client's fault) and the end of the body.
-//
-// The end matters for Transfer-Encoding requests: net/http drops a
-// Content-Length sent beside Transfer-Encoding without telling the handler,
-// and RFC 9112 6.3 requires closing the connection after such a request,
-// since what follows the chunked body may have been framed differently by
-// a proxy in front. When the body was read to its end Levee answers with
-// Connection: close (so does every answer of Levee's own to such a
-// request); when a backend answered before the body ended, net/http
-// already refuses to reuse the connection and closes it gracefully,
-// letting the client read the answer first.
-type clientBody struct {
-	r        io.Reader
-	c        io.Closer
-	bad, eof *atomic.Bool
-}
-
-func (b *clientBody) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	switch {
-	case err == io.EOF:
-		b.eof.Store(true)
-	case err != nil:
-		b.bad.Store(true)
-	}
-	return n, err
-}
-
-func (b *clientBody) Close() error { return b.c.Close() }
 
 // cleanPath reports whether u's path is safe to route on: no dot segments
 // ("/a/../b", also percent-encoded, which u.Path has decoded), no

@@ -647,9 +647,10 @@ type transports struct {
 	std  map[time.Duration]*http.Transport
 }
 
-// backendTransport is what an attempt needs from a transport.
+// backendTransport is what an attempt needs from a transport: a round
+// trip that hands interim (1xx) answers to an informer.
 type backendTransport interface {
-	http.RoundTripper
+	roundTrip(req *http.Request, inf informer) (*http.Response, error)
 	CloseIdleConnections()
 }
 
@@ -668,7 +669,7 @@ func (t *transports) get(timeout time.Duration) backendTransport {
 	}
 	var tr backendTransport
 	if t.opts.StandardTransport {
-		tr = t.standardLocked(timeout)
+		tr = &stdTransport{Transport: t.standardLocked(timeout), bodyTimeout: t.opts.BackendBodyTimeout}
 	} else {
 		tr = newH1Transport(t.opts, timeout)
 	}
@@ -689,13 +690,14 @@ func (t *transports) standardLocked(timeout time.Duration) *http.Transport {
 	}
 	d := &net.Dialer{Timeout: t.opts.DialTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:                 nil, // never route backend traffic through HTTP_PROXY
-		DialContext:           d.DialContext,
-		MaxIdleConns:          0, // bounded per host instead
-		MaxIdleConnsPerHost:   t.opts.MaxIdleConnsPerHost,
-		IdleConnTimeout:       t.opts.IdleConnTimeout,
-		ResponseHeaderTimeout: timeout,
-		ExpectContinueTimeout: time.Second,
+		Proxy:                  nil, // never route backend traffic through HTTP_PROXY
+		DialContext:            d.DialContext,
+		MaxIdleConns:           0, // bounded per host instead
+		MaxIdleConnsPerHost:    t.opts.MaxIdleConnsPerHost,
+		IdleConnTimeout:        t.opts.IdleConnTimeout,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes, // as Levee's own client
+		ExpectContinueTimeout:  time.Second,
 		// The client's Accept-Encoding passes through; the proxy must not
 		// add its own and decompress behind the client's back.
 		DisableCompression: true,

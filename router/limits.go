@@ -1,0 +1,161 @@
+package router
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// The waits of one exchange on its client, each with a limit (Options):
+//
+//   - reading the request body: RequestBodyTimeout between reads, and once
+//     that long has passed since the body started, an average of
+//     RequestBodyMinRate bytes per second. A client that falls behind is
+//     answered 408 (client-timeout) and is never the backend's failure.
+//   - writing the response: ResponseWriteTimeout between writes; a client
+//     that takes nothing for that long loses its connection.
+//   - a tunnel (101): TunnelIdleTimeout with no byte either way.
+//
+// The deadlines are set through the ResponseWriter (http.ResponseController's
+// SetReadDeadline and SetWriteDeadline), which both servers implement.
+
+// deadliner is the part of a ResponseWriter that moves the connection's
+// deadlines (net/http's and router/edge's response writers have it).
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// writeRearm is how stale a write deadline may be before a write moves it:
+// a stream of small writes does not pay a deadline per write, and a client
+// that takes nothing is cut off between ResponseWriteTimeout minus this
+// and ResponseWriteTimeout after the last write it took.
+const writeRearm = time.Second
+
+// initDeadlines finds the ResponseWriter's deadlines; it runs before any
+// goroutine of the exchange (a body writer) can ask for them.
+func (x *exchange) initDeadlines() {
+	if d, ok := x.w.(deadliner); ok {
+		x.dl = d
+	} else {
+		x.dl = http.NewResponseController(x.w) // finds them through Unwrap
+	}
+}
+
+func (x *exchange) deadlines() deadliner { return x.dl }
+
+// armWrite bounds the next write to the client.
+func (x *exchange) armWrite() {
+	now := time.Now()
+	if !x.writeArmed.IsZero() && now.Sub(x.writeArmed) < writeRearm {
+		return
+	}
+	x.writeArmed = now
+	_ = x.deadlines().SetWriteDeadline(now.Add(x.r.opts.ResponseWriteTimeout))
+}
+
+// armBodyRead bounds the next read of the request body.
+func (x *exchange) armBodyRead() {
+	o := &x.r.opts
+	now := time.Now()
+	if x.bodyStart.IsZero() {
+		x.bodyStart = now
+	}
+	deadline := now.Add(o.RequestBodyTimeout)
+	if o.RequestBodyMinRate > 0 {
+		// By this time the bytes read so far fall below the minimum
+		// average rate counted from the end of the grace period.
+		byRate := x.bodyStart.Add(o.RequestBodyTimeout +
+			time.Duration(float64(x.bodyRead)/float64(o.RequestBodyMinRate)*float64(time.Second)))
+		if byRate.Before(deadline) {
+			deadline = byRate
+		}
+	}
+	_ = x.deadlines().SetReadDeadline(deadline)
+}
+
+// bodyEnded lifts the read deadline once the request body is read: the
+// server's own watch for a departing client reads on.
+func (x *exchange) bodyEnded() {
+	_ = x.deadlines().SetReadDeadline(time.Time{})
+}
+
+// clientBody is the client's request body as the proxy reads it: under
+// the body limits, recording a failed read (the attempt is then the
+// client's fault) and the end of the body.
+//
+// The end matters for Transfer-Encoding requests: net/http drops a
+// Content-Length sent beside Transfer-Encoding without telling the handler,
+// and RFC 9112 6.3 requires closing the connection after such a request,
+// since what follows the chunked body may have been framed differently by
+// a proxy in front. When the body was read to its end Levee answers with
+// Connection: close (so does every answer of Levee's own to such a
+// request); when a backend answered before the body ended, net/http
+// already refuses to reuse the connection and closes it gracefully,
+// letting the client read the answer first.
+type clientBody struct {
+	r io.Reader
+	c io.Closer
+	x *exchange
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	x := b.x
+	if x.bodyEOF.Load() {
+		return 0, io.EOF
+	}
+	x.armBodyRead()
+	n, err := b.r.Read(p)
+	x.bodyRead += int64(n)
+	switch {
+	case err == io.EOF:
+		x.bodyEOF.Store(true)
+		x.bodyEnded()
+	case err != nil:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			x.bodyTimedOut.Store(true)
+		}
+		x.badBody.Store(true)
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return b.c.Close() }
+
+// tunnelIdle closes both ends of a tunnel once no byte has moved either
+// way for idle; it returns when stop is closed or it closed the tunnel.
+func tunnelIdle(idle time.Duration, last *atomic.Int64, stop <-chan struct{}, closeBoth func()) {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			since := time.Since(time.Unix(0, last.Load()))
+			if since >= idle {
+				closeBoth()
+				return
+			}
+			t.Reset(idle - since)
+		}
+	}
+}
+
+// activeWriter stamps every write that moved bytes.
+type activeWriter struct {
+	w    io.Writer
+	last *atomic.Int64
+}
+
+func (a activeWriter) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	if n > 0 {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}

@@ -1,0 +1,86 @@
+package router
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"time"
+)
+
+// stdTransport is net/http's Transport (--backend-client=stdlib) under the
+// contract of Levee's own client: interim answers reach the informer, and
+// a response body that goes quiet for bodyTimeout is cut off. The
+// backend timeout is the Transport's ResponseHeaderTimeout, which runs
+// from the last byte of the request, as Levee's own client's does.
+type stdTransport struct {
+	*http.Transport
+	bodyTimeout time.Duration
+}
+
+func (t *stdTransport) roundTrip(req *http.Request, inf informer) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	if inf != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+				if code != http.StatusSwitchingProtocols {
+					inf.informational(code, http.Header(h))
+				}
+				return nil
+			},
+		})
+	}
+	resp, err := t.Transport.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		// A tunnel: the proxy bounds its idle time itself.
+		resp.Body = &cancelRWC{ReadWriteCloser: rwc, cancel: cancel}
+		return resp, nil
+	}
+	b := &idleBody{body: resp.Body, timeout: t.bodyTimeout, cancel: cancel}
+	if t.bodyTimeout > 0 {
+		b.timer = time.AfterFunc(t.bodyTimeout, cancel)
+	}
+	resp.Body = b
+	return resp, nil
+}
+
+// idleBody cancels its request (which makes the Transport close the
+// connection) when no read returns for timeout.
+type idleBody struct {
+	body    io.ReadCloser
+	timeout time.Duration
+	timer   *time.Timer
+	cancel  context.CancelFunc
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.timer != nil {
+		b.timer.Reset(b.timeout)
+	}
+	return b.body.Read(p)
+}
+
+func (b *idleBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	err := b.body.Close()
+	b.cancel()
+	return err
+}
+
+type cancelRWC struct {
+	io.ReadWriteCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelRWC) Close() error {
+	err := c.ReadWriteCloser.Close()
+	c.cancel()
+	return err
+}
