@@ -8,7 +8,7 @@ DOCKER_BUILD_FLAGS ?=
 # docker-compose (v1) where installed, else the compose plugin.
 COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
 
-.PHONY: test build image run demo
+.PHONY: test fuzz build image run demo
 
 # test: formatting, vet, and every test (including real-Docker ones) under the race detector.
 test:
@@ -22,10 +22,29 @@ test:
 	grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|PASS|panic)|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+:|DATA RACE' $$log; \
 	if [ $$rc -ne 0 ]; then echo "--- go test failed ($$rc); last 400 lines of the full log:"; tail -400 $$log; fi; \
 	rm -f $$log; exit $$rc
-	@# The router's proxy tests again behind net/http's server
-	@# (levee serve --http-server=stdlib), so that the fallback stays true.
-	LEVEE_TEST_SERVER=stdlib go test -race -count=1 ./router
+	@# The proxy's suites again on the other three combinations of HTTP
+	@# server and backend client (levee serve --http-server, --backend-client),
+	@# so that every fallback stays true: the router's tests (LEVEE_TEST_*),
+	@# the API's, and the binary's end-to-end tests (LEVEE_* reach the binary;
+	@# the compose demo runs once, above). e2e/conformance runs all four itself.
+	@for combo in "stdlib levee" "levee stdlib" "stdlib stdlib"; do set -- $$combo; \
+	  echo "== --http-server=$$1 --backend-client=$$2"; \
+	  LEVEE_TEST_SERVER=$$1 LEVEE_TEST_CLIENT=$$2 LEVEE_HTTP_SERVER=$$1 LEVEE_BACKEND_CLIENT=$$2 \
+	    go test -race -count=1 -skip 'TestComposeDemo' ./router ./api ./e2e || exit 1; \
+	done
 	cd bench && go vet ./... && go test -count=1 ./...
+
+# fuzz: every fuzz target for FUZZTIME (default 20s) each; CI runs it after
+# the tests. Crashers land in the package's testdata/fuzz and fail `go test`.
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; grep -rl --include='*_test.go' '^func Fuzz' --exclude-dir=bench . | sort | while read -r f; do \
+	  pkg=./$$(dirname $$f); \
+	  for name in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+	    echo "== $$name ($$pkg, $(FUZZTIME))"; \
+	    go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/levee ./cmd/levee

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +31,10 @@ type realHarness struct {
 func newRealHarness(t testing.TB, path string) *realHarness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	rt := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg})
+	// LEVEE_TEST_CLIENT=stdlib: the router behind the API sends through
+	// net/http's Transport (`make test` runs both).
+	rt := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg,
+		StandardTransport: os.Getenv("LEVEE_TEST_CLIENT") == "stdlib"})
 	t.Cleanup(rt.Close)
 	st, err := OpenStore(StoreOptions{Path: path, Codec: StandardCodec(), Sink: rt})
 	if err != nil {
