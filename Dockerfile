@@ -1,11 +1,18 @@
 # Levee's images. There is no registry to pull a builder image from, so both
 # stages are FROM scratch around static binaries that `make image` compiles
-# first (CGO_ENABLED=0, -trimpath, version stamped with -ldflags).
+# first (CGO_ENABLED=0, -trimpath, version and commit stamped with -ldflags:
+# `docker run --rm levee:dev version` prints them). make image passes the same
+# version and commit as build arguments, recorded as OCI labels.
 #
 #   make image            # builds bin/levee, bin/echo, then levee:dev and levee-echo:dev
 
 # The demo/test backend (cmd/echo).
 FROM scratch AS echo
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="levee-echo" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$COMMIT"
 COPY bin/echo /echo
 EXPOSE 8080
 # Liveness only (/_echo/state answers 200 whatever the injected failures), so
@@ -15,6 +22,11 @@ ENTRYPOINT ["/echo"]
 
 # The proxy. Last, so it is the default target.
 FROM scratch AS levee
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="levee" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$COMMIT"
 COPY bin/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY bin/levee /levee
 # The API state file lives on a volume so API-created entrypoints survive

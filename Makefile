@@ -1,6 +1,8 @@
 # Levee's build and test entry points. `make test` is what CI runs.
+# Stamped into the binaries (levee version) and the image labels.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # Image names and extra `docker build` flags (the e2e test labels its images).
 LEVEE_IMAGE ?= levee:dev
 ECHO_IMAGE ?= levee-echo:dev
@@ -34,8 +36,8 @@ build:
 # image: the levee and echo images, FROM scratch (no registry needed).
 image: build
 	cp /etc/ssl/certs/ca-certificates.crt bin/ca-certificates.crt
-	docker build $(DOCKER_BUILD_FLAGS) --target echo -t $(ECHO_IMAGE) .
-	docker build $(DOCKER_BUILD_FLAGS) --target levee -t $(LEVEE_IMAGE) .
+	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target echo -t $(ECHO_IMAGE) .
+	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target levee -t $(LEVEE_IMAGE) .
 
 run:
 	go run ./cmd/levee

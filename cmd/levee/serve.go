@@ -104,7 +104,7 @@ func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) server
 
 // serve wires the sources, the router and the listeners together.
 func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
-	log.Info().Str("version", version).Str("http_server", cfg.HTTPServer).Msg("levee starting")
+	log.Info().Str("version", version).Str("commit", commit).Str("http_server", cfg.HTTPServer).Msg("levee starting")
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
