@@ -28,18 +28,27 @@ func newLogger(cfg serveConfig, out io.Writer) (zerolog.Logger, error) {
 	if err != nil || cfg.LogLevel == "" {
 		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", cfg.LogLevel)
 	}
+	tty := writesToTerminal(out)
 	format := cfg.LogFormat
 	if format == "auto" {
 		format = "json"
-		if f, ok := out.(*os.File); ok && isTerminal(f) {
+		if tty {
 			format = "console"
 		}
 	}
 	w := out
 	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}
+		// Colour codes only on a terminal: in a file, a pipe or
+		// `docker logs` they are noise that breaks grep.
+		w = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339, NoColor: !tty}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// writesToTerminal reports whether out is a terminal.
+func writesToTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	return ok && isTerminal(f)
 }
 
 // runServe runs the proxy until ctx is cancelled (SIGINT/SIGTERM), then
