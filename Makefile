@@ -10,7 +10,10 @@ DOCKER_BUILD_FLAGS ?=
 # docker-compose (v1) where installed, else the compose plugin.
 COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
 
-.PHONY: test build image run demo
+# The compose demo's settings; docker-compose reads .env from this directory.
+DEMO_ENV ?= .env
+
+.PHONY: test build image run demo demo-env
 
 # test: formatting, vet, and every test (including real-Docker ones) under the race detector.
 test:
@@ -43,5 +46,15 @@ run:
 	go run ./cmd/levee
 
 # demo: the compose demo (docker-compose.yml) with freshly built images.
-demo: image
+demo: image demo-env
 	$(COMPOSE) up -d
+
+# demo-env: writes each setting the demo needs into $(DEMO_ENV) once, and
+# never overwrites one that is there: LEVEE_API_TOKEN, a random API token
+# (Levee refuses short and placeholder tokens). A new file is private (0600).
+demo-env:
+	@[ -e $(DEMO_ENV) ] || (umask 077 && : > $(DEMO_ENV))
+	@[ ! -s $(DEMO_ENV) ] || [ -z "$$(tail -c 1 $(DEMO_ENV))" ] || echo >> $(DEMO_ENV)
+	@grep -q '^LEVEE_API_TOKEN=' $(DEMO_ENV) || { \
+	  echo "LEVEE_API_TOKEN=$$(head -c 24 /dev/urandom | base64)" >> $(DEMO_ENV) && \
+	  echo "$(DEMO_ENV): wrote a random LEVEE_API_TOKEN"; }

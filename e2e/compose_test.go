@@ -175,7 +175,7 @@ func TestComposeDemo(t *testing.T) {
 		"ECHO_IMAGE=levee-echo:e2e-" + id,
 		"LEVEE_HTTP_PORT=" + strconv.Itoa(httpPort),
 		"LEVEE_API_PORT=" + strconv.Itoa(apiPort),
-		"LEVEE_API_TOKEN=e2e-" + id,
+		"LEVEE_API_TOKEN=e2e-api-token-" + id,
 	}}
 
 	// Build exactly as the README says (make image), with run-labelled tags
@@ -199,7 +199,7 @@ func TestComposeDemo(t *testing.T) {
 	})
 	c.run("up", "-d", "--no-build")
 
-	api := apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), token: "e2e-" + id}
+	api := apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), token: "e2e-api-token-" + id}
 	proxy := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
 	dockertest.Eventually(t, 60*time.Second, func() error {
 		if status, body := api.do(t, "GET", "/ready", "", ""); status != 200 {

@@ -59,6 +59,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if err == nil {
+		err = checkAPITokens(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "levee: %v\n", err)
 		return 2
