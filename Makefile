@@ -12,6 +12,8 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 
 # The compose demo's settings; docker-compose reads .env from this directory.
 DEMO_ENV ?= .env
+# The socket the demo mounts; its group is what the levee container joins.
+DOCKER_SOCK ?= /var/run/docker.sock
 
 .PHONY: test build image run demo demo-env
 
@@ -39,6 +41,7 @@ build:
 # image: the levee and echo images, FROM scratch (no registry needed).
 image: build
 	cp /etc/ssl/certs/ca-certificates.crt bin/ca-certificates.crt
+	mkdir -p bin/levee-state
 	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target echo -t $(ECHO_IMAGE) .
 	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target levee -t $(LEVEE_IMAGE) .
 
@@ -51,10 +54,15 @@ demo: image demo-env
 
 # demo-env: writes each setting the demo needs into $(DEMO_ENV) once, and
 # never overwrites one that is there: LEVEE_API_TOKEN, a random API token
-# (Levee refuses short and placeholder tokens). A new file is private (0600).
+# (Levee refuses short and placeholder tokens), and DOCKER_GID, the group of
+# the Docker socket, which the non-root levee container joins. A new file is
+# private (0600).
 demo-env:
 	@[ -e $(DEMO_ENV) ] || (umask 077 && : > $(DEMO_ENV))
 	@[ ! -s $(DEMO_ENV) ] || [ -z "$$(tail -c 1 $(DEMO_ENV))" ] || echo >> $(DEMO_ENV)
 	@grep -q '^LEVEE_API_TOKEN=' $(DEMO_ENV) || { \
 	  echo "LEVEE_API_TOKEN=$$(head -c 24 /dev/urandom | base64)" >> $(DEMO_ENV) && \
 	  echo "$(DEMO_ENV): wrote a random LEVEE_API_TOKEN"; }
+	@grep -q '^DOCKER_GID=' $(DEMO_ENV) || { \
+	  gid=$$(stat -c %g $(DOCKER_SOCK)) || { echo "demo-env: cannot read the group of $(DOCKER_SOCK); set DOCKER_GID in $(DEMO_ENV)" >&2; exit 1; }; \
+	  echo "DOCKER_GID=$$gid" >> $(DEMO_ENV) && echo "$(DEMO_ENV): wrote DOCKER_GID=$$gid (group of $(DOCKER_SOCK))"; }
