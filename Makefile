@@ -14,8 +14,11 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 DEMO_ENV ?= .env
 # The socket the demo mounts; its group is what the levee container joins.
 DOCKER_SOCK ?= /var/run/docker.sock
+# How long make demo waits for the demo route, and how often it asks (s).
+DEMO_WAIT ?= 60
+DEMO_POLL ?= 1
 
-.PHONY: test build image run demo demo-env
+.PHONY: test build image run demo demo-env demo-wait
 
 # test: formatting, vet, and every test (including real-Docker ones) under the race detector.
 test:
@@ -48,9 +51,35 @@ image: build
 run:
 	go run ./cmd/levee
 
-# demo: the compose demo (docker-compose.yml) with freshly built images.
+# demo: the compose demo (docker-compose.yml) with freshly built images;
+# done when the demo route answers.
 demo: image demo-env
 	$(COMPOSE) up -d
+	@$(MAKE) -s --no-print-directory demo-wait
+
+# demo-wait: asks http://127.0.0.1:PORT/ with Host: echo.localhost until it
+# answers 200, for at most DEMO_WAIT seconds. /ready is not enough: it turns
+# 200 once Levee has synced with Docker, while the echo replicas are still
+# starting (their HEALTHCHECK has not passed, so the route answers 503
+# no-healthy-backend). PORT is what compose publishes: LEVEE_HTTP_PORT from
+# the environment, else from $(DEMO_ENV), else 8080.
+demo-wait:
+	@port=$${LEVEE_HTTP_PORT:-$$(sed -n 's/^LEVEE_HTTP_PORT=//p' $(DEMO_ENV) 2>/dev/null | tail -n 1)}; \
+	url=http://127.0.0.1:$${port:-8080}/; \
+	echo "waiting up to $(DEMO_WAIT)s for $$url (Host: echo.localhost) to answer 200"; \
+	deadline=$$(( $$(date +%s) + $(DEMO_WAIT) )); \
+	while :; do \
+	  head=$$(curl -s -o /dev/null -m 2 -D - -H 'Host: echo.localhost' "$$url" | tr -d '\r'); \
+	  code=$$(printf '%s\n' "$$head" | sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p'); \
+	  if [ "$$code" = 200 ]; then echo "the demo is up: curl -H 'Host: echo.localhost' $$url"; exit 0; fi; \
+	  if [ $$(date +%s) -ge $$deadline ]; then \
+	    diag=$$(printf '%s\n' "$$head" | sed -n 's/^[Xx]-[Ll]evee-[Dd]iagnostic: *//p'); \
+	    echo "the demo did not answer 200 within $(DEMO_WAIT)s: last answer $${code:-none (no connection)} $$diag" >&2; \
+	    echo "look at: $(COMPOSE) ps; $(COMPOSE) logs levee" >&2; \
+	    exit 1; \
+	  fi; \
+	  sleep $(DEMO_POLL); \
+	done
 
 # demo-env: writes each setting the demo needs into $(DEMO_ENV) once, and
 # never overwrites one that is there: LEVEE_API_TOKEN, a random API token

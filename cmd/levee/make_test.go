@@ -1,11 +1,15 @@
 package main
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -99,4 +103,99 @@ func TestMakeDemoEnv(t *testing.T) {
 	if err == nil || !strings.Contains(out, "set DOCKER_GID in "+bare) {
 		t.Errorf("make demo-env without a socket: %v\n%s", err, out)
 	}
+}
+
+// demoServer stands for the demo's proxy: it answers Host: echo.localhost
+// with 503 no-healthy-backend for the first `starting` requests, then 200
+// (never 200 when starting < 0), and counts the requests. It returns the
+// port.
+func demoServer(t *testing.T, starting int) (string, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen := n.Add(1)
+		switch {
+		case r.Host != "echo.localhost":
+			w.Header().Set("X-Levee-Diagnostic", "no-route")
+			w.WriteHeader(http.StatusNotFound)
+		case starting < 0 || seen <= int64(starting):
+			w.Header().Set("X-Levee-Diagnostic", "no-healthy-backend")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port), &n
+}
+
+// make demo-wait returns once the demo route answers 200, not at the first
+// answer: the replicas' 503 no-healthy-backend while they start is waited
+// out.
+func TestMakeDemoWaitsForTheRoute(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	port, requests := demoServer(t, 2)
+	out, err := makeAt(t, "demo-wait", "LEVEE_HTTP_PORT="+port, "DEMO_WAIT=30", "DEMO_POLL=0.05",
+		"DEMO_ENV="+filepath.Join(t.TempDir(), "none"))
+	if err != nil {
+		t.Fatalf("make demo-wait: %v\n%s", err, out)
+	}
+	if got := requests.Load(); got != 3 {
+		t.Errorf("make demo-wait asked %d times, want 3 (two 503s, then the 200)", got)
+	}
+	if !strings.Contains(out, "the demo is up") {
+		t.Errorf("make demo-wait said %q", out)
+	}
+}
+
+// A route that never answers 200 fails make demo-wait after DEMO_WAIT
+// seconds with the last answer and where to look.
+func TestMakeDemoWaitTimesOut(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	port, requests := demoServer(t, -1)
+	out, err := makeAt(t, "demo-wait", "LEVEE_HTTP_PORT="+port, "DEMO_WAIT=1", "DEMO_POLL=0.05",
+		"DEMO_ENV="+filepath.Join(t.TempDir(), "none"))
+	if err == nil {
+		t.Fatalf("make demo-wait succeeded against a route that never answers 200:\n%s", out)
+	}
+	for _, want := range []string{"did not answer 200 within 1s", "last answer 503 no-healthy-backend", "logs levee"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make demo-wait output %q, want it to contain %q", out, want)
+		}
+	}
+	if requests.Load() < 2 {
+		t.Errorf("make demo-wait asked %d times in 1s, want it to keep asking", requests.Load())
+	}
+}
+
+// The port comes from .env when the environment does not set it, as it
+// does for compose.
+func TestMakeDemoWaitReadsThePortFromTheEnvFile(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	port, requests := demoServer(t, 0)
+	env := filepath.Join(t.TempDir(), ".env")
+	if err := os.WriteFile(env, []byte("LEVEE_API_TOKEN=x\nLEVEE_HTTP_PORT="+port+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "-s", "demo-wait", "DEMO_WAIT=5", "DEMO_POLL=0.05", "DEMO_ENV="+env)
+	cmd.Dir = "../.."
+	cmd.Env = withoutEnv(os.Environ(), "LEVEE_HTTP_PORT")
+	if out, err := cmd.CombinedOutput(); err != nil || requests.Load() != 1 {
+		t.Fatalf("make demo-wait with the port in .env: %v, %d requests\n%s", err, requests.Load(), out)
+	}
+}
+
+// withoutEnv is env without the variable name.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
