@@ -18,7 +18,7 @@ DOCKER_SOCK ?= /var/run/docker.sock
 DEMO_WAIT ?= 60
 DEMO_POLL ?= 1
 
-.PHONY: test build image run demo demo-env demo-wait
+.PHONY: test build image run demo demo-env demo-wait demo-down
 
 # test: formatting, vet, and every test (including real-Docker ones) under the race detector.
 test:
@@ -80,6 +80,11 @@ demo-wait:
 	  fi; \
 	  sleep $(DEMO_POLL); \
 	done
+
+# demo-down: stops the demo and removes its containers, network and state
+# volume (.env and the images stay).
+demo-down:
+	$(COMPOSE) down -v
 
 # demo-env: writes each setting the demo needs into $(DEMO_ENV) once, and
 # never overwrites one that is there: LEVEE_API_TOKEN, a random API token

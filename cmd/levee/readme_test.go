@@ -100,3 +100,70 @@ func TestReadmeTwoCommands(t *testing.T) {
 		t.Errorf("README.md's two commands are %q, want go run ./cmd/levee and make test", cmds)
 	}
 }
+
+// makeTargets are the targets the Makefile defines.
+func makeTargets(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		if ok && name != "" && !strings.ContainsAny(name, " \t=$#.") {
+			targets[name] = true
+		}
+	}
+	return targets
+}
+
+// Every `make TARGET` the documentation tells you to run exists.
+func TestDocumentedMakeTargetsExist(t *testing.T) {
+	targets := makeTargets(t)
+	if !targets["test"] || !targets["demo"] {
+		t.Fatalf("makeTargets found %v, which lacks test or demo", targets)
+	}
+	files := append(markdownFiles(t), "../../CONTRIBUTING.md")
+	for _, path := range files {
+		if _, err := os.Stat(path); err != nil {
+			continue // CONTRIBUTING.md is optional here; its own test requires it
+		}
+		for _, line := range shellLines(t, path) {
+			fields := strings.Fields(line)
+			for i := 0; i+1 < len(fields); i++ {
+				if fields[i] == "make" && !strings.HasPrefix(fields[i+1], "-") && !strings.Contains(fields[i+1], "=") {
+					if target := fields[i+1]; !targets[target] {
+						t.Errorf("%s: %q runs make %s, which the Makefile does not define", path, line, target)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The demo is torn down with make demo-down: compose down with its volume,
+// so that the next make demo starts from a fresh state volume.
+func TestMakeDemoDownRemovesTheVolume(t *testing.T) {
+	out, err := makeAt(t, "-n", "demo-down", "COMPOSE=docker-compose")
+	if err != nil || strings.TrimSpace(out) != "docker-compose down -v" {
+		t.Errorf("make -n demo-down = %q, %v; want docker-compose down -v", out, err)
+	}
+}
+
+// Where the documentation spells out compose commands, it says once that
+// Compose v1 (docker-compose) and the plugin (docker compose) both do.
+func TestDocsNameBothComposeSpellings(t *testing.T) {
+	for _, path := range []string{"../../README.md", "../../docs/getting-started.md", "../../docs/operations.md"} {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(strings.Join(strings.Fields(string(doc)), " "), "docker-compose.yml", "")
+		for _, spelling := range []string{"docker-compose", "docker compose"} {
+			if !strings.Contains(text, spelling) {
+				t.Errorf("%s does not mention %s", path, spelling)
+			}
+		}
+	}
+}
