@@ -18,7 +18,11 @@ DOCKER_SOCK ?= /var/run/docker.sock
 DEMO_WAIT ?= 60
 DEMO_POLL ?= 1
 
-.PHONY: test build image run demo demo-env demo-wait demo-down
+# make release: the platforms built, and where the binaries go.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+DIST ?= dist
+
+.PHONY: test build image run demo demo-env demo-wait demo-down release
 
 # test: formatting, vet, and every test (including real-Docker ones) under the race detector.
 test:
@@ -50,6 +54,20 @@ image: build
 
 run:
 	go run ./cmd/levee
+
+# release: a static levee binary per RELEASE_PLATFORMS entry in $(DIST)/
+# (levee-VERSION-OS-ARCH: CGO_ENABLED=0, -trimpath, version and commit
+# stamped) and their SHA256SUMS. A tree with uncommitted changes (VERSION
+# ends in -dirty) is refused: its binaries could not be rebuilt from a commit.
+release:
+	@case "$(VERSION)" in *-dirty) echo "release: the tree has uncommitted changes (VERSION=$(VERSION)); commit or stash them" >&2; exit 1;; esac
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for platform in $(RELEASE_PLATFORMS); do \
+	  os=$${platform%/*}; arch=$${platform#*/}; out=$(DIST)/levee-$(VERSION)-$$os-$$arch; \
+	  echo "building $$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/levee; \
+	done
+	cd $(DIST) && sha256sum levee-* > SHA256SUMS
 
 # demo: the compose demo (docker-compose.yml) with freshly built images;
 # done when the demo route answers.
