@@ -1,12 +1,20 @@
 # Levee's images. There is no registry to pull a builder image from, so both
 # stages are FROM scratch around static binaries that `make image` compiles
-# first (CGO_ENABLED=0, -trimpath, version stamped with -ldflags).
+# first (CGO_ENABLED=0, -trimpath, version and commit stamped with -ldflags:
+# `docker run --rm levee:dev version` prints them). make image passes the same
+# version and commit as build arguments, recorded as OCI labels.
 #
 #   make image            # builds bin/levee, bin/echo, then levee:dev and levee-echo:dev
 
 # The demo/test backend (cmd/echo).
 FROM scratch AS echo
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="levee-echo" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$COMMIT"
 COPY bin/echo /echo
+USER 65532:65532
 EXPOSE 8080
 # Liveness only (/_echo/state answers 200 whatever the injected failures), so
 # that `POST /_echo/fail` shows the circuit breaker rather than a health flap.
@@ -15,10 +23,23 @@ ENTRYPOINT ["/echo"]
 
 # The proxy. Last, so it is the default target.
 FROM scratch AS levee
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="levee" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$COMMIT"
 COPY bin/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY bin/levee /levee
+# Not root: a compromised Levee gets an unprivileged user, and only as much
+# of Docker as the socket's group (compose: group_add, see
+# docs/operations.md). No /etc/passwd is needed: the binary never looks
+# the user up.
+USER 65532:65532
 # The API state file lives on a volume so API-created entrypoints survive
-# container re-creation.
+# container re-creation. The directory belongs to that user, and a new named
+# volume mounted here starts as a copy of it, so the user can write the file
+# (bin/levee-state is the empty directory make image creates).
+COPY --chown=65532:65532 bin/levee-state/ /var/lib/levee/
 VOLUME /var/lib/levee
 ENV LEVEE_STATE_FILE=/var/lib/levee/state.json \
     LEVEE_LOG_FORMAT=json

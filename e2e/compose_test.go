@@ -13,8 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,6 +62,21 @@ func composeCommand() (string, []string) {
 		return "docker-compose", nil
 	}
 	return "docker", []string{"compose"}
+}
+
+// socketGroup is the group id of the Docker socket the compose file mounts:
+// the levee container runs as a non-root user that joins it (group_add).
+func socketGroup(t *testing.T, path string) string {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("the compose demo mounts %s: %v", path, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Fatalf("%s: no owner information on this system", path)
+	}
+	return strconv.FormatUint(uint64(sys.Gid), 10)
 }
 
 func freePort(t *testing.T) int {
@@ -141,6 +158,26 @@ func echoIPs(t *testing.T, cli *client.Client, project string) []string {
 	return ips
 }
 
+// leveeUser is the user the project's levee container runs as, and the
+// groups it was added to.
+func leveeUser(t *testing.T, cli *client.Client, project string) (string, []string) {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", "com.docker.compose.project="+project),
+		filters.Arg("label", "com.docker.compose.service=levee"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("want 1 levee container, got %d", len(list))
+	}
+	info, err := cli.ContainerInspect(context.Background(), list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Config.User, info.HostConfig.GroupAdd
+}
+
 func post(t *testing.T, url string) {
 	t.Helper()
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(url, "text/plain", nil)
@@ -175,7 +212,8 @@ func TestComposeDemo(t *testing.T) {
 		"ECHO_IMAGE=levee-echo:e2e-" + id,
 		"LEVEE_HTTP_PORT=" + strconv.Itoa(httpPort),
 		"LEVEE_API_PORT=" + strconv.Itoa(apiPort),
-		"LEVEE_API_TOKEN=e2e-" + id,
+		"LEVEE_API_TOKEN=e2e-api-token-" + id,
+		"DOCKER_GID=" + socketGroup(t, "/var/run/docker.sock"),
 	}}
 
 	// Build exactly as the README says (make image), with run-labelled tags
@@ -199,7 +237,7 @@ func TestComposeDemo(t *testing.T) {
 	})
 	c.run("up", "-d", "--no-build")
 
-	api := apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), token: "e2e-" + id}
+	api := apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), token: "e2e-api-token-" + id}
 	proxy := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
 	dockertest.Eventually(t, 60*time.Second, func() error {
 		if status, body := api.do(t, "GET", "/ready", "", ""); status != 200 {
@@ -207,6 +245,13 @@ func TestComposeDemo(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Levee is not root: it reads the engine through the socket's group
+	// (the routes below) and writes its state file on the named volume
+	// (the API entrypoint that survives the restart at the end).
+	if user, groups := leveeUser(t, cli, c.project); user != "65532:65532" || !slices.Contains(groups, socketGroup(t, "/var/run/docker.sock")) {
+		t.Errorf("levee runs as %q with extra groups %v, want 65532:65532 in the Docker socket's group", user, groups)
+	}
 
 	// Both replicas are reached through Levee.
 	hostnames := map[string]bool{}

@@ -28,18 +28,27 @@ func newLogger(cfg serveConfig, out io.Writer) (zerolog.Logger, error) {
 	if err != nil || cfg.LogLevel == "" {
 		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", cfg.LogLevel)
 	}
+	tty := writesToTerminal(out)
 	format := cfg.LogFormat
 	if format == "auto" {
 		format = "json"
-		if f, ok := out.(*os.File); ok && isTerminal(f) {
+		if tty {
 			format = "console"
 		}
 	}
 	w := out
 	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}
+		// Colour codes only on a terminal: in a file, a pipe or
+		// `docker logs` they are noise that breaks grep.
+		w = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339, NoColor: !tty}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// writesToTerminal reports whether out is a terminal.
+func writesToTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	return ok && isTerminal(f)
 }
 
 // runServe runs the proxy until ctx is cancelled (SIGINT/SIGTERM), then
@@ -49,6 +58,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	cfg, err := parseServeFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if err == nil {
+		err = checkAPITokens(cfg)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "levee: %v\n", err)
@@ -104,7 +116,7 @@ func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) server
 
 // serve wires the sources, the router and the listeners together.
 func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
-	log.Info().Str("version", version).Str("http_server", cfg.HTTPServer).Str("backend_client", cfg.BackendClient).Msg("levee starting")
+	log.Info().Str("version", version).Str("commit", commit).Str("http_server", cfg.HTTPServer).Str("backend_client", cfg.BackendClient).Msg("levee starting")
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
