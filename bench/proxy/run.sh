@@ -15,10 +15,13 @@
 #                     rotating from round to round (reversed on even rounds)
 #   CONNECTIONS=64    wrk connections; THREADS=1 wrk threads
 #   PROXY_CPU=0 LOAD_CPU=1
-#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+7 are used
+#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+11 are used
 #   NO_INSTALL=1      do not apt-get install missing tools
 #   TARGETS="levee nginx"  run only these targets (default: all of direct levee
-#                     levee-breaker levee-stdlib nginx haproxy; nginx is always
+#                     levee-breaker levee-std-server levee-std-client
+#                     levee-std-both nginx haproxy; levee-std-server is
+#                     --http-server=stdlib, levee-std-client
+#                     --backend-client=stdlib, levee-std-both both; nginx is always
 #                     measured, every ratio is to it)
 #   OUT=file          also write the markdown table to this file
 set -euo pipefail
@@ -103,38 +106,39 @@ BACKEND_PID=$!
 PIDS+=("$BACKEND_PID")
 wait_http "http://127.0.0.1:$BACKEND_PORT/"
 
-# --- Levee: one instance, two routes (bench.local, bench-cb.local) -----------
-GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
-	--http-listen "127.0.0.1:$LEVEE_PORT" --api-listen "127.0.0.1:$LEVEE_API" \
-	--state-file "$TMP/levee-state.json" --access-log=false --log-level warn \
-	>"$TMP/levee.log" 2>&1 &
-LEVEE_PID=$!
-PIDS+=("$LEVEE_PID")
-wait_http "http://127.0.0.1:$LEVEE_API/health"
+# --- Levee ------------------------------------------------------------------
+# start_levee NAME PORT API [FLAG...]: one Levee process with the route
+# bench.local (and, for the first, bench-cb.local with a breaker); sets
+# LEVEE_PID_<NAME>.
 api_post() {
 	curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' \
-		"http://127.0.0.1:$LEVEE_API/entrypoints" -d "$1"
+		"http://127.0.0.1:$1/entrypoints" -d "$2"
 }
-api_post '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"]}}'
-api_post '{"name":"bench-cb","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench-cb.local"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}'
-wait_http "http://127.0.0.1:$LEVEE_PORT/" bench.local
-wait_http "http://127.0.0.1:$LEVEE_PORT/" bench-cb.local
+declare -A LEVEE_PIDS LEVEE_PORTS
+start_levee() {
+	local name=$1 port=$2 api=$3
+	shift 3
+	GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
+		--http-listen "127.0.0.1:$port" --api-listen "127.0.0.1:$api" \
+		--state-file "$TMP/$name-state.json" --access-log=false --log-level warn "$@" \
+		>"$TMP/$name.log" 2>&1 &
+	LEVEE_PIDS[$name]=$!
+	LEVEE_PORTS[$name]=$port
+	PIDS+=("$!")
+	wait_http "http://127.0.0.1:$api/health"
+	api_post "$api" '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"]}}'
+	wait_http "http://127.0.0.1:$port/" bench.local
+}
 
-# --- Levee behind net/http's server (--http-server=stdlib): the A/B of
-# Levee's own HTTP/1.1 server (router/edge), same route as bench.local ------
-LEVEE_STD_PORT=$((BASE_PORT + 6))
-LEVEE_STD_API=$((BASE_PORT + 7))
-GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false --http-server=stdlib \
-	--http-listen "127.0.0.1:$LEVEE_STD_PORT" --api-listen "127.0.0.1:$LEVEE_STD_API" \
-	--state-file "$TMP/levee-std-state.json" --access-log=false --log-level warn \
-	>"$TMP/levee-std.log" 2>&1 &
-LEVEE_STD_PID=$!
-PIDS+=("$LEVEE_STD_PID")
-wait_http "http://127.0.0.1:$LEVEE_STD_API/health"
-curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' \
-	"http://127.0.0.1:$LEVEE_STD_API/entrypoints" \
-	-d '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"]}}'
-wait_http "http://127.0.0.1:$LEVEE_STD_PORT/" bench.local
+# The four combinations of HTTP server and backend client, in separate
+# processes (levee is the default: Levee's own server and client).
+start_levee levee "$LEVEE_PORT" "$LEVEE_API"
+api_post "$LEVEE_API" '{"name":"bench-cb","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench-cb.local"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}'
+wait_http "http://127.0.0.1:$LEVEE_PORT/" bench-cb.local
+start_levee levee-std-server $((BASE_PORT + 6)) $((BASE_PORT + 7)) --http-server=stdlib
+start_levee levee-std-client $((BASE_PORT + 8)) $((BASE_PORT + 9)) --backend-client=stdlib
+start_levee levee-std-both $((BASE_PORT + 10)) $((BASE_PORT + 11)) --http-server=stdlib --backend-client=stdlib
+LEVEE_PID=${LEVEE_PIDS[levee]}
 
 # --- nginx ----------------------------------------------------------------
 # master_process off: one process that is the worker, so its RSS is the
@@ -172,7 +176,7 @@ PIDS+=("$HAPROXY_PID")
 wait_http "http://127.0.0.1:$HAPROXY_PORT/"
 
 # --- load -----------------------------------------------------------------
-ALL_TARGETS=(direct levee levee-breaker levee-stdlib nginx haproxy)
+ALL_TARGETS=(direct levee levee-breaker levee-std-server levee-std-client levee-std-both nginx haproxy)
 if [ -n "${TARGETS:-}" ]; then
 	read -r -a WANTED <<<"$TARGETS"
 	TARGETS=()
@@ -191,7 +195,9 @@ declare -A URL HOSTH PID
 URL[direct]="http://127.0.0.1:$BACKEND_PORT/"; HOSTH[direct]=bench.local; PID[direct]=$BACKEND_PID
 URL[levee]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee]=bench.local; PID[levee]=$LEVEE_PID
 URL[levee-breaker]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee-breaker]=bench-cb.local; PID[levee-breaker]=$LEVEE_PID
-URL[levee-stdlib]="http://127.0.0.1:$LEVEE_STD_PORT/"; HOSTH[levee-stdlib]=bench.local; PID[levee-stdlib]=$LEVEE_STD_PID
+for t in levee-std-server levee-std-client levee-std-both; do
+	URL[$t]="http://127.0.0.1:${LEVEE_PORTS[$t]}/"; HOSTH[$t]=bench.local; PID[$t]=${LEVEE_PIDS[$t]}
+done
 URL[nginx]="http://127.0.0.1:$NGINX_PORT/"; HOSTH[nginx]=bench.local; PID[nginx]=$NGINX_PID
 URL[haproxy]="http://127.0.0.1:$HAPROXY_PORT/"; HOSTH[haproxy]=bench.local; PID[haproxy]=$HAPROXY_PID
 
