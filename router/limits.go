@@ -29,11 +29,12 @@ type deadliner interface {
 	SetWriteDeadline(time.Time) error
 }
 
-// writeRearm is how stale a write deadline may be before a write moves it:
-// a stream of small writes does not pay a deadline per write, and a client
-// that takes nothing is cut off between ResponseWriteTimeout minus this
-// and ResponseWriteTimeout after the last write it took.
-const writeRearm = time.Second
+// A write moves the write deadline only once an eighth of
+// ResponseWriteTimeout (at most a second) has passed since it was last
+// moved: a stream of small writes does not pay a deadline per write, and a
+// client that takes nothing is cut off between 7/8 of the timeout and the
+// timeout after the last write it took.
+const maxWriteRearm = time.Second
 
 // initDeadlines finds the ResponseWriter's deadlines; it runs before any
 // goroutine of the exchange (a body writer) can ask for them.
@@ -50,11 +51,12 @@ func (x *exchange) deadlines() deadliner { return x.dl }
 // armWrite bounds the next write to the client.
 func (x *exchange) armWrite() {
 	now := time.Now()
-	if !x.writeArmed.IsZero() && now.Sub(x.writeArmed) < writeRearm {
+	t := x.r.opts.ResponseWriteTimeout
+	if !x.writeArmed.IsZero() && now.Sub(x.writeArmed) < min(t/8, maxWriteRearm) {
 		return
 	}
 	x.writeArmed = now
-	_ = x.deadlines().SetWriteDeadline(now.Add(x.r.opts.ResponseWriteTimeout))
+	_ = x.deadlines().SetWriteDeadline(now.Add(t))
 }
 
 // armBodyRead bounds the next read of the request body.

@@ -724,6 +724,7 @@ func (x *exchange) respond(b *backend, res *attemptResult) {
 	if err := x.copyBody(resp.Body, flush); err != nil {
 		// Send what the backend did send, then break the connection.
 		if f, ok := x.w.(http.Flusher); ok {
+			x.armWrite()
 			f.Flush()
 		}
 		x.abort = true
@@ -760,7 +761,10 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 		if n > 0 {
 			x.armWrite()
 			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				// The client left or stopped taking the response: the
+				// response is incomplete, so its connection ends now.
 				x.r.metrics.clientErrors.WithLabelValues(clientErrorWrite).Inc()
+				x.abort = true
 				return nil
 			}
 			if flusher != nil {
