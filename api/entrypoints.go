@@ -79,9 +79,21 @@ func (s *Server) otherOwner(id string) string {
 	return st.Entrypoint.Source
 }
 
+// createEntrypoint is POST /entrypoints. With ?strict=true a payload with
+// warnings is refused (422) instead of stored with fallbacks; with
+// ?dry_run=true the answer is what a real write would give, and nothing is
+// stored. The strict check comes right after validation, so a dry run and
+// a real write with the same query answer the same.
 func (s *Server) createEntrypoint(w http.ResponseWriter, r *http.Request, who string) {
+	mode, ok := readWriteMode(w, r)
+	if !ok {
+		return
+	}
 	ep, ds, ok := s.decodeEntry(w, r, diagnostics.Source{})
 	if !ok {
+		return
+	}
+	if refuseStrict(w, mode, ds) {
 		return
 	}
 	id := ep.ID
@@ -91,14 +103,24 @@ func (s *Server) createEntrypoint(w http.ResponseWriter, r *http.Request, who st
 		writeError(w, http.StatusConflict, fmt.Sprintf("entrypoint %q already exists (source %s)", id, owner), ds)
 		return
 	}
-	stored, err := s.store.Create(ep, ds)
+	create := s.store.Create
+	if mode.dryRun {
+		create = s.store.PreviewCreate
+	}
+	stored, err := create(ep, ds)
 	if errors.Is(err, ErrExists) {
 		writeError(w, http.StatusConflict, fmt.Sprintf("entrypoint %q already exists (source api); use PUT /entrypoints/%s to replace it", id, id), ds)
 		return
 	}
 	if err != nil {
-		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Msg("API entrypoint not created: state file write failed")
+		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Bool("dry_run", mode.dryRun).Msg("API entrypoint not created: state file write failed")
 		writeError(w, http.StatusInternalServerError, "not created: "+err.Error(), ds)
+		return
+	}
+	if mode.dryRun {
+		// No Location: nothing was created there.
+		s.log.Debug().Str("entrypoint", id).Str("who", who).Int("diagnostics", len(stored.Diagnostics)).Msg("API entrypoint dry run: would be created")
+		s.writeStored(w, http.StatusCreated, stored)
 		return
 	}
 	s.log.Info().Str("entrypoint", id).Str("who", who).Int("diagnostics", len(stored.Diagnostics)).Msg("API entrypoint created")
@@ -106,7 +128,13 @@ func (s *Server) createEntrypoint(w http.ResponseWriter, r *http.Request, who st
 	s.writeStored(w, http.StatusCreated, stored)
 }
 
+// replaceEntrypoint is PUT /entrypoints/{id}; strict and dry_run work as
+// for createEntrypoint.
 func (s *Server) replaceEntrypoint(w http.ResponseWriter, r *http.Request, who string) {
+	mode, ok := readWriteMode(w, r)
+	if !ok {
+		return
+	}
 	id := r.PathValue("id")
 	if !s.mayChange(w, id) {
 		return
@@ -120,14 +148,26 @@ func (s *Server) replaceEntrypoint(w http.ResponseWriter, r *http.Request, who s
 			fmt.Sprintf("name %q in the body does not match id %q in the path; renaming is DELETE + POST", ep.ID, id), ds)
 		return
 	}
-	stored, err := s.store.Replace(ep, ds)
+	if refuseStrict(w, mode, ds) {
+		return
+	}
+	replace := s.store.Replace
+	if mode.dryRun {
+		replace = s.store.PreviewReplace
+	}
+	stored, err := replace(ep, ds)
 	if errors.Is(err, ErrAbsent) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), ds)
 		return
 	}
 	if err != nil {
-		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Msg("API entrypoint not replaced: state file write failed")
+		s.log.Error().Err(err).Str("entrypoint", id).Str("who", who).Bool("dry_run", mode.dryRun).Msg("API entrypoint not replaced: state file write failed")
 		writeError(w, http.StatusInternalServerError, "not replaced: "+err.Error(), ds)
+		return
+	}
+	if mode.dryRun {
+		s.log.Debug().Str("entrypoint", id).Str("who", who).Int("diagnostics", len(stored.Diagnostics)).Msg("API entrypoint dry run: would be replaced")
+		s.writeStored(w, http.StatusOK, stored)
 		return
 	}
 	s.log.Info().Str("entrypoint", id).Str("who", who).Int("diagnostics", len(stored.Diagnostics)).Msg("API entrypoint replaced")

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -54,7 +55,7 @@ func operation(rt route) obj {
 		params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": obj{"type": "string"}})
 	}
 	for _, q := range rt.query {
-		params = append(params, obj{"name": q.name, "in": "query", "required": false, "description": q.doc, "schema": obj{"type": "string"}})
+		params = append(params, obj{"name": q.name, "in": "query", "required": false, "description": q.doc, "schema": obj{"type": cmp.Or(q.typ, "string")}})
 	}
 	if params != nil {
 		op["parameters"] = params

@@ -22,7 +22,9 @@ type route struct {
 	handler      func(w http.ResponseWriter, r *http.Request, who string)
 }
 
-type queryParam struct{ name, doc string }
+// queryParam is one documented query parameter; typ is its OpenAPI schema
+// type ("" means string).
+type queryParam struct{ name, typ, doc string }
 
 type response struct {
 	status int
@@ -64,10 +66,10 @@ func with(need access, rs ...response) []response { return append(rs, authErrors
 // documents it.
 func (s *Server) routeTable() []route {
 	payloadErrors := []response{
-		{http.StatusBadRequest, schemaError, "malformed payload"},
+		{http.StatusBadRequest, schemaError, "malformed payload, or a bad or unknown query parameter (strict, dry_run)"},
 		{http.StatusRequestEntityTooLarge, schemaError, "body over 1 MiB"},
 		{http.StatusUnsupportedMediaType, schemaError, "Content-Type is not JSON or YAML"},
-		{http.StatusUnprocessableEntity, schemaError, "payload is well-formed but invalid (no hostnames, bad name, unsupported protocol)"},
+		{http.StatusUnprocessableEntity, schemaError, "payload is well-formed but invalid (no hostnames, bad name, unsupported protocol), or, with strict=true, has diagnostics of warning level or above (listed); nothing stored"},
 		{http.StatusInternalServerError, schemaError, "the state file could not be written; nothing changed"},
 	}
 	return []route{
@@ -80,15 +82,17 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/entrypoints/{id}", op: "getEntrypoint", summary: "One entrypoint of any source.", access: accessRead,
 			responses: with(accessRead, response{200, schemaStatus, "the entrypoint"}, response{404, schemaError, "no such entrypoint"}), handler: s.getEntrypoint},
 		{method: "POST", path: "/entrypoints", op: "createEntrypoint", summary: "Create an API entrypoint; validated like labels and stored durably before the answer.", access: accessWrite, body: true,
-			responses: with(accessWrite, append([]response{{201, schemaStored, "created; the stored entrypoint and its diagnostics"}, {409, schemaError, "the id exists in some source"}}, payloadErrors...)...), handler: s.createEntrypoint},
+			query:     writeParams(),
+			responses: with(accessWrite, append([]response{{201, schemaStored, "created (with dry_run=true: would be created, nothing stored); the stored entrypoint and its diagnostics"}, {409, schemaError, "the id exists in some source"}}, payloadErrors...)...), handler: s.createEntrypoint},
 		{method: "PUT", path: "/entrypoints/{id}", op: "replaceEntrypoint", summary: "Replace an API entrypoint.", access: accessWrite, body: true,
-			responses: with(accessWrite, append([]response{{200, schemaStored, "replaced; the stored entrypoint and its diagnostics"}, {404, schemaError, "no such entrypoint"}}, payloadErrors...)...), handler: s.replaceEntrypoint},
+			query:     writeParams(),
+			responses: with(accessWrite, append([]response{{200, schemaStored, "replaced (with dry_run=true: would be replaced, nothing stored); the stored entrypoint and its diagnostics"}, {404, schemaError, "no such entrypoint"}}, payloadErrors...)...), handler: s.replaceEntrypoint},
 		{method: "DELETE", path: "/entrypoints/{id}", op: "deleteEntrypoint", summary: "Delete an API entrypoint.", access: accessWrite,
 			responses: with(accessWrite, response{204, "", "deleted"}, response{404, schemaError, "no such entrypoint"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.deleteEntrypoint},
 		{method: "GET", path: "/diagnostics", op: "listDiagnostics", summary: "Current diagnostics of all sources, grouped by object, with totals.", access: accessRead,
 			query: []queryParam{
-				{"severity", "only these severities: info, warn, error (comma-separated)"},
-				{"code", "only these codes, e.g. W024 (comma-separated)"},
+				{name: "severity", doc: "only these severities: info, warn, error (comma-separated)"},
+				{name: "code", doc: "only these codes, e.g. W024 (comma-separated)"},
 			},
 			responses: with(accessRead, response{200, schemaDiags, "diagnostics"}, response{400, schemaError, "unknown severity or code"}), handler: s.listDiagnostics},
 		{method: "GET", path: "/breakers", op: "listBreakers", summary: "State and figures of every breaker.", access: accessRead,

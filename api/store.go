@@ -232,12 +232,20 @@ func (s *Store) List() []Entry {
 func (s *Store) Create(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ep, ds = ownEntrypoint(ep, ds)
-	if _, ok := s.entries[ep.ID]; ok {
-		return Entry{}, fmt.Errorf("create %q: %w", ep.ID, ErrExists)
+	e, err := s.creation(ep, ds)
+	if err != nil {
+		return Entry{}, err
 	}
-	ep.Created = s.now().UTC()
-	return s.put(ep, ds)
+	return s.commitEntry(e)
+}
+
+// PreviewCreate is Create without the write (a dry run): the same checks,
+// the entry Create would store now, and nothing changed on disk, in
+// memory or in the router.
+func (s *Store) PreviewCreate(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.creation(ep, ds)
 }
 
 // Replace swaps an existing entry for a validated entrypoint (else
@@ -245,17 +253,43 @@ func (s *Store) Create(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry
 func (s *Store) Replace(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	e, err := s.replacement(ep, ds)
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.commitEntry(e)
+}
+
+// PreviewReplace is Replace without the write (a dry run).
+func (s *Store) PreviewReplace(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replacement(ep, ds)
+}
+
+// creation is the entry Create would store; the caller holds s.mu.
+func (s *Store) creation(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+	ep, ds = ownEntrypoint(ep, ds)
+	if _, ok := s.entries[ep.ID]; ok {
+		return Entry{}, fmt.Errorf("create %q: %w", ep.ID, ErrExists)
+	}
+	ep.Created = s.now().UTC()
+	return s.entry(ep, ds)
+}
+
+// replacement is the entry Replace would store; the caller holds s.mu.
+func (s *Store) replacement(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	ep, ds = ownEntrypoint(ep, ds)
 	old, ok := s.entries[ep.ID]
 	if !ok {
 		return Entry{}, fmt.Errorf("replace %q: %w", ep.ID, ErrAbsent)
 	}
 	ep.Created = old.Entrypoint.Created
-	return s.put(ep, ds)
+	return s.entry(ep, ds)
 }
 
-// put encodes and commits ep; the caller holds s.mu.
-func (s *Store) put(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+// entry encodes ep into the entry the store would hold.
+func (s *Store) entry(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	payload, err := s.encode(ep)
 	if err != nil {
 		return Entry{}, fmt.Errorf("encode entrypoint %q: %w", ep.ID, err)
@@ -266,8 +300,12 @@ func (s *Store) put(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, e
 	if ds == nil {
 		ds = []diagnostics.Diagnostic{}
 	}
-	e := Entry{Entrypoint: ep, Payload: payload, Diagnostics: ds}
-	if err := s.commit(ep.ID, &e); err != nil {
+	return Entry{Entrypoint: ep, Payload: payload, Diagnostics: ds}, nil
+}
+
+// commitEntry makes e current and durable; the caller holds s.mu.
+func (s *Store) commitEntry(e Entry) (Entry, error) {
+	if err := s.commit(e.Entrypoint.ID, &e); err != nil {
 		return Entry{}, err
 	}
 	return e, nil

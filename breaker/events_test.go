@@ -19,7 +19,7 @@ func TestEvents(t *testing.T) {
 	h.succeed(1)
 	h.b.ForceOpen()
 	h.b.ForceClose()
-	want := []string{"opened:error_ratio", "half_open", "opened:half_open_probe_failed", "half_open", "closed", "opened:manual", "closed:manual"}
+	want := []string{"opened:error_ratio", "half-open", "opened:half_open_probe_failed", "half-open", "closed", "opened:manual", "closed:manual"}
 	if got := h.rec.events(); !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}

@@ -46,7 +46,7 @@ func (r *recorder) all() []Transition {
 	return append([]Transition(nil), r.ts...)
 }
 
-// events renders transitions as "opened:error_ratio", "half_open", "closed".
+// events renders transitions as "opened:error_ratio", "half-open", "closed".
 func (r *recorder) events() []string {
 	var out []string
 	for _, t := range r.all() {

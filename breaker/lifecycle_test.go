@@ -370,7 +370,7 @@ func TestForceCloseEndsRecoveryRamp(t *testing.T) {
 	if st := h.b.Stats(); st.Recovering || !h.b.Admit().Admitted {
 		t.Fatalf("force close did not end the ramp: %+v", st)
 	}
-	if got := h.rec.events(); !slices.Equal(got, []string{"opened:error_ratio", "half_open", "closed"}) {
+	if got := h.rec.events(); !slices.Equal(got, []string{"opened:error_ratio", "half-open", "closed"}) {
 		t.Fatalf("ending a ramp emitted a transition: %v", got)
 	}
 }

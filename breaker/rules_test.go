@@ -262,7 +262,7 @@ func TestHalfOpen(t *testing.T) {
 		if got := h.b.Stats().WindowTotal; got != 0 {
 			t.Fatalf("late probe outcomes entered the closed window: %d", got)
 		}
-		if ev := h.rec.events(); !slices.Equal(ev, []string{"opened:error_ratio", "half_open", "closed"}) {
+		if ev := h.rec.events(); !slices.Equal(ev, []string{"opened:error_ratio", "half-open", "closed"}) {
 			t.Fatalf("events %v", ev)
 		}
 	})

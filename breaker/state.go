@@ -117,13 +117,15 @@ type Transition struct {
 }
 
 // Event names the transition as the event catalogue does: "opened",
-// "half_open" or "closed".
+// "half-open" or "closed". The half-open event is spelled as the state
+// (State.String), so the API, the events, the logs and the metrics use one
+// spelling and a filter written for one matches the others.
 func (t Transition) Event() string {
 	switch t.To {
 	case Open:
 		return "opened"
 	case HalfOpen:
-		return "half_open"
+		return HalfOpen.String()
 	default:
 		return "closed"
 	}

@@ -69,12 +69,14 @@ func (r *Router) onTransition(g *guard, t breaker.Transition) {
 			ev = ev.Str("by", by)
 		}
 	}
+	if t.Rule != breaker.RuleNone { // as in the event: no rule, no field
+		ev = ev.Str("rule", t.Rule.String())
+	}
 	ev.Str("from", t.From.String()).Str("to", t.To.String()).
-		Str("rule", t.Rule.String()).
 		Float64("retry_after", t.RetryAfter.Seconds()).
 		Uint64("generation", t.Generation).
 		Msg("circuit breaker " + t.Event())
-	r.metrics.transitions.WithLabelValues(g.name(), t.To.String(), t.Rule.String()).Inc()
+	r.metrics.transitions.WithLabelValues(g.name(), t.To.String(), ruleLabel(t.Rule)).Inc()
 	r.bus.publish(Event{Type: EventBreaker, Time: t.At, Data: BreakerEvent{
 		Route: g.route, Backend: g.backend, Event: t.Event(),
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),

@@ -29,11 +29,13 @@ type BreakerEvent struct {
 	Route string `json:"route"`
 	// Backend is set for scope=backend breakers.
 	Backend string `json:"backend,omitempty"`
-	// Event is "opened", "half_open" or "closed".
+	// Event is "opened", "half-open" or "closed"; From and To are states
+	// ("closed", "open", "half-open"), spelled as in the API.
 	Event string `json:"event"`
 	From  string `json:"from"`
 	To    string `json:"to"`
-	// Rule is why it opened ("error_ratio", …, "manual"); empty otherwise.
+	// Rule is why it opened ("error_ratio", …) or "manual" for an operator
+	// action; absent otherwise (the metric label says "none" instead).
 	Rule string `json:"rule,omitempty"`
 	// RetryAfter is, for an opening, the seconds until half-open.
 	RetryAfter float64 `json:"retry_after,omitempty"`

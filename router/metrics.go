@@ -15,6 +15,20 @@ import (
 // parentheses keep it apart from every route id a source can produce.
 const unmatchedRoute = "(unmatched)"
 
+// noRule is the rule label of breaker transitions no trip rule caused (to
+// half-open after the cooldown, to closed after successful probes). A
+// label is never empty: Prometheus reads rule="" as "no rule label", so
+// such series could not be selected by value next to the others.
+const noRule = "none"
+
+// ruleLabel is the rule label of levee_breaker_transitions_total.
+func ruleLabel(r breaker.Rule) string {
+	if s := r.String(); s != "" {
+		return s
+	}
+	return noRule
+}
+
 // Reasons of levee_client_errors_total.
 const (
 	clientErrorBodyTimeout = "body_timeout"

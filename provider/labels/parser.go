@@ -187,7 +187,10 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{router.ProtocolHTTP}) != "" {
 				hint = "did you mean " + prefix + "." + router.ProtocolHTTP + "." + sk.svc + "." + first + "?"
 			}
-			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, sk.proto, "",
+			// Key and value are those of a real label (the first field of the
+			// service), so the operator can find the line in the compose
+			// file; the protocol is named in the message.
+			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, fields[first], "",
 				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}

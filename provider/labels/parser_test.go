@@ -152,6 +152,34 @@ func TestParseGrammarErrors(t *testing.T) {
 	}
 }
 
+// W012 must quote the label as written: the key and the value of a real
+// label, not the protocol in the value column.
+func TestParseUnknownProtocolReportsLabel(t *testing.T) {
+	c := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com",
+		"levee.tcp.db.port=5432", "levee.tcp.db.rule=HostSNI(`*`)",
+		"levee.UDP.dns.port=53")
+	_, ds := Parser{}.Parse([]Container{c})
+	got := map[string]string{}
+	for _, d := range only(ds, diagnostics.UnknownProtocol) {
+		got[d.Key] = d.Value
+		if d.Source.Service == "" {
+			t.Errorf("W012 without a service: %+v", d)
+		}
+	}
+	want := map[string]string{
+		"levee.tcp.db.port":  "5432",
+		"levee.UDP.dns.port": "53",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("W012 key/value:\n got %v\nwant %v", got, want)
+	}
+	for _, d := range only(ds, diagnostics.UnknownProtocol) {
+		if d.Source.Service == "db" && !strings.Contains(d.Message, `"tcp"`) {
+			t.Errorf("message must name the protocol: %q", d.Message)
+		}
+	}
+}
+
 func TestParseReplicas(t *testing.T) {
 	old := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com,b.com", "levee.http.app.port=80", "levee.http.app.weight=5")
 	same := ctr("2", 1, "levee.enable=true", "levee.http.app.host=b.com, a.com", "levee.http.app.port=80", "levee.http.app.weight=5")
