@@ -7,6 +7,7 @@ import (
 	"fmt"
 	cerrdefs "github.com/containerd/errdefs"
 	"io"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"sort"
@@ -60,8 +61,14 @@ type Options struct {
 	Debounce time.Duration
 	// ResyncInterval is the period of the safety-net full resync (default 5 min).
 	ResyncInterval time.Duration
-	// RetryMin and RetryMax bound the reconnect backoff (default 250 ms, 30 s).
+	// RetryMin and RetryMax bound the reconnect backoff (default 250 ms,
+	// 30 s). The base delay doubles from RetryMin up to RetryMax; each
+	// delay is jittered down by up to half. It starts over from RetryMin
+	// after a successful sync.
 	RetryMin, RetryMax time.Duration
+	// Jitter returns a uniform number in [0, 1) that places each backoff
+	// delay in its jitter range; nil means math/rand/v2's Float64.
+	Jitter func() float64
 	// Logger receives connection state changes and event handling details.
 	Logger zerolog.Logger
 	// Clock drives every timer; nil means the real clock.
@@ -128,6 +135,17 @@ func newProvider(opts Options, eng engine) *Provider {
 	if opts.ResyncInterval <= 0 {
 		opts.ResyncInterval = DefaultResyncInterval
 	}
+	// Both bounds get their defaults: a zero RetryMax would cap the
+	// backoff at RetryMin, retrying every 250 ms forever.
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = DefaultRetryMin
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = DefaultRetryMax
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = rand.Float64
+	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
@@ -164,7 +182,7 @@ func (p *Provider) Close() error {
 // be called twice at once.
 func (p *Provider) Run(ctx context.Context, sink Sink) error {
 	host := p.eng.DaemonHost()
-	bo := newBackoff(p.opts.RetryMin, p.opts.RetryMax)
+	bo := newBackoff(p.opts.RetryMin, p.opts.RetryMax, p.opts.Jitter)
 	// announced is set once an outage has been logged at error/warn level,
 	// so retries stay at debug until the engine is back.
 	announced := false

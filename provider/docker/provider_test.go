@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func start(t *testing.T, eng *fakeEngine, opts Options) *harness {
 	opts.Clock = h.clock
 	opts.Parse = h.rec.parse
 	opts.Logger = zerolog.New(h.logs).Level(zerolog.DebugLevel)
+	if opts.Jitter == nil {
+		opts.Jitter = func() float64 { return 0 }
+	}
 	if opts.Hostname == "" {
 		opts.Hostname = "not-a-container"
 	}
@@ -407,22 +411,73 @@ func TestNotInAContainerMeansNoOwnNetworks(t *testing.T) {
 	}
 }
 
-func TestBackoffDoublesToCapAndResets(t *testing.T) {
-	b := newBackoff(250*time.Millisecond, 30*time.Second)
-	var got []time.Duration
-	for range 10 {
-		got = append(got, b.delay())
-	}
-	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
+// The delays grow from min by doubling, stop at max, stay within
+// [base/2, base] of their base delay whatever the jitter source says, and
+// start over after reset.
+func TestBackoffGrowsCapsJittersAndResets(t *testing.T) {
+	const lo, hi = 250 * time.Millisecond, 30 * time.Second
+	bases := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
 		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("delays = %v, want %v", got, want)
+	// A scripted source: the extremes of [0, 1) and the middle.
+	script := []float64{0, 0.5, 0.999, 0, 0.25, 0.999, 0.5, 0, 0.999, 0.75}
+	i := 0
+	b := newBackoff(lo, hi, func() float64 { i++; return script[i-1] })
+	for n, base := range bases {
+		want := base - time.Duration(script[n]*float64(base/2))
+		if got := b.delay(); got != want {
+			t.Fatalf("delay %d = %v, want %v (base %v, jitter %v)", n, got, want, base, script[n])
+		}
 	}
 	b.reset()
-	if d := b.delay(); d != 250*time.Millisecond {
-		t.Fatalf("after reset = %v, want 250ms", d)
+	i = 0
+	if d := b.delay(); d != lo {
+		t.Fatalf("after reset = %v, want %v", d, lo)
 	}
-	if d := newBackoff(0, 0).delay(); d != DefaultRetryMin {
-		t.Fatalf("zero bounds delay = %v, want default %v", d, DefaultRetryMin)
+
+	// A seeded random source: every delay within its bounds, never above
+	// the cap, and not shorter than the one before until the cap.
+	rng := rand.New(rand.NewPCG(1, 2))
+	b = newBackoff(lo, hi, rng.Float64)
+	base, prev := lo, time.Duration(0)
+	for n := range 40 {
+		d := b.delay()
+		if d < base/2 || d > base || d > hi {
+			t.Fatalf("delay %d = %v, want within [%v, %v]", n, d, base/2, base)
+		}
+		if base < hi && d < prev {
+			t.Fatalf("delay %d = %v shrank from %v before the cap", n, d, prev)
+		}
+		prev, base = d, min(base*2, hi)
+	}
+	// Out-of-range jitter is clamped; zero bounds take the defaults.
+	if d := newBackoff(time.Second, time.Second, func() float64 { return 7 }).delay(); d != time.Second/2 {
+		t.Errorf("jitter 7 gave %v, want 500ms", d)
+	}
+	if d := newBackoff(0, 0, nil).delay(); d != DefaultRetryMin {
+		t.Errorf("zero bounds delay = %v, want default %v", d, DefaultRetryMin)
+	}
+}
+
+// A provider given no backoff bounds (as `levee serve` wired it) backs off
+// to DefaultRetryMax, not every DefaultRetryMin forever.
+func TestDefaultBackoffGrowsToItsCap(t *testing.T) {
+	eng := newFakeEngine()
+	eng.setDown(errDown)
+	h := start(t, eng, Options{})
+	for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
+		4 * time.Second, 8 * time.Second, 16 * time.Second, DefaultRetryMax, DefaultRetryMax} {
+		h.clock.expectTimer(t, d)
+		h.clock.Advance(d)
+	}
+}
+
+// The wired jitter source places each delay below its base delay.
+func TestBackoffDelaysAreJittered(t *testing.T) {
+	eng := newFakeEngine()
+	eng.setDown(errDown)
+	h := start(t, eng, Options{RetryMin: time.Second, RetryMax: 4 * time.Second, Jitter: func() float64 { return 0.5 }})
+	for _, d := range []time.Duration{750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 3 * time.Second} {
+		h.clock.expectTimer(t, d)
+		h.clock.Advance(d)
 	}
 }
