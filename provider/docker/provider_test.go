@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -20,6 +21,7 @@ type harness struct {
 	clock *fakeClock
 	rec   *recorder
 	logs  *syncBuffer
+	reg   *prometheus.Registry
 	p     *Provider
 	done  chan error
 }
@@ -28,10 +30,32 @@ type harness struct {
 // the test ends.
 func start(t *testing.T, eng *fakeEngine, opts Options) *harness {
 	t.Helper()
-	h := &harness{eng: eng, clock: newFakeClock(), rec: newRecorder(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	h := newHarness(t, opts, func(opts Options) (*Provider, error) { return newProvider(opts, eng) })
+	h.eng = eng
+	return h
+}
+
+// startWire runs a provider with the real Docker client against host, with
+// a fake clock driving its timers (backoff, watchdog, resync, debounce);
+// call deadlines are wall-clock time.
+func startWire(t *testing.T, host string, opts Options) *harness {
+	t.Helper()
+	opts.Host = host
+	h := newHarness(t, opts, New)
+	t.Cleanup(func() { _ = h.p.Close() })
+	return h
+}
+
+// newHarness makes a provider with the test's clock, recorder, logs and
+// registry (backoff without jitter unless opts has one) and runs it until
+// the test ends.
+func newHarness(t *testing.T, opts Options, build func(Options) (*Provider, error)) *harness {
+	t.Helper()
+	h := &harness{clock: newFakeClock(), rec: newRecorder(), logs: &syncBuffer{}, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	opts.Clock = h.clock
 	opts.Parse = h.rec.parse
 	opts.Logger = zerolog.New(h.logs).Level(zerolog.DebugLevel)
+	opts.Registerer = h.reg
 	if opts.Jitter == nil {
 		opts.Jitter = func() float64 { return 0 }
 	}
@@ -41,7 +65,11 @@ func start(t *testing.T, eng *fakeEngine, opts Options) *harness {
 	if opts.SelfID == "" {
 		opts.SelfID = "not-a-container-id" // never the test machine's mountinfo
 	}
-	h.p = newProvider(opts, eng)
+	p, err := build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p = p
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { h.done <- h.p.Run(ctx, h.rec) }()
 	t.Cleanup(func() {
@@ -299,7 +327,7 @@ func TestStreamErrorReconnectsWithBackoffAndResyncs(t *testing.T) {
 	}
 }
 
-func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
+func TestUnreachableEngineLogsOneErrorBacksOffToCapAndResetsOnceStable(t *testing.T) {
 	eng := newFakeEngine()
 	eng.setDown(errDown)
 	h := start(t, eng, Options{RetryMin: 250 * time.Millisecond, RetryMax: time.Second})
@@ -307,13 +335,22 @@ func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
 		h.clock.expectTimer(t, d)
 		h.clock.Advance(d)
 	}
-	// The engine comes back: connect, then lose the stream. The backoff
-	// starts over from the minimum.
+	// The engine comes back, and the stream breaks at once: a connection
+	// that did not stay up keeps the backoff where it was.
 	h.clock.expectTimer(t, time.Second)
 	eng.setDown(nil)
 	h.clock.Advance(time.Second)
 	s := eng.stream(t)
 	h.rec.next(t)
+	s.errs <- errDown
+	h.clock.expectTimer(t, time.Second)
+	// A connection that stays up through a watchdog ping resets it: the
+	// next loss retries after the minimum.
+	h.clock.Advance(time.Second)
+	s = eng.stream(t)
+	h.clock.expectTimer(t, DefaultPingInterval)
+	h.clock.Advance(DefaultPingInterval)
+	h.clock.expectTimer(t, DefaultPingInterval) // re-armed: the ping was answered
 	s.errs <- errDown
 	h.clock.expectTimer(t, 250*time.Millisecond)
 
@@ -324,8 +361,8 @@ func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
 	if n := len(h.logs.lines("debug", "still unreachable")); n < 5 {
 		t.Errorf("debug retry lines = %d, want >= 5", n)
 	}
-	if n := len(h.logs.lines("info", "connected to the engine")); n != 1 {
-		t.Errorf("info connected lines = %d, want 1", n)
+	if n := len(h.logs.lines("info", "connected to the engine")); n != 2 {
+		t.Errorf("info connected lines = %d, want 2", n)
 	}
 }
 
