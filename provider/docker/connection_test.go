@@ -164,6 +164,30 @@ func TestRefusedEventStreamIsAnErrorAndStillSyncs(t *testing.T) {
 	}
 }
 
+// A socket proxy that does not allow /_ping answers it 403: an answer in
+// time, so the provider connects and the watchdog keeps the connection.
+func TestPingRefusedByASocketProxyCountsAsAnAnswer(t *testing.T) {
+	eng := newFakeEngine()
+	eng.set(ctr{id: "id-web", name: "web"}.inspect())
+	w := serveWire(t, eng)
+	w.noPing.Store(true)
+	h := startWire(t, w.host, Options{})
+	s := eng.stream(t)
+	if call, _ := h.rec.next(t); names(call.containers) != "web" {
+		t.Fatalf("first sync = %s, want web", names(call.containers))
+	}
+	waitState(t, h.p, StateConnected)
+	h.clock.expectTimer(t, DefaultPingInterval)
+	h.clock.Advance(DefaultPingInterval)
+	h.clock.expectTimer(t, DefaultPingInterval) // re-armed: the refusal was an answer
+	select {
+	case <-s.ctx.Done():
+		t.Fatal("the stream was abandoned after a refused ping")
+	default:
+	}
+	wantConnection(t, h.p, h.reg, StateConnected)
+}
+
 // Docker sends nothing on an idle stream: the watchdog's ping is what
 // notices a hung engine. A ping that times out abandons the stream and
 // reconnects with a full resync.

@@ -444,6 +444,8 @@ type wireEngine struct {
 	eng    *fakeEngine
 	host   string
 	silent atomic.Bool
+	// noPing answers /_ping 403, like a socket proxy that does not allow it.
+	noPing atomic.Bool
 	mu     sync.Mutex
 	held   []net.Conn
 }
@@ -495,6 +497,10 @@ func (w *wireEngine) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	id, isJSON := strings.CutSuffix(rest, "/json")
 	inspecting := isContainer && isJSON && id != "" && !strings.Contains(id, "/")
 	switch {
+	case path == "/_ping" && w.noPing.Load():
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(rw, `{"message":"forbidden"}`)
 	case path == "/_ping":
 		if _, err := w.eng.Ping(r.Context()); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)

@@ -335,16 +335,24 @@ func (p *Provider) session(ctx context.Context, sink Sink, stable func()) (endin
 	return lost, p.follow(ctx, sink, st, stable)
 }
 
-// ping asks the engine whether it is alive, within CallTimeout.
+// ping asks the engine whether it answers, within CallTimeout. A refusal
+// (a 4xx status, e.g. from a socket proxy that does not allow /_ping) is
+// an answer in time, which is all the ping asks for.
 func (p *Provider) ping(ctx context.Context) error {
 	err := bounded(ctx, p.opts.CallTimeout, func(ctx context.Context) error {
 		_, err := p.eng.Ping(ctx)
 		return err
 	})
-	if err != nil {
+	if err != nil && !isRefusal(err) {
 		return fmt.Errorf("ping the engine at %s: %w", p.host, err)
 	}
 	return nil
+}
+
+// isRefusal reports whether err is an answer with a client-error status.
+func isRefusal(err error) bool {
+	return cerrdefs.IsInvalidArgument(err) || cerrdefs.IsUnauthorized(err) || cerrdefs.IsPermissionDenied(err) ||
+		cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err)
 }
 
 // stream is an open event stream; close abandons it.
