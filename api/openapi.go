@@ -189,7 +189,7 @@ func schemas() obj {
 				"ready": obj{"type": "boolean", "description": "its first sync is done"},
 				"state": obj{"type": "string", "example": "connected",
 					"description": "connection to its source; docker: connecting, connected or disconnected"},
-				"since":      obj{"type": "string", "format": "date-time", "description": "when state was entered"},
+				"since":      obj{"type": "string", "format": "date-time", "description": "when the provider last became connected or stopped being connected (retries do not move it)"},
 				"error":      obj{"type": "string", "description": "what ended the last attempt or connection; absent once connected"},
 				"reconnects": obj{"type": "integer", "description": "connection attempts after the first"},
 			}}},

@@ -71,7 +71,8 @@ type Connection struct {
 	// State is the provider's own word for it; the docker provider's are
 	// connecting, connected and disconnected.
 	State string `json:"state"`
-	// Since is when State was entered.
+	// Since is when the provider last became connected or stopped being
+	// connected; the state changes of its retries do not move it.
 	Since time.Time `json:"since"`
 	// Error ended the last attempt or connection; empty once connected.
 	Error string `json:"error,omitempty"`

@@ -67,8 +67,9 @@ func TestSilentEngineTimesOutThenConnects(t *testing.T) {
 		t.Errorf("error line %s: want it to say the ping went unanswered", line)
 	}
 	wantConnection(t, h.p, h.reg, StateDisconnected)
-	if st := h.p.Status(); !strings.Contains(st.LastError, w.host) || st.Synced {
-		t.Errorf("status = %+v, want the error naming %s and not synced", st, w.host)
+	started := h.clock.Now()
+	if st := h.p.Status(); !strings.Contains(st.LastError, w.host) || st.Synced || !st.Since.Equal(started) {
+		t.Errorf("status = %+v, want the error naming %s, not synced, since the start (%v)", st, w.host, started)
 	}
 
 	w.silent.Store(false)
@@ -80,8 +81,8 @@ func TestSilentEngineTimesOutThenConnects(t *testing.T) {
 	}
 	waitState(t, h.p, StateConnected)
 	wantConnection(t, h.p, h.reg, StateConnected)
-	if st := h.p.Status(); st.LastError != "" || st.Reconnects != 1 || !st.Synced {
-		t.Errorf("status = %+v, want no error, 1 reconnect, synced", st)
+	if st := h.p.Status(); st.LastError != "" || st.Reconnects != 1 || !st.Synced || !st.Since.Equal(started.Add(DefaultRetryMin)) {
+		t.Errorf("status = %+v, want no error, 1 reconnect, synced, since the retry", st)
 	}
 	if v := metricValue(t, h.reg, "levee_provider_reconnects_total", map[string]string{"provider": router.SourceDocker}); v != 1 {
 		t.Errorf("levee_provider_reconnects_total = %v, want 1", v)
@@ -115,11 +116,15 @@ func TestHungEventStreamStillSyncsThenConnects(t *testing.T) {
 	}
 
 	// The next retry syncs again: web went away meanwhile.
+	started := h.clock.Now()
 	eng.del("id-web")
 	h.clock.expectTimer(t, DefaultRetryMin)
 	h.clock.Advance(DefaultRetryMin)
 	if call, _ := h.rec.next(t); len(call.containers) != 0 {
 		t.Fatalf("second sync without a stream = %s, want none", names(call.containers))
+	}
+	if st := h.p.Status(); st.Reconnects != 1 || !st.Since.Equal(started) {
+		t.Errorf("status = %+v, want 1 reconnect, since the start (%v): retries do not move it", st, started)
 	}
 
 	eng.setHang("events", false)

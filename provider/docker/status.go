@@ -30,7 +30,10 @@ var states = []State{StateConnecting, StateConnected, StateDisconnected}
 // Status is a snapshot of the provider's connection, for the API.
 type Status struct {
 	State State
-	// Since is when State was entered (by the provider's Clock).
+	// Since is when the provider last became connected or stopped being
+	// connected (its start, if it never was), by its Clock. The
+	// connecting and disconnected of each retry do not move it, so that
+	// it dates the outage.
 	Since time.Time
 	// LastError ended the last attempt or connection. It is kept while
 	// connecting again and cleared once connected.
@@ -55,7 +58,7 @@ func (p *Provider) Status() Status {
 func (p *Provider) setState(s State, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if s != p.status.State {
+	if (s == StateConnected) != (p.status.State == StateConnected) {
 		p.status.Since = p.opts.Clock.Now()
 	}
 	p.status.State = s
