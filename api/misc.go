@@ -18,13 +18,30 @@ type readiness struct {
 	Ready bool `json:"ready"`
 	// Pending names what has not synced yet.
 	Pending []string `json:"pending"`
-	Error   string   `json:"error,omitempty"`
+	// Providers is every check with its connection, when it reports one.
+	Providers []providerStatus `json:"providers"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// providerStatus is one entry of /ready's providers list. A provider that
+// lost its source stays ready (its last routes keep serving), so the
+// connection is shown here rather than turned into a 503.
+type providerStatus struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	*Connection
 }
 
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ string) {
-	res := readiness{Ready: true, Pending: []string{}}
+	res := readiness{Ready: true, Pending: []string{}, Providers: []providerStatus{}}
 	for _, c := range s.ready {
-		if !c.Ready() {
+		st := providerStatus{Name: c.Name, Ready: c.Ready()}
+		if c.Connection != nil {
+			conn := c.Connection()
+			st.Connection = &conn
+		}
+		res.Providers = append(res.Providers, st)
+		if !st.Ready {
 			res.Pending = append(res.Pending, c.Name)
 		}
 	}

@@ -48,6 +48,37 @@ func TestReady(t *testing.T) {
 	}
 }
 
+// /ready lists every provider with its connection; a provider that lost
+// its source after its first sync stays ready (its routes keep serving)
+// and says so.
+func TestReadyShowsProviderConnections(t *testing.T) {
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var conn atomic.Pointer[Connection]
+	conn.Store(&Connection{State: "connecting", Since: since})
+	var synced atomic.Bool
+	h := newHarness(t, func(o *Options) {
+		o.Ready = []ReadyCheck{
+			{Name: "docker", Ready: synced.Load, Connection: func() Connection { return *conn.Load() }},
+			{Name: "always", Ready: func() bool { return true }},
+		}
+	})
+	rec := h.do("GET", "/ready", "", "")
+	wantStatus(t, rec, http.StatusServiceUnavailable)
+	want := `"providers":[{"name":"docker","ready":false,"state":"connecting","since":"2026-01-02T03:04:05Z","reconnects":0},{"name":"always","ready":true}]`
+	if !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("body %s\nwant it to contain %s", rec.Body, want)
+	}
+
+	synced.Store(true)
+	conn.Store(&Connection{State: "disconnected", Since: since, Error: "ping the engine at tcp://10.0.0.1:2375: no answer within 10s", Reconnects: 3})
+	rec = h.do("GET", "/ready", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	want = `"providers":[{"name":"docker","ready":true,"state":"disconnected","since":"2026-01-02T03:04:05Z","error":"ping the engine at tcp://10.0.0.1:2375: no answer within 10s","reconnects":3},{"name":"always","ready":true}]`
+	if !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("body %s\nwant it to contain %s", rec.Body, want)
+	}
+}
+
 func TestMetricsServesTheInjectedGatherer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "levee_test_total", Help: "test"})

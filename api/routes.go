@@ -75,7 +75,7 @@ func (s *Server) routeTable() []route {
 	return []route{
 		{method: "GET", path: "/health", op: "health", summary: "Liveness; always open.", access: accessOpen,
 			responses: with(accessOpen, response{200, schemaHealth, "alive"}), handler: s.health},
-		{method: "GET", path: "/ready", op: "ready", summary: "200 once every enabled provider has synced once.", access: accessRead,
+		{method: "GET", path: "/ready", op: "ready", summary: "200 once every enabled provider has synced once; lists each provider with its connection state.", access: accessRead,
 			responses: with(accessRead, response{200, schemaReady, "ready"}, response{503, schemaReady, "a provider is pending"}), handler: s.readiness},
 		{method: "GET", path: "/entrypoints", op: "listEntrypoints", summary: "Entrypoints of all sources with backend health, breaker state and diagnostics.", access: accessRead,
 			responses: with(accessRead, response{200, schemaStatusList, "all entrypoints"}), handler: s.listEntrypoints},

@@ -60,6 +60,24 @@ type ReadyCheck struct {
 	Name string
 	// Ready reports whether it is ready, e.g. (*docker.Provider).Synced.
 	Ready func() bool
+	// Connection, when set, reports the provider's connection to its
+	// source for /ready's providers list.
+	Connection func() Connection
+}
+
+// Connection is a provider's connection to its source, as /ready shows
+// it.
+type Connection struct {
+	// State is the provider's own word for it; the docker provider's are
+	// connecting, connected and disconnected.
+	State string `json:"state"`
+	// Since is when the provider last became connected or stopped being
+	// connected; the state changes of its retries do not move it.
+	Since time.Time `json:"since"`
+	// Error ended the last attempt or connection; empty once connected.
+	Error string `json:"error,omitempty"`
+	// Reconnects counts the connection attempts after the first.
+	Reconnects uint64 `json:"reconnects"`
 }
 
 // Server is the API's http.Handler.

@@ -43,6 +43,7 @@ func rawBackend(t *testing.T, fn func(net.Conn)) Backend {
 // one; the pool notices the close of an idle connection before sending.
 func TestH1ClosedKeepAliveConnection(t *testing.T) {
 	var conns atomic.Int64
+	closed := make(chan struct{}, 16)
 	be := rawBackend(t, func(c net.Conn) {
 		conns.Add(1)
 		req, err := http.ReadRequest(bufio.NewReader(c))
@@ -51,6 +52,11 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 		}
 		io.Copy(io.Discard, req.Body)
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		c.Close()
+		select {
+		case closed <- struct{}{}:
+		default:
+		}
 	})
 	h := newHarness(t, Options{})
 	h.set(SourceAPI, ep("web", be))
@@ -64,7 +70,11 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 	}
 	// A POST on a pooled connection the backend has closed is not lost:
 	// every reuse is checked first.
+	for len(closed) > 0 {
+		<-closed
+	}
 	h.get("web.test", "/")
+	<-closed // the backend closed the connection now pooled
 	eventually(t, "a pooled connection", func() bool {
 		h.r.transports.mu.Lock()
 		defer h.r.transports.mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/levee-proxy/levee/provider/docker"
 )
 
 // serveConfig is everything `levee serve` is configured with. Each field is a
@@ -22,20 +24,25 @@ type serveConfig struct {
 	ExposedByDefault bool
 	DockerDebounce   time.Duration
 	DockerResync     time.Duration
-	LabelPrefix      string
-	LogLevel         string
-	LogFormat        string
-	StateFile        string
-	APIToken         string
-	APIReadToken     string
-	AccessLog        bool
-	ShutdownTimeout  time.Duration
-	DialTimeout      time.Duration
-	IdleConnTimeout  time.Duration
-	RouteGrace       time.Duration
-	TrustedProxies   string
-	HTTPServer       string
-	BackendClient    string
+	// DockerCallTimeout, DockerPingInterval and DockerBackoffMax are the
+	// docker provider's CallTimeout, PingInterval and RetryMax.
+	DockerCallTimeout  time.Duration
+	DockerPingInterval time.Duration
+	DockerBackoffMax   time.Duration
+	LabelPrefix        string
+	LogLevel           string
+	LogFormat          string
+	StateFile          string
+	APIToken           string
+	APIReadToken       string
+	AccessLog          bool
+	ShutdownTimeout    time.Duration
+	DialTimeout        time.Duration
+	IdleConnTimeout    time.Duration
+	RouteGrace         time.Duration
+	TrustedProxies     string
+	HTTPServer         string
+	BackendClient      string
 
 	// Limits of the data plane (docs/operations.md, "Timeouts and limits").
 	RequestBodyTimeout   time.Duration
@@ -64,6 +71,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&cfg.ExposedByDefault, "docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
 	fs.DurationVar(&cfg.DockerDebounce, "docker-debounce", 100*time.Millisecond, "window in which Docker changes that follow a route rebuild are collected into one rebuild (a change after a quiet period applies at once)")
 	fs.DurationVar(&cfg.DockerResync, "docker-resync", 5*time.Minute, "interval of the safety-net full resync with the Docker Engine")
+	fs.DurationVar(&cfg.DockerCallTimeout, "docker-call-timeout", docker.DefaultCallTimeout, "deadline of each Docker Engine call (ping, list, inspect, opening the event stream)")
+	fs.DurationVar(&cfg.DockerPingInterval, "docker-ping-interval", docker.DefaultPingInterval, "how often the Docker Engine is pinged while connected; a failed ping reconnects and resyncs")
+	fs.DurationVar(&cfg.DockerBackoffMax, "docker-backoff-max", docker.DefaultRetryMax, "longest wait between attempts to reconnect to the Docker Engine (the wait doubles from 250ms, with jitter)")
 	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")
@@ -142,6 +152,7 @@ func (c serveConfig) check() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"--docker-debounce": c.DockerDebounce, "--docker-resync": c.DockerResync,
+		"--docker-call-timeout": c.DockerCallTimeout, "--docker-ping-interval": c.DockerPingInterval,
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
@@ -150,6 +161,11 @@ func (c serveConfig) check() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))
 		}
+	}
+	// Below the first retry's delay the cap would be raised to it anyway.
+	if c.DockerBackoffMax < docker.DefaultRetryMin {
+		errs = append(errs, fmt.Errorf("--docker-backoff-max (LEVEE_DOCKER_BACKOFF_MAX) %s: must be at least %s, the first retry's delay",
+			c.DockerBackoffMax, docker.DefaultRetryMin))
 	}
 	if c.RouteGrace < 0 {
 		errs = append(errs, fmt.Errorf("--route-grace (LEVEE_ROUTE_GRACE) %s: must not be negative", c.RouteGrace))

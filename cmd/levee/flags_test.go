@@ -21,6 +21,10 @@ func TestServeFlagsDefaults(t *testing.T) {
 		cfg.DockerDebounce != 100*time.Millisecond || !cfg.DockerEnabled || cfg.ExposedByDefault {
 		t.Fatalf("unexpected defaults: %+v", cfg)
 	}
+	if cfg.DockerCallTimeout != 10*time.Second || cfg.DockerPingInterval != 15*time.Second || cfg.DockerBackoffMax != 30*time.Second {
+		t.Fatalf("docker connection defaults: call timeout %v, ping interval %v, backoff max %v; want 10s, 15s, 30s",
+			cfg.DockerCallTimeout, cfg.DockerPingInterval, cfg.DockerBackoffMax)
+	}
 }
 
 func TestServeFlagsEnvAndPrecedence(t *testing.T) {
@@ -29,14 +33,20 @@ func TestServeFlagsEnvAndPrecedence(t *testing.T) {
 		"LEVEE_HTTP_LISTEN":               ":9999",
 		"LEVEE_DOCKER_EXPOSED_BY_DEFAULT": "true",
 		"LEVEE_DOCKER_DEBOUNCE":           "250ms",
+		"LEVEE_DOCKER_CALL_TIMEOUT":       "3s",
+		"LEVEE_DOCKER_PING_INTERVAL":      "1m",
+		"LEVEE_DOCKER_BACKOFF_MAX":        "1m",
 		"DOCKER_HOST":                     "tcp://docker.example:2375",
 	})
-	cfg, err := parseServeFlags([]string{"--http-listen", ":7000"}, env, &bytes.Buffer{})
+	cfg, err := parseServeFlags([]string{"--http-listen", ":7000", "--docker-backoff-max", "2m"}, env, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPListen != ":7000" {
-		t.Errorf("flag must win over env: http-listen = %q", cfg.HTTPListen)
+	if cfg.HTTPListen != ":7000" || cfg.DockerBackoffMax != 2*time.Minute {
+		t.Errorf("flag must win over env: http-listen = %q, docker-backoff-max = %v", cfg.HTTPListen, cfg.DockerBackoffMax)
+	}
+	if cfg.DockerCallTimeout != 3*time.Second || cfg.DockerPingInterval != time.Minute {
+		t.Errorf("env not applied: docker-call-timeout = %v, docker-ping-interval = %v", cfg.DockerCallTimeout, cfg.DockerPingInterval)
 	}
 	if cfg.LabelPrefix != "sozune" || !cfg.ExposedByDefault || cfg.DockerDebounce != 250*time.Millisecond {
 		t.Errorf("env not applied: %+v", cfg)
@@ -63,6 +73,10 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{args: []string{"--label-prefix", "a.b"}, want: `--label-prefix "a.b"`},
 		{env: map[string]string{"LEVEE_HTTP_SERVER": "nginx"}, want: `--http-server (LEVEE_HTTP_SERVER) "nginx": want levee or stdlib`},
 		{args: []string{"--dial-timeout", "0s"}, want: "--dial-timeout (LEVEE_DIAL_TIMEOUT) 0s: must be positive"},
+		{env: map[string]string{"LEVEE_DOCKER_CALL_TIMEOUT": "0s"}, want: "--docker-call-timeout (LEVEE_DOCKER_CALL_TIMEOUT) 0s: must be positive"},
+		{env: map[string]string{"LEVEE_DOCKER_PING_INTERVAL": "soon"}, want: `environment variable LEVEE_DOCKER_PING_INTERVAL="soon": invalid duration`},
+		{args: []string{"--docker-ping-interval", "-1s"}, want: "--docker-ping-interval (LEVEE_DOCKER_PING_INTERVAL) -1s: must be positive"},
+		{args: []string{"--docker-backoff-max", "100ms"}, want: "--docker-backoff-max (LEVEE_DOCKER_BACKOFF_MAX) 100ms: must be at least 250ms"},
 		{args: []string{"extra"}, want: `unexpected argument "extra"`},
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
 	}

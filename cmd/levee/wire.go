@@ -72,18 +72,12 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 
 	var ready []api.ReadyCheck
 	if cfg.DockerEnabled {
-		prov, err := docker.New(docker.Options{
-			Host:           cfg.DockerHost,
-			Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault},
-			Debounce:       cfg.DockerDebounce,
-			ResyncInterval: cfg.DockerResync,
-			Logger:         log.With().Str("component", "docker").Logger(),
-		})
+		prov, err := newDockerProvider(cfg, log, reg)
 		if err != nil {
 			rt.Close()
 			return nil, fmt.Errorf("docker provider: %w", err)
 		}
-		ready = append(ready, api.ReadyCheck{Name: "docker", Ready: prov.Synced})
+		ready = append(ready, api.ReadyCheck{Name: "docker", Ready: prov.Synced, Connection: dockerConnection(prov)})
 		a.background = append(a.background, func(ctx context.Context) {
 			if err := prov.Run(ctx, rt); err != nil {
 				log.Error().Err(err).Msg("docker provider stopped")
@@ -107,4 +101,28 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 	a.api = srv
 	return a, nil
+}
+
+// newDockerProvider builds the docker provider from the serve flags, with
+// its metrics in reg.
+func newDockerProvider(cfg serveConfig, log zerolog.Logger, reg prometheus.Registerer) (*docker.Provider, error) {
+	return docker.New(docker.Options{
+		Host:           cfg.DockerHost,
+		Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault},
+		Debounce:       cfg.DockerDebounce,
+		ResyncInterval: cfg.DockerResync,
+		CallTimeout:    cfg.DockerCallTimeout,
+		PingInterval:   cfg.DockerPingInterval,
+		RetryMax:       cfg.DockerBackoffMax,
+		Registerer:     reg,
+		Logger:         log.With().Str("component", "docker").Logger(),
+	})
+}
+
+// dockerConnection reports the provider's connection in the API's terms.
+func dockerConnection(prov *docker.Provider) func() api.Connection {
+	return func() api.Connection {
+		st := prov.Status()
+		return api.Connection{State: string(st.State), Since: st.Since, Error: st.LastError, Reconnects: st.Reconnects}
+	}
 }

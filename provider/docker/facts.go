@@ -2,12 +2,14 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/provider/labels"
@@ -18,6 +20,7 @@ import (
 type engine interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	Ping(ctx context.Context) (types.Ping, error)
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 	DaemonHost() string
 }
@@ -78,27 +81,60 @@ func facts(info container.InspectResponse) labels.Container {
 	return c
 }
 
-// listFacts lists running containers and inspects each routable one. A
-// container that vanishes between list and inspect is skipped.
-func listFacts(ctx context.Context, eng engine) (map[string]labels.Container, error) {
-	list, err := eng.ContainerList(ctx, container.ListOptions{})
+// listFacts lists running containers and inspects each routable one, each
+// call within timeout. A container that vanishes between list and inspect
+// is skipped.
+func listFacts(ctx context.Context, eng engine, timeout time.Duration) (map[string]labels.Container, error) {
+	var list []container.Summary
+	err := bounded(ctx, timeout, func(ctx context.Context) (err error) {
+		list, err = eng.ContainerList(ctx, container.ListOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list containers at %s: %w", eng.DaemonHost(), err)
 	}
 	out := make(map[string]labels.Container, len(list))
 	for _, s := range list {
-		info, err := eng.ContainerInspect(ctx, s.ID)
+		info, err := inspect(ctx, eng, timeout, s.ID)
 		if err != nil {
 			if isNotFound(err) {
 				continue
 			}
-			return nil, fmt.Errorf("inspect container %s at %s: %w", s.ID, eng.DaemonHost(), err)
+			return nil, err
 		}
 		if routable(info) {
 			out[info.ID] = facts(info)
 		}
 	}
 	return out, nil
+}
+
+// inspect inspects one container within timeout. The error names the
+// container and the engine, and wraps the client's (isNotFound sees
+// through it).
+func inspect(ctx context.Context, eng engine, timeout time.Duration, id string) (container.InspectResponse, error) {
+	var info container.InspectResponse
+	err := bounded(ctx, timeout, func(ctx context.Context) (err error) {
+		info, err = eng.ContainerInspect(ctx, id)
+		return err
+	})
+	if err != nil {
+		return info, fmt.Errorf("inspect container %s at %s: %w", id, eng.DaemonHost(), err)
+	}
+	return info, nil
+}
+
+// bounded runs one engine call with a context that ends after timeout, so a
+// hung engine becomes an error instead of a stuck provider. When the
+// deadline is what ended the call, the error says so.
+func bounded(ctx context.Context, timeout time.Duration, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %v: %w", timeout, err)
+	}
+	return err
 }
 
 // sortedFacts returns the cache's containers ordered by name then ID, so the

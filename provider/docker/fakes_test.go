@@ -2,15 +2,23 @@ package docker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/network"
@@ -18,6 +26,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const waitLimit = 10 * time.Second
@@ -112,17 +121,23 @@ func (e errNotFound) Error() string { return "no such container: " + e.id }
 func (errNotFound) NotFound()       {}
 
 // fakeEngine is an in-memory engine. Each Events call opens a stream the
-// test can feed or break.
+// test can feed or break. A hung call blocks until its context ends, like
+// a request to an engine that never answers.
 type fakeEngine struct {
 	mu         sync.Mutex
 	containers map[string]container.InspectResponse
 	down       error
+	hangs      map[string]bool // call name → it hangs
+	refusal    error           // answer to opening the event stream
 	lists      int
 	inspects   map[string]int
 	streams    chan *fakeStream
 }
 
+// fakeStream is one subscription; ctx is the subscriber's, so a test can
+// see the provider abandon it.
 type fakeStream struct {
+	ctx  context.Context
 	msgs chan events.Message
 	errs chan error
 }
@@ -131,6 +146,7 @@ func newFakeEngine() *fakeEngine {
 	return &fakeEngine{
 		containers: map[string]container.InspectResponse{},
 		inspects:   map[string]int{},
+		hangs:      map[string]bool{},
 		streams:    make(chan *fakeStream, 100),
 	}
 }
@@ -149,10 +165,38 @@ func (e *fakeEngine) del(id string) {
 	delete(e.containers, id)
 }
 
+// refuseEvents makes opening the event stream fail with err (nil: open
+// again), like a socket proxy that does not allow /events.
+func (e *fakeEngine) refuseEvents(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refusal = err
+}
+
 func (e *fakeEngine) setDown(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.down = err
+}
+
+// setHang makes a call ("ping", "events", "list", "inspect") block until
+// its caller gives up, or answer again.
+func (e *fakeEngine) setHang(call string, on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hangs[call] = on
+}
+
+// hang blocks until ctx ends when call is set to hang, and reports whether
+// it did.
+func (e *fakeEngine) hang(ctx context.Context, call string) bool {
+	e.mu.Lock()
+	on := e.hangs[call]
+	e.mu.Unlock()
+	if on {
+		<-ctx.Done()
+	}
+	return on
 }
 
 func (e *fakeEngine) counts() (lists int, inspects map[string]int) {
@@ -166,6 +210,9 @@ func (e *fakeEngine) counts() (lists int, inspects map[string]int) {
 }
 
 func (e *fakeEngine) ContainerList(ctx context.Context, _ container.ListOptions) ([]container.Summary, error) {
+	if e.hang(ctx, "list") {
+		return nil, ctx.Err()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.down != nil {
@@ -183,6 +230,9 @@ func (e *fakeEngine) ContainerList(ctx context.Context, _ container.ListOptions)
 }
 
 func (e *fakeEngine) ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error) {
+	if e.hang(ctx, "inspect") {
+		return container.InspectResponse{}, ctx.Err()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.down != nil {
@@ -201,10 +251,29 @@ func (e *fakeEngine) ContainerInspect(ctx context.Context, id string) (container
 	return container.InspectResponse{}, errNotFound{id}
 }
 
-func (e *fakeEngine) Events(ctx context.Context, _ events.ListOptions) (<-chan events.Message, <-chan error) {
-	s := &fakeStream{msgs: make(chan events.Message), errs: make(chan error, 1)}
+func (e *fakeEngine) Ping(ctx context.Context) (types.Ping, error) {
+	if e.hang(ctx, "ping") {
+		return types.Ping{}, ctx.Err()
+	}
 	e.mu.Lock()
 	down := e.down
+	e.mu.Unlock()
+	if down != nil {
+		return types.Ping{}, down
+	}
+	return types.Ping{APIVersion: "1.41", OSType: "linux"}, nil
+}
+
+// Events blocks until the stream is open, as the client's does (it
+// returns once the engine has sent the response headers).
+func (e *fakeEngine) Events(ctx context.Context, _ events.ListOptions) (<-chan events.Message, <-chan error) {
+	s := &fakeStream{ctx: ctx, msgs: make(chan events.Message), errs: make(chan error, 1)}
+	if e.hang(ctx, "events") {
+		s.errs <- ctx.Err()
+		return s.msgs, s.errs
+	}
+	e.mu.Lock()
+	down := cmp.Or(e.down, e.refusal)
 	e.mu.Unlock()
 	if down != nil {
 		s.errs <- down
@@ -366,3 +435,194 @@ func (b *syncBuffer) lines(level, substr string) []string {
 }
 
 var errDown = errors.New("connection refused")
+
+// wireEngine serves a fakeEngine over the Docker Engine HTTP API on a
+// loopback listener, for tests of the real client. While silent it accepts
+// connections and never answers (nor reads them): an engine that hangs.
+// Calls the fakeEngine is told to hang get no response headers.
+type wireEngine struct {
+	eng    *fakeEngine
+	host   string
+	silent atomic.Bool
+	// noPing answers /_ping 403, like a socket proxy that does not allow it.
+	noPing atomic.Bool
+	mu     sync.Mutex
+	held   []net.Conn
+}
+
+// serveWire serves eng until the test ends.
+func serveWire(t *testing.T, eng *fakeEngine) *wireEngine {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wireEngine{eng: eng, host: "tcp://" + ln.Addr().String()}
+	srv := &http.Server{Handler: w}
+	go func() { _ = srv.Serve(gateListener{ln, w}) }()
+	t.Cleanup(func() {
+		srv.Close()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, c := range w.held {
+			c.Close()
+		}
+	})
+	return w
+}
+
+// gateListener holds the connections accepted while the engine is silent.
+type gateListener struct {
+	net.Listener
+	w *wireEngine
+}
+
+func (l gateListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || !l.w.silent.Load() {
+			return c, err
+		}
+		l.w.mu.Lock()
+		l.w.held = append(l.w.held, c)
+		l.w.mu.Unlock()
+	}
+}
+
+var apiVersionPrefix = regexp.MustCompile(`^/v[0-9.]+/`)
+
+func (w *wireEngine) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	path := apiVersionPrefix.ReplaceAllString(r.URL.Path, "/")
+	rest, isContainer := strings.CutPrefix(path, "/containers/")
+	id, isJSON := strings.CutSuffix(rest, "/json")
+	inspecting := isContainer && isJSON && id != "" && !strings.Contains(id, "/")
+	switch {
+	case path == "/_ping" && w.noPing.Load():
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(rw, `{"message":"forbidden"}`)
+	case path == "/_ping":
+		if _, err := w.eng.Ping(r.Context()); err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rw.Header().Set("Api-Version", "1.41")
+		rw.Header().Set("Ostype", "linux")
+		_, _ = io.WriteString(rw, "OK")
+	case path == "/containers/json":
+		list, err := w.eng.ContainerList(r.Context(), container.ListOptions{})
+		writeEngineJSON(rw, list, err)
+	case inspecting:
+		info, err := w.eng.ContainerInspect(r.Context(), id)
+		writeEngineJSON(rw, info, err)
+	case path == "/events":
+		w.events(rw, r)
+	default:
+		writeEngineJSON(rw, nil, fmt.Errorf("page not found: %s", r.URL.Path))
+	}
+}
+
+// events streams the fakeEngine's next subscription as the engine does:
+// headers once subscribed, then one JSON message per event; a break the
+// test sends ends the response.
+func (w *wireEngine) events(rw http.ResponseWriter, r *http.Request) {
+	msgs, errs := w.eng.Events(r.Context(), events.ListOptions{})
+	select {
+	case err := <-errs:
+		writeEngineJSON(rw, nil, err)
+		return
+	default:
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(http.StatusOK)
+	flusher := rw.(http.Flusher)
+	flusher.Flush()
+	enc := json.NewEncoder(rw)
+	for {
+		select {
+		case m := <-msgs:
+			_ = enc.Encode(m)
+			flusher.Flush()
+		case <-errs:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// writeEngineJSON answers v, or err as the engine does ({"message": ...};
+// 404 for a missing container).
+func writeEngineJSON(rw http.ResponseWriter, v any, err error) {
+	rw.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		status := http.StatusInternalServerError
+		if isNotFound(err) || strings.HasPrefix(err.Error(), "page not found") {
+			status = http.StatusNotFound
+		}
+		rw.WriteHeader(status)
+		_ = json.NewEncoder(rw).Encode(map[string]string{"message": err.Error()})
+		return
+	}
+	_ = json.NewEncoder(rw).Encode(v)
+}
+
+// metricValue is the value of the series name{labels} in reg, or -1 when
+// there is none.
+func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// wantConnection checks the provider's state in its Status and its
+// metrics.
+func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want State) {
+	t.Helper()
+	if got := p.Status().State; got != want {
+		t.Errorf("Status().State = %q, want %q", got, want)
+	}
+	docker := map[string]string{"provider": router.SourceDocker}
+	connected := 0.0
+	if want == StateConnected {
+		connected = 1
+	}
+	if v := metricValue(t, reg, "levee_provider_connected", docker); v != connected {
+		t.Errorf("levee_provider_connected = %v, want %v", v, connected)
+	}
+	for _, s := range states {
+		v := 0.0
+		if s == want {
+			v = 1
+		}
+		if got := metricValue(t, reg, "levee_provider_state", map[string]string{"provider": router.SourceDocker, "state": string(s)}); got != v {
+			t.Errorf("levee_provider_state{state=%q} = %v, want %v", s, got, v)
+		}
+	}
+}

@@ -5,15 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	cerrdefs "github.com/containerd/errdefs"
 	"io"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
@@ -21,6 +23,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -28,11 +31,11 @@ import (
 const (
 	DefaultDebounce       = 100 * time.Millisecond
 	DefaultResyncInterval = 5 * time.Minute
+	// DefaultCallTimeout bounds each engine call.
+	DefaultCallTimeout = 10 * time.Second
+	// DefaultPingInterval is the watchdog's period while connected.
+	DefaultPingInterval = 15 * time.Second
 )
-
-// callTimeout bounds one list or inspect call, so a hung engine turns into
-// a reconnect rather than a stuck provider.
-const callTimeout = 30 * time.Second
 
 // Sink receives the provider's complete current output.
 type Sink interface {
@@ -58,10 +61,33 @@ type Options struct {
 	// are collected and published together when it ends
 	// (default 100 ms).
 	Debounce time.Duration
-	// ResyncInterval is the period of the safety-net full resync (default 5 min).
+	// ResyncInterval is the period of the safety-net full resync while
+	// connected (default 5 min). Every connection attempt resyncs too.
 	ResyncInterval time.Duration
-	// RetryMin and RetryMax bound the reconnect backoff (default 250 ms, 30 s).
+	// CallTimeout bounds each engine call: ping, list, each inspect, and
+	// opening the event stream (until the engine sends the response
+	// headers), so that a hung engine becomes an error and a reconnect
+	// rather than a stuck provider (default 10 s). It is wall-clock time
+	// (a context deadline), not Clock time.
+	CallTimeout time.Duration
+	// PingInterval is the watchdog's period while connected (default
+	// 15 s). Docker sends nothing on an idle event stream, so silence
+	// cannot tell a quiet engine from a hung one: the engine is pinged,
+	// and a ping that fails or exceeds CallTimeout ends the connection
+	// (reconnect and full resync).
+	PingInterval time.Duration
+	// RetryMin and RetryMax bound the reconnect backoff (default 250 ms,
+	// 30 s). The base delay doubles from RetryMin up to RetryMax; each
+	// delay is jittered down by up to half. It starts over from RetryMin
+	// once a connection has stayed up through one watchdog ping, so an
+	// engine that accepts and drops at once is not hammered.
 	RetryMin, RetryMax time.Duration
+	// Jitter returns a uniform number in [0, 1) that places each backoff
+	// delay in its jitter range; nil means math/rand/v2's Float64.
+	Jitter func() float64
+	// Registerer receives the provider's metrics; nil keeps them in a
+	// private registry.
+	Registerer prometheus.Registerer
 	// Logger receives connection state changes and event handling details.
 	Logger zerolog.Logger
 	// Clock drives every timer; nil means the real clock.
@@ -77,21 +103,29 @@ type Options struct {
 }
 
 // Provider watches one Docker Engine. Run drives it; Synced reports whether
-// the first full sync has been delivered.
+// the first full sync has been delivered, Status the connection.
 type Provider struct {
-	opts   Options
-	eng    engine
-	closer func() error
-	log    zerolog.Logger
-	synced atomic.Bool
+	opts    Options
+	eng     engine
+	host    string
+	closer  func() error
+	log     zerolog.Logger
+	synced  atomic.Bool
+	metrics *metrics
+
+	mu     sync.Mutex
+	status Status
 
 	// The fields below belong to the Run goroutine.
-	cache    map[string]labels.Container
-	ownID    string
-	own      []string
-	sent     []labels.Container
-	sentOwn  []string
-	everSent bool
+	// announced is set once an outage has been logged at error or warn
+	// level, so that retries stay at debug until a connection succeeds.
+	announced bool
+	cache     map[string]labels.Container
+	ownID     string
+	own       []string
+	sent      []labels.Container
+	sentOwn   []string
+	everSent  bool
 }
 
 // New makes a Provider for opts.Host. It does not contact the engine: Run
@@ -101,7 +135,11 @@ func New(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := newProvider(opts, cli)
+	p, err := newProvider(opts, cli)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
 	p.closer = cli.Close
 	return p, nil
 }
@@ -118,15 +156,43 @@ func newClient(host string) (*client.Client, error) {
 	return cli, nil
 }
 
-func newProvider(opts Options, eng engine) *Provider {
+func newProvider(opts Options, eng engine) (*Provider, error) {
+	opts = withDefaults(opts)
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	host := eng.DaemonHost()
+	p := &Provider{
+		opts:    opts,
+		eng:     eng,
+		host:    host,
+		log:     opts.Logger.With().Str("provider", router.SourceDocker).Str("docker_host", host).Logger(),
+		metrics: m,
+		status:  Status{State: StateConnecting, Since: opts.Clock.Now()},
+		cache:   map[string]labels.Container{},
+	}
+	return p, nil
+}
+
+// withDefaults fills the zero fields of opts.
+func withDefaults(opts Options) Options {
 	if opts.Parse == nil {
 		opts.Parse = labels.Parser.Parse
 	}
-	if opts.Debounce <= 0 {
-		opts.Debounce = DefaultDebounce
+	defaultDuration(&opts.Debounce, DefaultDebounce)
+	defaultDuration(&opts.ResyncInterval, DefaultResyncInterval)
+	defaultDuration(&opts.CallTimeout, DefaultCallTimeout)
+	defaultDuration(&opts.PingInterval, DefaultPingInterval)
+	// Both bounds get their defaults: a zero RetryMax would cap the
+	// backoff at RetryMin, retrying every 250 ms forever.
+	defaultDuration(&opts.RetryMin, DefaultRetryMin)
+	defaultDuration(&opts.RetryMax, DefaultRetryMax)
+	if opts.Jitter == nil {
+		opts.Jitter = rand.Float64
 	}
-	if opts.ResyncInterval <= 0 {
-		opts.ResyncInterval = DefaultResyncInterval
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
 	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
@@ -140,11 +206,12 @@ func newProvider(opts Options, eng engine) *Provider {
 			f.Close()
 		}
 	}
-	return &Provider{
-		opts:  opts,
-		eng:   eng,
-		log:   opts.Logger.With().Str("provider", router.SourceDocker).Str("docker_host", eng.DaemonHost()).Logger(),
-		cache: map[string]labels.Container{},
+	return opts
+}
+
+func defaultDuration(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
 	}
 }
 
@@ -159,36 +226,40 @@ func (p *Provider) Close() error {
 	return p.closer()
 }
 
+// ending is how a session ended.
+type ending int
+
+const (
+	// failed: the attempt failed (no answer, or the full sync failed).
+	failed ending = iota
+	// noStream: the engine answers, but its event stream could not be
+	// opened; nothing was synced yet.
+	noStream
+	// lost: the connection was up, and the stream or the watchdog's ping
+	// failed.
+	lost
+)
+
 // Run watches the engine and sends sink every change until ctx ends; it
 // then returns nil. It never gives up on an unreachable engine. Run must not
 // be called twice at once.
 func (p *Provider) Run(ctx context.Context, sink Sink) error {
-	host := p.eng.DaemonHost()
-	bo := newBackoff(p.opts.RetryMin, p.opts.RetryMax)
-	// announced is set once an outage has been logged at error/warn level,
-	// so retries stay at debug until the engine is back.
-	announced := false
-	for {
-		connected, err := p.session(ctx, sink, func() {
-			bo.reset()
-			p.log.Info().Msgf("docker: connected to the engine at %s", host)
-			announced = false
-		})
+	defer p.setState(StateDisconnected, nil)
+	bo := newBackoff(p.opts.RetryMin, p.opts.RetryMax, p.opts.Jitter)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			p.reconnecting()
+		}
+		p.setState(StateConnecting, nil)
+		end, err := p.session(ctx, sink, bo.reset)
 		if ctx.Err() != nil {
 			return nil
 		}
 		delay := bo.delay()
-		switch {
-		case connected:
-			p.log.Warn().Err(err).Dur("retry_in", delay).
-				Msgf("docker: lost the connection to the engine at %s; reconnecting and resyncing", host)
-			announced = true
-		case !announced:
-			p.log.Error().Err(err).Dur("retry_in", delay).
-				Msgf("docker: cannot reach the Docker engine at %s; other sources keep serving, retrying in the background", host)
-			announced = true
-		default:
-			p.log.Debug().Err(err).Dur("retry_in", delay).Msgf("docker: engine at %s still unreachable", host)
+		p.setState(StateDisconnected, err)
+		p.logEnding(end, err, delay)
+		if end == noStream {
+			p.syncWithoutStream(ctx, sink)
 		}
 		t := p.opts.Clock.NewTimer(delay)
 		select {
@@ -200,80 +271,236 @@ func (p *Provider) Run(ctx context.Context, sink Sink) error {
 	}
 }
 
-// session is one connection: subscribe, full sync, then follow events until
-// the stream fails. connected is true once the full sync succeeded.
-func (p *Provider) session(ctx context.Context, sink Sink, onConnect func()) (connected bool, err error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// logEnding reports why a session ended: a lost connection as a warning,
+// the first failed attempt of an outage as an error naming the address,
+// the retries that follow at debug.
+func (p *Provider) logEnding(end ending, err error, delay time.Duration) {
+	switch {
+	case end == lost:
+		p.log.Warn().Err(err).Dur("retry_in", delay).
+			Msgf("docker: lost the connection to the engine at %s; reconnecting and resyncing", p.host)
+		p.announced = true
+	case !p.announced:
+		p.log.Error().Err(err).Dur("retry_in", delay).
+			Msgf("docker: cannot reach the Docker engine at %s; other sources keep serving, retrying in the background", p.host)
+		p.announced = true
+	default:
+		p.log.Debug().Err(err).Dur("retry_in", delay).Msgf("docker: engine at %s still unreachable", p.host)
+	}
+}
+
+// syncWithoutStream lists and publishes when the engine answers but its
+// event stream cannot be opened (a socket proxy refusing /events, an
+// engine whose /events hangs), so that routes follow the engine at the
+// retry pace, at most RetryMax apart, instead of freezing. Its failure adds
+// nothing to the error already logged.
+func (p *Provider) syncWithoutStream(ctx context.Context, sink Sink) {
+	if err := p.fullSync(ctx); err != nil {
+		p.log.Debug().Err(err).Msg("docker: sync without an event stream failed")
+		return
+	}
+	p.log.Debug().Int("containers", len(p.cache)).Msg("docker: synced without an event stream")
+	p.publish(sink, !p.everSent)
+}
+
+// session is one connection attempt and, when it succeeds, the connection:
+// ping, open the event stream, full sync, then follow events until the
+// stream or the watchdog's ping fails. stable is called when the
+// connection has stayed up through a watchdog ping.
+func (p *Provider) session(ctx context.Context, sink Sink, stable func()) (ending, error) {
+	if err := p.ping(ctx); err != nil {
+		return failed, err
+	}
 	// Subscribe before listing, so nothing that happens during the list is
 	// missed; events about containers already listed are harmless.
-	msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: eventFilters()})
-	if err := p.fullSync(sctx); err != nil {
-		return false, err
+	st, err := p.subscribe(ctx)
+	if err != nil {
+		return noStream, err
 	}
-	onConnect()
+	defer st.close()
+	if err := p.fullSync(ctx); err != nil {
+		return failed, err
+	}
+	// The client reports the stream open just before it queues a refusal,
+	// so a refusal can land after subscribe: by now it has. The sync is
+	// good all the same.
+	if err := st.refused(); err != nil {
+		p.publish(sink, !p.everSent)
+		return failed, fmt.Errorf("open the event stream at %s: %w", p.host, err)
+	}
+	p.announced = false
+	p.setState(StateConnected, nil)
+	p.log.Info().Msgf("docker: connected to the engine at %s", p.host)
 	p.publish(sink, !p.everSent)
+	return lost, p.follow(ctx, sink, st, stable)
+}
 
+// ping asks the engine whether it answers, within CallTimeout. A refusal
+// (a 4xx status, e.g. from a socket proxy that does not allow /_ping) is
+// an answer in time, which is all the ping asks for.
+func (p *Provider) ping(ctx context.Context) error {
+	err := bounded(ctx, p.opts.CallTimeout, func(ctx context.Context) error {
+		_, err := p.eng.Ping(ctx)
+		return err
+	})
+	if err != nil && !isRefusal(err) {
+		return fmt.Errorf("ping the engine at %s: %w", p.host, err)
+	}
+	return nil
+}
+
+// isRefusal reports whether err is an answer with a client-error status.
+func isRefusal(err error) bool {
+	return cerrdefs.IsInvalidArgument(err) || cerrdefs.IsUnauthorized(err) || cerrdefs.IsPermissionDenied(err) ||
+		cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err)
+}
+
+// stream is an open event stream; close abandons it.
+type stream struct {
+	msgs  <-chan events.Message
+	errs  <-chan error
+	close context.CancelFunc
+}
+
+// refused returns the error already queued on a stream that failed as it
+// opened (and abandons it), or nil.
+func (st *stream) refused() error {
+	select {
+	case err := <-st.errs:
+		st.close()
+		if err == nil {
+			err = errors.New("closed at once")
+		}
+		return err
+	default:
+		return nil
+	}
+}
+
+// subscribe opens the event stream. The client's Events returns only once
+// the engine has sent the response headers, and its request has no
+// deadline of its own (the stream lives as long as its context), so it runs
+// aside and is abandoned when the headers do not come within CallTimeout.
+// A refusal the engine answered at once is returned here too.
+func (p *Provider) subscribe(ctx context.Context) (*stream, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	opened := make(chan *stream, 1)
+	go func() {
+		msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: eventFilters()})
+		opened <- &stream{msgs: msgs, errs: errs, close: cancel}
+	}()
+	deadline, stop := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer stop()
+	select {
+	case st := <-opened:
+		if err := st.refused(); err != nil {
+			return nil, fmt.Errorf("open the event stream at %s: %w", p.host, err)
+		}
+		return st, nil
+	case <-deadline.Done():
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open the event stream at %s: no answer within %v", p.host, p.opts.CallTimeout)
+	}
+}
+
+// follow applies events until the stream fails, the watchdog's ping
+// fails, or ctx ends. A change after a quiet period is published at once,
+// so a lone `docker start` is routed without waiting; changes that follow
+// within the Debounce window are published together when it ends.
+func (p *Provider) follow(ctx context.Context, sink Sink, st *stream, stable func()) error {
 	resync := p.opts.Clock.NewTimer(p.opts.ResyncInterval)
 	defer func() { resync.Stop() }()
-	// A change after a quiet period is published at once, so a lone
-	// `docker start` is routed without waiting. Changes that follow within
-	// the Debounce window after a publish are collected and published
-	// together when it ends, so a burst costs one rebuild per window.
-	var window Timer
-	var windowC <-chan time.Time
-	dirty := false
-	openWindow := func() {
-		window = p.opts.Clock.NewTimer(p.opts.Debounce)
-		windowC = window.C()
-	}
-	defer func() {
-		if window != nil {
-			window.Stop()
-		}
-	}()
+	watchdog := p.opts.Clock.NewTimer(p.opts.PingInterval)
+	defer func() { watchdog.Stop() }()
+	win := debounce{clock: p.opts.Clock, d: p.opts.Debounce}
+	defer win.stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return true, ctx.Err()
-		case err := <-errs:
+			return ctx.Err()
+		case err := <-st.errs:
 			if err == nil {
-				err = errors.New("event stream closed")
+				err = errors.New("closed")
 			}
-			return true, fmt.Errorf("event stream from %s: %w", p.eng.DaemonHost(), err)
-		case m, ok := <-msgs:
+			return fmt.Errorf("event stream from %s: %w", p.host, err)
+		case m, ok := <-st.msgs:
 			if !ok {
-				return true, fmt.Errorf("event stream from %s: closed", p.eng.DaemonHost())
+				return fmt.Errorf("event stream from %s: closed", p.host)
 			}
-			changed, err := p.apply(sctx, m)
+			changed, err := p.apply(ctx, m)
 			if err != nil {
-				return true, err
+				return err
 			}
-			switch {
-			case !changed:
-			case windowC == nil:
+			if changed && win.change() {
 				p.publish(sink, false)
-				openWindow()
-			default:
-				dirty = true
 			}
-		case <-windowC:
-			window, windowC = nil, nil
-			if dirty {
-				dirty = false
+		case <-win.c:
+			if win.expired() {
 				p.publish(sink, false)
-				openWindow()
 			}
 		case <-resync.C():
-			if err := p.fullSync(sctx); err != nil {
-				return true, err
+			if err := p.fullSync(ctx); err != nil {
+				return err
 			}
 			p.log.Debug().Int("containers", len(p.cache)).Msg("docker: periodic resync")
 			// The resync publishes everything collected so far.
-			dirty = false
+			win.dirty = false
 			p.publish(sink, false)
 			resync = p.opts.Clock.NewTimer(p.opts.ResyncInterval)
+		case <-watchdog.C():
+			if err := p.ping(ctx); err != nil {
+				return fmt.Errorf("watchdog: %w", err)
+			}
+			stable()
+			watchdog = p.opts.Clock.NewTimer(p.opts.PingInterval)
 		}
+	}
+}
+
+// debounce is follow's coalescing window. c is nil while no window is
+// open.
+type debounce struct {
+	clock Clock
+	d     time.Duration
+	t     Timer
+	c     <-chan time.Time
+	dirty bool
+}
+
+// change records a change and reports whether to publish it now: yes after
+// a quiet period (a window then opens), else it waits for the window's end.
+func (w *debounce) change() bool {
+	if w.c == nil {
+		w.open()
+		return true
+	}
+	w.dirty = true
+	return false
+}
+
+// expired closes the window and reports whether changes were collected in
+// it; if so they are published now, and a new window opens.
+func (w *debounce) expired() bool {
+	w.t, w.c = nil, nil
+	if !w.dirty {
+		return false
+	}
+	w.dirty = false
+	w.open()
+	return true
+}
+
+func (w *debounce) open() {
+	w.t = w.clock.NewTimer(w.d)
+	w.c = w.t.C()
+}
+
+func (w *debounce) stop() {
+	if w.t != nil {
+		w.t.Stop()
 	}
 }
 
@@ -296,16 +523,14 @@ func eventFilters() filters.Args {
 }
 
 // fullSync replaces the cache with a fresh list + inspect, and re-detects
-// Levee's own container.
+// Levee's own container. Each call has its own deadline.
 func (p *Provider) fullSync(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	cache, err := listFacts(cctx, p.eng)
+	cache, err := listFacts(ctx, p.eng, p.opts.CallTimeout)
 	if err != nil {
 		return err
 	}
 	p.cache = cache
-	return p.detectOwn(cctx)
+	return p.detectOwn(ctx)
 }
 
 // detectOwn finds the container Levee runs in, by its ID from mountinfo or
@@ -321,12 +546,12 @@ func (p *Provider) detectOwn(ctx context.Context) error {
 			continue
 		}
 		var err error
-		info, err = p.eng.ContainerInspect(ctx, candidate)
+		info, err = inspect(ctx, p.eng, p.opts.CallTimeout, candidate)
 		if err != nil {
 			if isNotFound(err) {
 				continue
 			}
-			return fmt.Errorf("inspect own container %q at %s: %w", candidate, p.eng.DaemonHost(), err)
+			return fmt.Errorf("own container: %w", err)
 		}
 		if strings.HasPrefix(info.ID, candidate) {
 			found = true
@@ -369,10 +594,7 @@ func (p *Provider) apply(ctx context.Context, m events.Message) (bool, error) {
 		ownChanged := false
 		if id == p.ownID {
 			before := p.own
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			err := p.detectOwn(cctx)
-			cancel()
-			if err != nil {
+			if err := p.detectOwn(ctx); err != nil {
 				return false, err
 			}
 			ownChanged = !reflect.DeepEqual(before, p.own)
@@ -394,14 +616,12 @@ func (p *Provider) remove(id string) bool {
 
 // refresh re-inspects one container and updates its cache entry.
 func (p *Provider) refresh(ctx context.Context, id string) (bool, error) {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	info, err := p.eng.ContainerInspect(cctx, id)
+	info, err := inspect(ctx, p.eng, p.opts.CallTimeout, id)
 	if err != nil {
 		if isNotFound(err) {
 			return p.remove(id), nil
 		}
-		return false, fmt.Errorf("inspect container %s at %s: %w", id, p.eng.DaemonHost(), err)
+		return false, err
 	}
 	if !routable(info) {
 		return p.remove(info.ID), nil
@@ -436,14 +656,14 @@ func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
 // ListContainers lists the routable containers of the engine at host (empty:
 // DOCKER_HOST, else the local socket) once, ordered by name, for
-// `levee validate`.
+// `levee validate`. Each engine call has DefaultCallTimeout.
 func ListContainers(ctx context.Context, host string) ([]labels.Container, error) {
 	cli, err := newClient(host)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	cache, err := listFacts(ctx, cli)
+	cache, err := listFacts(ctx, cli, DefaultCallTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -19,6 +21,7 @@ type harness struct {
 	clock *fakeClock
 	rec   *recorder
 	logs  *syncBuffer
+	reg   *prometheus.Registry
 	p     *Provider
 	done  chan error
 }
@@ -27,17 +30,46 @@ type harness struct {
 // the test ends.
 func start(t *testing.T, eng *fakeEngine, opts Options) *harness {
 	t.Helper()
-	h := &harness{eng: eng, clock: newFakeClock(), rec: newRecorder(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	h := newHarness(t, opts, func(opts Options) (*Provider, error) { return newProvider(opts, eng) })
+	h.eng = eng
+	return h
+}
+
+// startWire runs a provider with the real Docker client against host, with
+// a fake clock driving its timers (backoff, watchdog, resync, debounce);
+// call deadlines are wall-clock time.
+func startWire(t *testing.T, host string, opts Options) *harness {
+	t.Helper()
+	opts.Host = host
+	h := newHarness(t, opts, New)
+	t.Cleanup(func() { _ = h.p.Close() })
+	return h
+}
+
+// newHarness makes a provider with the test's clock, recorder, logs and
+// registry (backoff without jitter unless opts has one) and runs it until
+// the test ends.
+func newHarness(t *testing.T, opts Options, build func(Options) (*Provider, error)) *harness {
+	t.Helper()
+	h := &harness{clock: newFakeClock(), rec: newRecorder(), logs: &syncBuffer{}, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	opts.Clock = h.clock
 	opts.Parse = h.rec.parse
 	opts.Logger = zerolog.New(h.logs).Level(zerolog.DebugLevel)
+	opts.Registerer = h.reg
+	if opts.Jitter == nil {
+		opts.Jitter = func() float64 { return 0 }
+	}
 	if opts.Hostname == "" {
 		opts.Hostname = "not-a-container"
 	}
 	if opts.SelfID == "" {
 		opts.SelfID = "not-a-container-id" // never the test machine's mountinfo
 	}
-	h.p = newProvider(opts, eng)
+	p, err := build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p = p
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { h.done <- h.p.Run(ctx, h.rec) }()
 	t.Cleanup(func() {
@@ -295,7 +327,7 @@ func TestStreamErrorReconnectsWithBackoffAndResyncs(t *testing.T) {
 	}
 }
 
-func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
+func TestUnreachableEngineLogsOneErrorBacksOffToCapAndResetsOnceStable(t *testing.T) {
 	eng := newFakeEngine()
 	eng.setDown(errDown)
 	h := start(t, eng, Options{RetryMin: 250 * time.Millisecond, RetryMax: time.Second})
@@ -303,13 +335,22 @@ func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
 		h.clock.expectTimer(t, d)
 		h.clock.Advance(d)
 	}
-	// The engine comes back: connect, then lose the stream. The backoff
-	// starts over from the minimum.
+	// The engine comes back, and the stream breaks at once: a connection
+	// that did not stay up keeps the backoff where it was.
 	h.clock.expectTimer(t, time.Second)
 	eng.setDown(nil)
 	h.clock.Advance(time.Second)
 	s := eng.stream(t)
 	h.rec.next(t)
+	s.errs <- errDown
+	h.clock.expectTimer(t, time.Second)
+	// A connection that stays up through a watchdog ping resets it: the
+	// next loss retries after the minimum.
+	h.clock.Advance(time.Second)
+	s = eng.stream(t)
+	h.clock.expectTimer(t, DefaultPingInterval)
+	h.clock.Advance(DefaultPingInterval)
+	h.clock.expectTimer(t, DefaultPingInterval) // re-armed: the ping was answered
 	s.errs <- errDown
 	h.clock.expectTimer(t, 250*time.Millisecond)
 
@@ -320,8 +361,8 @@ func TestUnreachableEngineLogsOneErrorAndBacksOffToCap(t *testing.T) {
 	if n := len(h.logs.lines("debug", "still unreachable")); n < 5 {
 		t.Errorf("debug retry lines = %d, want >= 5", n)
 	}
-	if n := len(h.logs.lines("info", "connected to the engine")); n != 1 {
-		t.Errorf("info connected lines = %d, want 1", n)
+	if n := len(h.logs.lines("info", "connected to the engine")); n != 2 {
+		t.Errorf("info connected lines = %d, want 2", n)
 	}
 }
 
@@ -407,22 +448,73 @@ func TestNotInAContainerMeansNoOwnNetworks(t *testing.T) {
 	}
 }
 
-func TestBackoffDoublesToCapAndResets(t *testing.T) {
-	b := newBackoff(250*time.Millisecond, 30*time.Second)
-	var got []time.Duration
-	for range 10 {
-		got = append(got, b.delay())
-	}
-	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
+// The delays grow from min by doubling, stop at max, stay within
+// [base/2, base] of their base delay whatever the jitter source says, and
+// start over after reset.
+func TestBackoffGrowsCapsJittersAndResets(t *testing.T) {
+	const lo, hi = 250 * time.Millisecond, 30 * time.Second
+	bases := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
 		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("delays = %v, want %v", got, want)
+	// A scripted source: the extremes of [0, 1) and the middle.
+	script := []float64{0, 0.5, 0.999, 0, 0.25, 0.999, 0.5, 0, 0.999, 0.75}
+	i := 0
+	b := newBackoff(lo, hi, func() float64 { i++; return script[i-1] })
+	for n, base := range bases {
+		want := base - time.Duration(script[n]*float64(base/2))
+		if got := b.delay(); got != want {
+			t.Fatalf("delay %d = %v, want %v (base %v, jitter %v)", n, got, want, base, script[n])
+		}
 	}
 	b.reset()
-	if d := b.delay(); d != 250*time.Millisecond {
-		t.Fatalf("after reset = %v, want 250ms", d)
+	i = 0
+	if d := b.delay(); d != lo {
+		t.Fatalf("after reset = %v, want %v", d, lo)
 	}
-	if d := newBackoff(0, 0).delay(); d != DefaultRetryMin {
-		t.Fatalf("zero bounds delay = %v, want default %v", d, DefaultRetryMin)
+
+	// A seeded random source: every delay within its bounds, never above
+	// the cap, and not shorter than the one before until the cap.
+	rng := rand.New(rand.NewPCG(1, 2))
+	b = newBackoff(lo, hi, rng.Float64)
+	base, prev := lo, time.Duration(0)
+	for n := range 40 {
+		d := b.delay()
+		if d < base/2 || d > base || d > hi {
+			t.Fatalf("delay %d = %v, want within [%v, %v]", n, d, base/2, base)
+		}
+		if base < hi && d < prev {
+			t.Fatalf("delay %d = %v shrank from %v before the cap", n, d, prev)
+		}
+		prev, base = d, min(base*2, hi)
+	}
+	// Out-of-range jitter is clamped; zero bounds take the defaults.
+	if d := newBackoff(time.Second, time.Second, func() float64 { return 7 }).delay(); d != time.Second/2 {
+		t.Errorf("jitter 7 gave %v, want 500ms", d)
+	}
+	if d := newBackoff(0, 0, nil).delay(); d != DefaultRetryMin {
+		t.Errorf("zero bounds delay = %v, want default %v", d, DefaultRetryMin)
+	}
+}
+
+// A provider given no backoff bounds (as `levee serve` wired it) backs off
+// to DefaultRetryMax, not every DefaultRetryMin forever.
+func TestDefaultBackoffGrowsToItsCap(t *testing.T) {
+	eng := newFakeEngine()
+	eng.setDown(errDown)
+	h := start(t, eng, Options{})
+	for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
+		4 * time.Second, 8 * time.Second, 16 * time.Second, DefaultRetryMax, DefaultRetryMax} {
+		h.clock.expectTimer(t, d)
+		h.clock.Advance(d)
+	}
+}
+
+// The wired jitter source places each delay below its base delay.
+func TestBackoffDelaysAreJittered(t *testing.T) {
+	eng := newFakeEngine()
+	eng.setDown(errDown)
+	h := start(t, eng, Options{RetryMin: time.Second, RetryMax: 4 * time.Second, Jitter: func() float64 { return 0.5 }})
+	for _, d := range []time.Duration{750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 3 * time.Second} {
+		h.clock.expectTimer(t, d)
+		h.clock.Advance(d)
 	}
 }
