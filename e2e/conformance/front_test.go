@@ -203,8 +203,8 @@ func (fv frontVector) run(t *testing.T, e *env) {
 	if want.diag == "bad-request-body" {
 		// The head first, then the body once the backend got a
 		// connection or 300ms passed: a body refused for its framing
-		// must never have a backend connection opened for it, however
-		// its bytes arrive.
+		// must never reach a backend as a complete request, however its
+		// bytes arrive.
 		i := strings.Index(data, "\r\n\r\n") + 4
 		if err := c.send(data[:i]); err != nil {
 			t.Fatalf("sending: %v", err)
@@ -236,7 +236,11 @@ func (fv frontVector) run(t *testing.T, e *env) {
 	if fv.check != nil {
 		fv.check(v, m)
 	}
-	if len(want.forward) == 0 {
+	// A chunked body streams to the backend (Levee buffers only bodies of
+	// known length before dialling); when its framing breaks, the backend
+	// connection is closed with the request cut short.
+	v.cutAllowed = want.diag == "bad-request-body" && strings.Contains(fv.req, "Transfer-Encoding: chunked")
+	if len(want.forward) == 0 && !v.cutAllowed {
 		if n := v.b.connCount(); n > 0 {
 			v.Errorf("Levee opened %d backend connection(s) for a request it answered %d itself (the backend received %q)", n, want.status, v.b.conn(0).raw)
 		}

@@ -98,6 +98,11 @@ type vt struct {
 	route   string
 	host    string
 	clients []*rawClient
+	// cutAllowed: the request's body streams (chunked), so a backend may
+	// have received its head and valid chunks before the body turned out
+	// malformed; Levee then closes that connection, and the backend sees
+	// a request cut short, never a complete one.
+	cutAllowed bool
 }
 
 // start gives the running vector its own backend (answering with script,
@@ -292,6 +297,9 @@ func (v *vt) checkBackendRead(want []string) {
 	v.b.mu.Lock()
 	defer v.b.mu.Unlock()
 	for _, c := range v.b.conns {
+		if v.cutAllowed && strings.Contains(c.parseErr.Error(), "connection ended inside a message") {
+			continue
+		}
 		if c.parseErr != nil && c.upgradedAt < 0 {
 			v.Errorf("backend connection %d: Levee sent bytes that are not a well-framed request: %v", c.idx, c.parseErr)
 		}
