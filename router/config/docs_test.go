@@ -1,4 +1,4 @@
-package router
+package config
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 var updateDocs = flag.Bool("update", false, "rewrite docs/labels.md from the field table")
 
-const labelsDoc = "../docs/labels.md"
+const labelsDoc = "../../docs/labels.md"
 
 // TestFieldsMarkdownInSync fails when docs/labels.md is not what the field
 // table generates; run with -updateDocs to rewrite it.
@@ -23,10 +23,10 @@ func TestFieldsMarkdownInSync(t *testing.T) {
 	}
 	got, err := os.ReadFile(labelsDoc)
 	if err != nil {
-		t.Fatalf("read %s: %v (generate it: go test ./router -run TestFieldsMarkdownInSync -update)", labelsDoc, err)
+		t.Fatalf("read %s: %v (generate it: go test ./router/config -run TestFieldsMarkdownInSync -update)", labelsDoc, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date: go test ./router -run TestFieldsMarkdownInSync -update", labelsDoc)
+		t.Fatalf("%s is out of date: go test ./router/config -run TestFieldsMarkdownInSync -update", labelsDoc)
 	}
 	for _, f := range Fields() {
 		if !strings.Contains(string(got), "| `"+f.Label+"`") {
