@@ -13,7 +13,7 @@ var updateDocs = flag.Bool("update", false, "rewrite docs/labels.md from the fie
 const labelsDoc = "../../docs/labels.md"
 
 // TestFieldsMarkdownInSync fails when docs/labels.md is not what the field
-// table generates; run with -updateDocs to rewrite it.
+// table generates; run with -update to rewrite it.
 func TestFieldsMarkdownInSync(t *testing.T) {
 	want := FieldsMarkdown()
 	if *updateDocs {
