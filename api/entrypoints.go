@@ -8,6 +8,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // entrypointView is one entrypoint as GET shows it: the router's status
@@ -28,7 +29,7 @@ type entrypointList struct {
 
 func (s *Server) view(st router.EntrypointStatus) entrypointView {
 	v := entrypointView{ID: st.Entrypoint.ID, Source: st.Entrypoint.Source, EntrypointStatus: st}
-	if v.Source == router.SourceAPI {
+	if v.Source == config.SourceAPI {
 		if e, ok := s.store.Get(v.ID); ok {
 			v.Payload = e.Payload
 		}
@@ -54,13 +55,13 @@ func (s *Server) getEntrypoint(w http.ResponseWriter, r *http.Request, _ string)
 	writeJSON(w, http.StatusOK, s.view(st))
 }
 
-// owner says who owns id: "" when nobody, router.SourceAPI when the store
+// owner says who owns id: "" when nobody, config.SourceAPI when the store
 // holds it, else the router's view of its source. The store is asked
 // first: it is the truth for API entrypoints, even while the router shows
 // another source's entrypoint with the same id (a collision).
 func (s *Server) owner(id string) string {
 	if _, ok := s.store.Get(id); ok {
-		return router.SourceAPI
+		return config.SourceAPI
 	}
 	return s.otherOwner(id)
 }
@@ -99,7 +100,7 @@ func (s *Server) createEntrypoint(w http.ResponseWriter, r *http.Request, who st
 	id := ep.ID
 	// The store checks its own ids atomically; other sources are checked
 	// here, against the router's merged view.
-	if owner := s.otherOwner(id); owner != "" && owner != router.SourceAPI {
+	if owner := s.otherOwner(id); owner != "" && owner != config.SourceAPI {
 		writeError(w, http.StatusConflict, fmt.Sprintf("entrypoint %q already exists (source %s)", id, owner), ds)
 		return
 	}
@@ -197,7 +198,7 @@ func (s *Server) deleteEntrypoint(w http.ResponseWriter, r *http.Request, who st
 // unknown one, before the body is read.
 func (s *Server) mayChange(w http.ResponseWriter, id string) bool {
 	switch owner := s.owner(id); owner {
-	case router.SourceAPI:
+	case config.SourceAPI:
 		return true
 	case "":
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), nil)

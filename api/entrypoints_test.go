@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 func TestCreateSeedPayloadAsWritten(t *testing.T) {
@@ -35,7 +35,7 @@ func TestCreateSeedPayloadAsWritten(t *testing.T) {
 	}
 	// The router heard the full API set.
 	u, _ := h.router.lastUpdate()
-	if u.Source != router.SourceAPI || len(u.Entrypoints) != 1 || u.Entrypoints[0].ID != "app" || u.Entrypoints[0].Source != router.SourceAPI {
+	if u.Source != config.SourceAPI || len(u.Entrypoints) != 1 || u.Entrypoints[0].ID != "app" || u.Entrypoints[0].Source != config.SourceAPI {
 		t.Fatalf("router update %+v, want the api source with app", u)
 	}
 	if u.Entrypoints[0].Created.IsZero() {
@@ -166,7 +166,7 @@ func TestCreateConflicts(t *testing.T) {
 	wantStatus(t, h.post(seedPayload), http.StatusConflict)
 
 	// An id owned by another source conflicts too.
-	h.router.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: []router.Entrypoint{{ID: "web", Name: "web", Source: router.SourceDocker}}})
+	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{{ID: "web", Name: "web", Source: config.SourceDocker}}})
 	rec := h.post(`{"name":"web","config":{"hostnames":["web.example"]}}`)
 	wantStatus(t, rec, http.StatusConflict)
 	if !strings.Contains(decodeBody(t, rec)["error"].(string), "docker") {
@@ -200,7 +200,7 @@ func TestReplace(t *testing.T) {
 func TestReplaceErrors(t *testing.T) {
 	h := newHarness(t)
 	wantStatus(t, h.post(seedPayload), http.StatusCreated)
-	h.router.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: []router.Entrypoint{{ID: "web", Name: "web", Source: router.SourceDocker}}})
+	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{{ID: "web", Name: "web", Source: config.SourceDocker}}})
 
 	wantStatus(t, h.do("PUT", "/entrypoints/web", "application/json", `{"name":"web","config":{"hostnames":["w"]}}`), http.StatusForbidden)
 	wantStatus(t, h.do("PUT", "/entrypoints/nope", "application/json", `{"name":"nope","config":{"hostnames":["w"]}}`), http.StatusNotFound)
@@ -215,7 +215,7 @@ func TestReplaceErrors(t *testing.T) {
 func TestDelete(t *testing.T) {
 	h := newHarness(t)
 	wantStatus(t, h.post(seedPayload), http.StatusCreated)
-	h.router.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: []router.Entrypoint{{ID: "web", Name: "web", Source: router.SourceDocker}}})
+	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{{ID: "web", Name: "web", Source: config.SourceDocker}}})
 
 	wantStatus(t, h.do("DELETE", "/entrypoints/web", "", ""), http.StatusForbidden)
 	wantStatus(t, h.do("DELETE", "/entrypoints/nope", "", ""), http.StatusNotFound)
@@ -228,7 +228,7 @@ func TestDelete(t *testing.T) {
 		t.Error("still stored after DELETE")
 	}
 	u, _ := h.router.lastUpdate()
-	if u.Source != router.SourceAPI || len(u.Entrypoints) != 0 {
+	if u.Source != config.SourceAPI || len(u.Entrypoints) != 0 {
 		t.Errorf("router update after delete %+v, want an empty api set", u)
 	}
 	wantStatus(t, h.do("DELETE", "/entrypoints/app", "", ""), http.StatusNotFound)
@@ -257,7 +257,7 @@ func TestUnknownRouteAndMethodAreJSON(t *testing.T) {
 func TestGetShowsSourceAndAPIPayload(t *testing.T) {
 	h := newHarness(t)
 	wantStatus(t, h.post(seedPayload), http.StatusCreated)
-	h.router.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: []router.Entrypoint{{ID: "web", Name: "web", Source: router.SourceDocker}}})
+	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{{ID: "web", Name: "web", Source: config.SourceDocker}}})
 
 	list := decodeBody(t, h.do("GET", "/entrypoints", "", ""))["entrypoints"].([]any)
 	if len(list) != 2 {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // seedPayload is the example from issue 6, exactly as written there.
@@ -34,8 +35,8 @@ const seedPayload = `{"name":"app","protocol":"Http",
 // has an event bus the test can publish on.
 type fakeRouter struct {
 	mu       sync.Mutex
-	sources  map[string][]router.Entrypoint
-	updates  []router.SourceUpdate
+	sources  map[string][]config.Entrypoint
+	updates  []config.SourceUpdate
 	breakers map[string]*router.BreakerStatus
 	diags    []diagnostics.Diagnostic
 	controls []string // "route action who"
@@ -50,25 +51,25 @@ type fakeRouter struct {
 
 func newFakeRouter() *fakeRouter {
 	return &fakeRouter{
-		sources:      map[string][]router.Entrypoint{},
+		sources:      map[string][]config.Entrypoint{},
 		breakers:     map[string]*router.BreakerStatus{},
 		subscribed:   make(chan struct{}, 16),
 		unsubscribed: make(chan struct{}, 16),
 	}
 }
 
-func (f *fakeRouter) Update(u router.SourceUpdate) {
+func (f *fakeRouter) Update(u config.SourceUpdate) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sources[u.Source] = u.Entrypoints
 	f.updates = append(f.updates, u)
 }
 
-func (f *fakeRouter) lastUpdate() (router.SourceUpdate, int) {
+func (f *fakeRouter) lastUpdate() (config.SourceUpdate, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.updates) == 0 {
-		return router.SourceUpdate{}, 0
+		return config.SourceUpdate{}, 0
 	}
 	return f.updates[len(f.updates)-1], len(f.updates)
 }
@@ -77,7 +78,7 @@ func (f *fakeRouter) Entrypoints() []router.EntrypointStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []router.EntrypointStatus
-	for _, src := range []string{router.SourceAPI, router.SourceDocker} {
+	for _, src := range []string{config.SourceAPI, config.SourceDocker} {
 		for _, ep := range f.sources[src] {
 			out = append(out, router.EntrypointStatus{Entrypoint: ep, Backends: []router.BackendStatus{}})
 		}
@@ -185,7 +186,7 @@ func (f *fakeRouter) publish(e router.Event) {
 type fakePayload struct {
 	Name     string           `json:"name" yaml:"name"`
 	Protocol string           `json:"protocol" yaml:"protocol"`
-	Backends []router.Backend `json:"backends" yaml:"backends"`
+	Backends []config.Backend `json:"backends" yaml:"backends"`
 	Config   struct {
 		Hostnames      []string `json:"hostnames" yaml:"hostnames"`
 		Path           string   `json:"path,omitempty" yaml:"path"`
@@ -199,7 +200,7 @@ type fakePayload struct {
 
 var fakeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
-// fakeCodec is a small stand-in for router.DecodeEntrypoint: it knows the
+// fakeCodec is a small stand-in for config.DecodeEntrypoint: it knows the
 // top-level shape, hostnames, path and three breaker fields, reports
 // unknown top-level fields as W013, a bad threshold as W024 and no backends
 // as W034, and refuses
@@ -208,11 +209,11 @@ func fakeCodec() Codec {
 	return Codec{Decode: fakeDecode, Encode: fakeEncode}
 }
 
-func fakeDecode(format router.Format, body []byte, src diagnostics.Source) (router.Entrypoint, []diagnostics.Diagnostic, error) {
+func fakeDecode(format config.Format, body []byte, src diagnostics.Source) (config.Entrypoint, []diagnostics.Diagnostic, error) {
 	var raw map[string]any
 	var p fakePayload
 	var err error
-	if format == router.FormatYAML {
+	if format == config.FormatYAML {
 		if err = yaml.Unmarshal(body, &raw); err == nil {
 			err = yaml.Unmarshal(body, &p)
 		}
@@ -222,20 +223,20 @@ func fakeDecode(format router.Format, body []byte, src diagnostics.Source) (rout
 		}
 	}
 	if err != nil {
-		return router.Entrypoint{}, nil, &router.InputError{Status: 400, Message: "malformed payload: " + err.Error()}
+		return config.Entrypoint{}, nil, &config.InputError{Status: 400, Message: "malformed payload: " + err.Error()}
 	}
 	if raw == nil {
-		return router.Entrypoint{}, nil, &router.InputError{Status: 400, Message: "payload is not an object"}
+		return config.Entrypoint{}, nil, &config.InputError{Status: 400, Message: "payload is not an object"}
 	}
 	if !fakeName.MatchString(p.Name) {
-		return router.Entrypoint{}, nil, &router.InputError{Status: 422, Message: fmt.Sprintf("bad name %q", p.Name)}
+		return config.Entrypoint{}, nil, &config.InputError{Status: 422, Message: fmt.Sprintf("bad name %q", p.Name)}
 	}
 	if len(p.Config.Hostnames) == 0 {
-		return router.Entrypoint{}, nil, &router.InputError{Status: 422, Message: "config.hostnames is required",
+		return config.Entrypoint{}, nil, &config.InputError{Status: 422, Message: "config.hostnames is required",
 			Diagnostics: []diagnostics.Diagnostic{{Code: diagnostics.MissingHost, Severity: diagnostics.Error, Source: src, Key: "config.hostnames", Message: "no hostnames"}}}
 	}
 	if p.Protocol != "" && !strings.EqualFold(p.Protocol, "http") {
-		return router.Entrypoint{}, nil, &router.InputError{Status: 422, Message: fmt.Sprintf("protocol %q is not supported", p.Protocol)}
+		return config.Entrypoint{}, nil, &config.InputError{Status: 422, Message: fmt.Sprintf("protocol %q is not supported", p.Protocol)}
 	}
 	var ds []diagnostics.Diagnostic
 	keys := make([]string, 0, len(raw))
@@ -254,13 +255,13 @@ func fakeDecode(format router.Format, body []byte, src diagnostics.Source) (rout
 		ds = append(ds, diagnostics.Diagnostic{Code: diagnostics.NoBackends, Severity: diagnostics.Warn, Source: src,
 			Key: "backends", Message: "no backends: answers 503 until some are given"})
 	}
-	ep := router.Entrypoint{ID: p.Name, Name: p.Name, Source: router.SourceAPI, Protocol: router.ProtocolHTTP,
+	ep := config.Entrypoint{ID: p.Name, Name: p.Name, Source: config.SourceAPI, Protocol: config.ProtocolHTTP,
 		Hosts: p.Config.Hostnames, Path: p.Config.Path, Backends: p.Backends}
 	if ep.Path == "" {
 		ep.Path = "/"
 	}
 	if cb := p.Config.CircuitBreaker; cb != nil {
-		ep.CircuitBreaker = &router.CircuitBreaker{ResponseCode: 503}
+		ep.CircuitBreaker = &config.CircuitBreaker{ResponseCode: 503}
 		ep.CircuitBreaker.Params.Threshold = 0.5
 		if cb.Threshold != nil {
 			if *cb.Threshold > 0 && *cb.Threshold <= 1 {
@@ -276,11 +277,11 @@ func fakeDecode(format router.Format, body []byte, src diagnostics.Source) (rout
 	return ep, ds, nil
 }
 
-func fakeEncode(ep router.Entrypoint) ([]byte, error) {
+func fakeEncode(ep config.Entrypoint) ([]byte, error) {
 	var p fakePayload
 	p.Name, p.Protocol, p.Backends = ep.Name, "Http", ep.Backends
 	if p.Backends == nil {
-		p.Backends = []router.Backend{}
+		p.Backends = []config.Backend{}
 	}
 	p.Config.Hostnames, p.Config.Path = ep.Hosts, ep.Path
 	if cb := ep.CircuitBreaker; cb != nil {

@@ -11,21 +11,21 @@ import (
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // formatOf maps a Content-Type to a payload format; parameters such as
 // charset are allowed.
-func formatOf(contentType string) (router.Format, bool) {
+func formatOf(contentType string) (config.Format, bool) {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return 0, false
 	}
 	switch strings.ToLower(mt) {
 	case "application/json":
-		return router.FormatJSON, true
+		return config.FormatJSON, true
 	case "application/yaml", "application/x-yaml", "text/yaml":
-		return router.FormatYAML, true
+		return config.FormatYAML, true
 	}
 	return 0, false
 }
@@ -33,52 +33,52 @@ func formatOf(contentType string) (router.Format, bool) {
 // decodeEntry reads and validates an entrypoint payload. On failure it has
 // answered the client (415, 413, 400, 422) and returns false. src names the
 // object for diagnostics when it is already known (PUT).
-func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnostics.Source) (router.Entrypoint, []diagnostics.Diagnostic, bool) {
+func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnostics.Source) (config.Entrypoint, []diagnostics.Diagnostic, bool) {
 	format, ok := formatOf(r.Header.Get("Content-Type"))
 	if !ok {
 		writeError(w, http.StatusUnsupportedMediaType,
 			fmt.Sprintf("Content-Type %q is not supported: send application/json or application/yaml", r.Header.Get("Content-Type")), nil)
-		return router.Entrypoint{}, nil, false
+		return config.Entrypoint{}, nil, false
 	}
 	if r.ContentLength > MaxBodyBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes is over the limit of %d", r.ContentLength, MaxBodyBytes), nil)
-		return router.Entrypoint{}, nil, false
+		return config.Entrypoint{}, nil, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the limit of %d bytes", MaxBodyBytes), nil)
-			return router.Entrypoint{}, nil, false
+			return config.Entrypoint{}, nil, false
 		}
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error(), nil)
-		return router.Entrypoint{}, nil, false
+		return config.Entrypoint{}, nil, false
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		writeError(w, http.StatusBadRequest, "empty body: send an entrypoint payload", nil)
-		return router.Entrypoint{}, nil, false
+		return config.Entrypoint{}, nil, false
 	}
-	src.Provider = router.SourceAPI
+	src.Provider = config.SourceAPI
 	ep, ds, err := s.codec.Decode(format, body, src)
 	if err != nil {
 		status, msg, eds := inputFailure(err)
 		writeError(w, status, msg, eds)
-		return router.Entrypoint{}, nil, false
+		return config.Entrypoint{}, nil, false
 	}
 	ep, ds = ownEntrypoint(ep, ds)
 	// The decoder enforces the name grammar too; checked again here because
 	// the id becomes a URL path segment and a state file key.
-	if !router.NamePattern.MatchString(ep.ID) {
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("name %q is not a valid id: want %s", ep.ID, router.NamePattern), ds)
-		return router.Entrypoint{}, nil, false
+	if !config.NamePattern.MatchString(ep.ID) {
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("name %q is not a valid id: want %s", ep.ID, config.NamePattern), ds)
+		return config.Entrypoint{}, nil, false
 	}
 	return ep, ds, true
 }
 
-// inputFailure turns a decoder error into the answer: a router.InputError keeps
+// inputFailure turns a decoder error into the answer: a config.InputError keeps
 // its status (400 or 422) and diagnostics; anything else is a malformed
 // payload.
 func inputFailure(err error) (status int, msg string, ds []diagnostics.Diagnostic) {
-	var ie *router.InputError
+	var ie *config.InputError
 	if errors.As(err, &ie) {
 		status = ie.Status
 		if status < 400 || status > 499 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // These tests run the API on the real validator (StandardCodec) and the
@@ -76,7 +77,7 @@ func TestRealSeedPayloadAsWritten(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &view); err != nil {
 		t.Fatal(err)
 	}
-	if view.ID != "app" || view.Source != router.SourceAPI || len(view.Backends) != 1 || len(view.Breakers) != 1 {
+	if view.ID != "app" || view.Source != config.SourceAPI || len(view.Backends) != 1 || len(view.Breakers) != 1 {
 		t.Errorf("GET view %s, want id app, source api, 1 backend, 1 breaker", rec.Body)
 	}
 	wantStatus(t, h.do("GET", "/breakers/app", "", ""), http.StatusOK)
@@ -118,7 +119,7 @@ func TestRealYAMLAndAbbreviatedForm(t *testing.T) {
 // breaker field of the config table: each is accepted (201) with W024 keyed
 // by its JSON path and a fallback.
 func TestRealBadBreakerFieldsFallBack(t *testing.T) {
-	for _, f := range router.Fields() {
+	for _, f := range config.Fields() {
 		if f.Code != diagnostics.BadCircuitBreaker || !strings.HasPrefix(f.JSON, "config.circuit_breaker.") {
 			continue
 		}

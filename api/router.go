@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Router is the part of the router runtime the API reads and controls.
@@ -32,7 +33,7 @@ type Router interface {
 // Sink receives the complete current set of API entrypoints after every
 // change; *router.Router satisfies it.
 type Sink interface {
-	Update(u router.SourceUpdate)
+	Update(u config.SourceUpdate)
 }
 
 // Codec decodes API payloads into entrypoints and encodes them back to the
@@ -42,17 +43,17 @@ type Sink interface {
 type Codec struct {
 	// Decode validates a payload. Field problems come back as diagnostics
 	// (with fallbacks applied); a structural problem is an error, a
-	// *router.InputError carrying the HTTP status (400 or 422).
-	Decode func(format router.Format, body []byte, src diagnostics.Source) (router.Entrypoint, []diagnostics.Diagnostic, error)
+	// *config.InputError carrying the HTTP status (400 or 422).
+	Decode func(format config.Format, body []byte, src diagnostics.Source) (config.Entrypoint, []diagnostics.Diagnostic, error)
 	// Encode renders an entrypoint as the canonical JSON payload that
 	// Decode accepts back unchanged.
-	Encode func(ep router.Entrypoint) ([]byte, error)
+	Encode func(ep config.Entrypoint) ([]byte, error)
 }
 
-// StandardCodec is router.DecodeEntrypoint and router.EncodeEntrypoint: the
+// StandardCodec is config.DecodeEntrypoint and config.EncodeEntrypoint: the
 // validator labels go through too.
 func StandardCodec() Codec {
-	return Codec{Decode: router.DecodeEntrypoint, Encode: router.EncodeEntrypoint}
+	return Codec{Decode: config.DecodeEntrypoint, Encode: config.EncodeEntrypoint}
 }
 
 // The real router is what the lead wires in; keep it satisfying both.

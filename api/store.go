@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // stateVersion is the version of the state file layout this package writes
@@ -46,7 +46,7 @@ type StoreOptions struct {
 // Entry is one API entrypoint as the store holds it.
 type Entry struct {
 	// Entrypoint is the decoded, normalised entrypoint.
-	Entrypoint router.Entrypoint
+	Entrypoint config.Entrypoint
 	// Payload is its canonical JSON payload (Codec.Encode output): what is
 	// persisted and shown.
 	Payload json.RawMessage
@@ -59,7 +59,7 @@ type Entry struct {
 // and before the router hears of it, and a failed write changes nothing.
 type Store struct {
 	path   string
-	encode func(router.Entrypoint) ([]byte, error)
+	encode func(config.Entrypoint) ([]byte, error)
 	sink   Sink
 	now    func() time.Time
 
@@ -170,8 +170,8 @@ func (s *Store) load(codec Codec) error {
 		if _, dup := s.entries[rec.ID]; dup {
 			return fmt.Errorf("entrypoint %q appears twice", rec.ID)
 		}
-		src := diagnostics.Source{Provider: router.SourceAPI, ObjectID: rec.ID, ObjectName: rec.ID}
-		ep, ds, err := codec.Decode(router.FormatJSON, rec.Payload, src)
+		src := diagnostics.Source{Provider: config.SourceAPI, ObjectID: rec.ID, ObjectName: rec.ID}
+		ep, ds, err := codec.Decode(config.FormatJSON, rec.Payload, src)
 		if err != nil {
 			return fmt.Errorf("entrypoint %q: stored payload refused by the validator: %w", rec.ID, err)
 		}
@@ -193,14 +193,14 @@ func (s *Store) load(codec Codec) error {
 
 // ownEntrypoint stamps what the API source owns: the id is the name, the
 // source is "api", and every diagnostic names the entrypoint.
-func ownEntrypoint(ep router.Entrypoint, ds []diagnostics.Diagnostic) (router.Entrypoint, []diagnostics.Diagnostic) {
+func ownEntrypoint(ep config.Entrypoint, ds []diagnostics.Diagnostic) (config.Entrypoint, []diagnostics.Diagnostic) {
 	if ep.ID == "" {
 		ep.ID = ep.Name
 	}
-	ep.Source = router.SourceAPI
+	ep.Source = config.SourceAPI
 	for i := range ds {
 		d := &ds[i]
-		d.Source.Provider = router.SourceAPI
+		d.Source.Provider = config.SourceAPI
 		if d.Source.ObjectID == "" {
 			d.Source.ObjectID = ep.ID
 		}
@@ -229,7 +229,7 @@ func (s *Store) List() []Entry {
 // Create adds a validated entrypoint whose id is not held yet (else
 // ErrExists), stamped with the current time as its creation time (a
 // "created" given by the client is not trusted: it would decide collisions).
-func (s *Store) Create(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) Create(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.creation(ep, ds)
@@ -242,7 +242,7 @@ func (s *Store) Create(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry
 // PreviewCreate is Create without the write (a dry run): the same checks,
 // the entry Create would store now, and nothing changed on disk, in
 // memory or in the router.
-func (s *Store) PreviewCreate(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) PreviewCreate(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.creation(ep, ds)
@@ -250,7 +250,7 @@ func (s *Store) PreviewCreate(ep router.Entrypoint, ds []diagnostics.Diagnostic)
 
 // Replace swaps an existing entry for a validated entrypoint (else
 // ErrAbsent), keeping its creation time so collision order does not change.
-func (s *Store) Replace(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) Replace(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.replacement(ep, ds)
@@ -261,14 +261,14 @@ func (s *Store) Replace(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entr
 }
 
 // PreviewReplace is Replace without the write (a dry run).
-func (s *Store) PreviewReplace(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) PreviewReplace(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.replacement(ep, ds)
 }
 
 // creation is the entry Create would store; the caller holds s.mu.
-func (s *Store) creation(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) creation(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	ep, ds = ownEntrypoint(ep, ds)
 	if _, ok := s.entries[ep.ID]; ok {
 		return Entry{}, fmt.Errorf("create %q: %w", ep.ID, ErrExists)
@@ -278,7 +278,7 @@ func (s *Store) creation(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Ent
 }
 
 // replacement is the entry Replace would store; the caller holds s.mu.
-func (s *Store) replacement(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) replacement(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	ep, ds = ownEntrypoint(ep, ds)
 	old, ok := s.entries[ep.ID]
 	if !ok {
@@ -289,7 +289,7 @@ func (s *Store) replacement(ep router.Entrypoint, ds []diagnostics.Diagnostic) (
 }
 
 // entry encodes ep into the entry the store would hold.
-func (s *Store) entry(ep router.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
+func (s *Store) entry(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry, error) {
 	payload, err := s.encode(ep)
 	if err != nil {
 		return Entry{}, fmt.Errorf("encode entrypoint %q: %w", ep.ID, err)
@@ -403,7 +403,7 @@ func (s *Store) write(entries map[string]Entry) (renamed bool, err error) {
 // push hands the router the complete API set. Called with s.mu held so
 // updates reach the router in commit order.
 func (s *Store) push(entries map[string]Entry) {
-	u := router.SourceUpdate{Source: router.SourceAPI, Entrypoints: []router.Entrypoint{}, Diagnostics: []diagnostics.Diagnostic{}}
+	u := config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{}, Diagnostics: []diagnostics.Diagnostic{}}
 	for _, e := range sortedEntries(entries) {
 		u.Entrypoints = append(u.Entrypoints, e.Entrypoint)
 		u.Diagnostics = append(u.Diagnostics, e.Diagnostics...)

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Query parameters of the entrypoint writes (POST /entrypoints and
@@ -64,7 +64,7 @@ func parseWriteMode(rawQuery string) (writeMode, error) {
 		if vs := q[name]; len(vs) != 1 {
 			return writeMode{}, fmt.Errorf("query parameter %s is given %d times: give it once", name, len(vs))
 		}
-		b, err := router.ParseBool(q.Get(name))
+		b, err := config.ParseBool(q.Get(name))
 		if err != nil {
 			return writeMode{}, fmt.Errorf("query parameter %s: %w", name, err)
 		}

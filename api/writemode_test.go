@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Payloads for the fake codec: badThreshold gets W024 (threshold 7 falls
@@ -161,7 +161,7 @@ func TestDryRunCreateStoresNothingAndShowsTheNormalisedEntrypoint(t *testing.T) 
 func TestDryRunGivesTheStatusOfTheRealWrite(t *testing.T) {
 	h := newHarness(t)
 	wantStatus(t, h.post(cleanPayload), http.StatusCreated)
-	h.router.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: []router.Entrypoint{{ID: "web", Name: "web", Source: router.SourceDocker}}})
+	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{{ID: "web", Name: "web", Source: config.SourceDocker}}})
 	before := snap(t, h)
 
 	for _, c := range []struct {
@@ -276,7 +276,7 @@ func TestErrorAnswersListOnlyThisPayloadsDiagnostics(t *testing.T) {
 	wantStatus(t, h.post(noisy), http.StatusCreated) // stored with W013 and W024
 	h.router.mu.Lock()
 	h.router.diags = []diagnostics.Diagnostic{{Code: diagnostics.BadPort, Severity: diagnostics.Warn,
-		Source: diagnostics.Source{Provider: router.SourceDocker, ObjectName: "c-1"}, Key: "levee.http.web.port"}}
+		Source: diagnostics.Source{Provider: config.SourceDocker, ObjectName: "c-1"}, Key: "levee.http.web.port"}}
 	h.router.mu.Unlock()
 
 	for _, c := range []struct {
@@ -294,7 +294,7 @@ func TestErrorAnswersListOnlyThisPayloadsDiagnostics(t *testing.T) {
 		}
 		for _, d := range list {
 			src := d.(map[string]any)["source"].(map[string]any)
-			if src["provider"] != router.SourceAPI || src["object"] != c.object {
+			if src["provider"] != config.SourceAPI || src["object"] != c.object {
 				t.Errorf("%s answer lists a diagnostic of another object: %v", c.name, d)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // discardWriter is a reusable ResponseWriter, so that the handler
@@ -23,7 +24,7 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
 
-func benchBackend(b *testing.B) Backend {
+func benchBackend(b *testing.B) config.Backend {
 	b.Helper()
 	body := []byte("hello, world\n")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +34,7 @@ func benchBackend(b *testing.B) Backend {
 	b.Cleanup(srv.Close)
 	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	p, _ := strconv.Atoi(port)
-	return Backend{Address: host, Port: p, Weight: 1}
+	return config.Backend{Address: host, Port: p, Weight: 1}
 }
 
 func benchRouter(b *testing.B, withBreaker bool, std ...bool) *Router {
@@ -41,11 +42,11 @@ func benchRouter(b *testing.B, withBreaker bool, std ...bool) *Router {
 	b.Cleanup(r.Close)
 	e := ep("bench", benchBackend(b))
 	if withBreaker {
-		cb := DefaultCircuitBreaker()
+		cb := config.DefaultCircuitBreaker()
 		cb.Params = breaker.DefaultParams()
 		e.CircuitBreaker = &cb
 	}
-	r.Update(SourceUpdate{Source: SourceAPI, Entrypoints: []Entrypoint{e}})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{e}})
 	return r
 }
 

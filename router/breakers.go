@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // guard is one breaker in the request path: a route's (scope=route) or one
@@ -86,10 +87,10 @@ func (r *Router) onTransition(g *guard, t breaker.Transition) {
 
 // configureGuards creates, updates or removes the breakers of a route state
 // to match its entrypoint. State carries on across parameter changes.
-func (r *Router) configureGuards(rs *routeState, ep *Entrypoint, bss []*backendState) {
+func (r *Router) configureGuards(rs *routeState, ep *config.Entrypoint, bss []*backendState) {
 	cb := ep.CircuitBreaker
-	wantRoute := cb != nil && cb.Scope != ScopeBackend
-	wantBackend := cb != nil && cb.Scope == ScopeBackend
+	wantRoute := cb != nil && cb.Scope != config.ScopeBackend
+	wantBackend := cb != nil && cb.Scope == config.ScopeBackend
 
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -101,7 +102,7 @@ func (r *Router) configureGuards(rs *routeState, ep *Entrypoint, bss []*backendS
 
 // setGuard makes slot hold a breaker with cb's parameters when want is
 // true, keeping an existing one (and its state), or empties it.
-func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend string, cb *CircuitBreaker) {
+func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend string, cb *config.CircuitBreaker) {
 	g := slot.Load()
 	switch {
 	case want && g == nil:

@@ -1,15 +1,17 @@
-// Package router holds Levee's config model (Entrypoint, Backend, …), its
-// validation, the route table and the data plane that proxies requests.
+// Package router holds the route table and the data plane that proxies
+// requests. The config model it routes (config.Entrypoint, …) and the one
+// validator that produces it live in package router/config.
 //
 // # Config to snapshot
 //
 // Each config source hands the Router its complete current list of
-// entrypoints (Update). The Router merges all sources, detects collisions
-// (W018, with a deterministic winner) and builds an immutable Snapshot that
-// requests read through an atomic.Pointer: no lock on the request path and
-// no request ever sees half a config. Matching is one map lookup for the
-// exact host (a few more for wildcards) and one per path segment, whatever
-// the number of routes, and does not allocate.
+// entrypoints (Update with a config.SourceUpdate). The Router merges all
+// sources, detects collisions (W018, with a deterministic winner) and
+// builds an immutable Snapshot that requests read through an
+// atomic.Pointer: no lock on the request path and no request ever sees
+// half a config. Matching is one map lookup for the exact host (a few
+// more for wildcards) and one per path segment, whatever the number of
+// routes, and does not allocate.
 //
 // # State outlives config
 //

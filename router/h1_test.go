@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // rawBackend serves each connection with fn, for backends that misbehave
 // at the connection level.
-func rawBackend(t *testing.T, fn func(net.Conn)) Backend {
+func rawBackend(t *testing.T, fn func(net.Conn)) config.Backend {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,7 +37,7 @@ func rawBackend(t *testing.T, fn func(net.Conn)) Backend {
 			}()
 		}
 	}()
-	return Backend{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, Weight: 1}
+	return config.Backend{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, Weight: 1}
 }
 
 // A backend that closes every connection after one response, without
@@ -59,7 +61,7 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 		}
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	for i := 0; i < 5; i++ {
 		if code, body, _ := h.get("web.test", "/"); code != 200 || body != "ok" {
 			t.Fatalf("GET %d: %d %q", i, code, body)
@@ -113,7 +115,7 @@ func TestH1ReusesConnections(t *testing.T) {
 	defer srv.Close()
 	port, _ := strconv.Atoi(srv.URL[strings.LastIndexByte(srv.URL, ':')+1:])
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", Backend{Address: "127.0.0.1", Port: port, Weight: 1}))
+	h.set(config.SourceAPI, ep("web", config.Backend{Address: "127.0.0.1", Port: port, Weight: 1}))
 	for i := 0; i < 20; i++ {
 		if code, _, _ := h.get("web.test", "/"); code != 200 {
 			t.Fatalf("GET %d: %d", i, code)
@@ -136,7 +138,7 @@ func TestH1SkipsInformationalResponses(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	if code, body, _ := h.get("web.test", "/"); code != 200 || body != "final" {
 		t.Fatalf("got %d %q", code, body)
 	}
@@ -152,7 +154,7 @@ func TestH1EarlyAnswerDuringUpload(t *testing.T) {
 	}))
 	defer be.Close()
 	port, _ := strconv.Atoi(be.URL[strings.LastIndexByte(be.URL, ':')+1:])
-	h.set(SourceAPI, ep("web", Backend{Address: "127.0.0.1", Port: port, Weight: 1}))
+	h.set(config.SourceAPI, ep("web", config.Backend{Address: "127.0.0.1", Port: port, Weight: 1}))
 	pr, pw := io.Pipe()
 	go func() {
 		chunk := make([]byte, 64<<10)
@@ -181,7 +183,7 @@ func TestH1ResponseFraming(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	conn := h.dialFront()
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: web.test\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -203,7 +205,7 @@ func TestStandardTransportFallback(t *testing.T) {
 	a := newBackend(t, "a")
 	e := ep("web", a.backend(), deadBackend(t))
 	e.Retry.Attempts = 2
-	h.set(SourceAPI, e)
+	h.set(config.SourceAPI, e)
 	for i := 0; i < 4; i++ {
 		resp := h.do(http.MethodPost, "web.test", "/", strings.NewReader("x"))
 		resp.Body.Close()
@@ -214,7 +216,7 @@ func TestStandardTransportFallback(t *testing.T) {
 	a.mode.Store(modeHang)
 	e.BackendTimeout = 50 * time.Millisecond
 	e.Backends = e.Backends[:1]
-	h.set(SourceAPI, e)
+	h.set(config.SourceAPI, e)
 	if code, _, _ := h.get("web.test", "/"); code != http.StatusGatewayTimeout {
 		t.Fatalf("timeout on the standard transport: %d", code)
 	}
@@ -235,7 +237,7 @@ func TestH1BoundsResponseHeaders(t *testing.T) {
 		io.WriteString(c, "\r\n")
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	if code, _, resp := h.get("web.test", "/"); code != http.StatusBadGateway || resp.Header.Get("X-Junk") != "" {
 		t.Fatalf("oversized response head: %d", code)
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // rawExchange writes a request exactly as given to the proxy and reads one
@@ -36,7 +38,7 @@ func TestMalformedRequestBodyIsTheClientsFault(t *testing.T) {
 		a := newBackend(t, "a")
 		e := withBreaker(ep("web", a.backend()), ratioParams())
 		e.Retry.Attempts = attempts
-		h.set(SourceAPI, e)
+		h.set(config.SourceAPI, e)
 		const bad = "POST / HTTP/1.1\r\nHost: web.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"
 		for i := 0; i < 6; i++ {
 			// Far below the backend header timeout: the exchange must
@@ -63,7 +65,7 @@ func TestUnsafePathsAreRefused(t *testing.T) {
 	a := newBackend(t, "a")
 	api := ep("api", a.backend())
 	api.Path = "/api"
-	h.set(SourceAPI, api, ep("root", a.backend()))
+	h.set(config.SourceAPI, api, ep("root", a.backend()))
 	for _, path := range []string{"/api/../admin", "/api/./x", "/api/%2e%2e/admin", "/api/%2E%2E", "/api%2Fadmin", "/a%5Cb", "/.."} {
 		resp := rawExchange(t, h, "GET "+path+" HTTP/1.1\r\nHost: root.test\r\n\r\n", 5*time.Second)
 		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderDiagnostic) != DiagnosticBadPath {
@@ -91,7 +93,7 @@ func TestNoContentTypeInvented(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\n<html>hi</html")
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	code, body, resp := h.get("web.test", "/")
 	if code != http.StatusOK || body != "<html>hi</html" {
 		t.Fatalf("got %d %q", code, body)
@@ -108,7 +110,7 @@ func TestNoContentTypeInvented(t *testing.T) {
 func TestContentLengthWithTransferEncodingClosesTheConnection(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceAPI, ep("web", a.backend()))
+	h.set(config.SourceAPI, ep("web", a.backend()))
 	conn := h.dialFront()
 	io.WriteString(conn, "POST /x HTTP/1.1\r\nHost: web.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: web.test\r\n\r\n")
@@ -157,7 +159,7 @@ func TestResponseHeadersNamedByConnectionCloseAreDropped(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-App: yes\r\nContent-Length: 2\r\n\r\nok")
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	code, body, resp := h.get("web.test", "/")
 	if code != http.StatusOK || body != "ok" {
 		t.Fatalf("got %d %q", code, body)

@@ -7,12 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // healthTarget is what a health checker checks: the route's current
 // health-check config and backends. It is swapped as a whole on reload.
 type healthTarget struct {
-	cfg      HealthCheck
+	cfg      config.HealthCheck
 	backends []*backend
 }
 
@@ -140,7 +142,7 @@ func (h *healthChecker) round() {
 	wg.Wait()
 }
 
-func (h *healthChecker) check(ctx context.Context, b *backend, cfg HealthCheck) bool {
+func (h *healthChecker) check(ctx context.Context, b *backend, cfg config.HealthCheck) bool {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.hostport+cfg.Path, nil)
@@ -162,7 +164,7 @@ func (h *healthChecker) check(ctx context.Context, b *backend, cfg HealthCheck) 
 
 // judge applies rise/fall. Only this checker's goroutines touch the
 // counters, one per backend per round.
-func (h *healthChecker) judge(b *backend, cfg HealthCheck, ok bool) {
+func (h *healthChecker) judge(b *backend, cfg config.HealthCheck, ok bool) {
 	st := b.st
 	if ok {
 		st.hcFail = 0

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/edge"
 )
 
@@ -113,10 +114,10 @@ func newBackend(t *testing.T, name string) *testBackend {
 
 func (b *testBackend) unhang() { b.relOnce.Do(func() { close(b.release) }) }
 
-func (b *testBackend) backend() Backend {
+func (b *testBackend) backend() config.Backend {
 	host, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
 	p, _ := strconv.Atoi(port)
-	return Backend{Address: host, Port: p, Weight: DefaultWeight, Name: b.name}
+	return config.Backend{Address: host, Port: p, Weight: config.DefaultWeight, Name: b.name}
 }
 
 func (b *testBackend) last() *http.Request {
@@ -126,7 +127,7 @@ func (b *testBackend) last() *http.Request {
 }
 
 // deadBackend returns a Backend nothing listens on.
-func deadBackend(t *testing.T) Backend {
+func deadBackend(t *testing.T) config.Backend {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -134,7 +135,7 @@ func deadBackend(t *testing.T) Backend {
 	}
 	addr := l.Addr().(*net.TCPAddr)
 	_ = l.Close()
-	return Backend{Address: "127.0.0.1", Port: addr.Port, Weight: DefaultWeight, Name: "dead"}
+	return config.Backend{Address: "127.0.0.1", Port: addr.Port, Weight: config.DefaultWeight, Name: "dead"}
 }
 
 // testFront serves a handler the way levee serve does: with router/edge,
@@ -246,18 +247,18 @@ func (h *harness) dialFront() net.Conn {
 }
 
 // ep builds an entrypoint on host h.test, path "/", with the backends.
-func ep(id string, bs ...Backend) Entrypoint {
+func ep(id string, bs ...config.Backend) config.Entrypoint {
 	e := route(id, "/", id+".test")
-	e.Source = SourceDocker
+	e.Source = config.SourceDocker
 	e.Backends = bs
 	return e
 }
 
-func (h *harness) set(source string, eps ...Entrypoint) {
+func (h *harness) set(source string, eps ...config.Entrypoint) {
 	for i := range eps {
 		eps[i].Source = source
 	}
-	h.r.Update(SourceUpdate{Source: source, Entrypoints: eps})
+	h.r.Update(config.SourceUpdate{Source: source, Entrypoints: eps})
 }
 
 // do sends a request for host through the proxy.

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // eligibility says whether a backend may be picked for the current attempt.
@@ -24,11 +26,11 @@ type balancer interface {
 // validator never lets through) get the default, round robin.
 func newBalancer(name string, rs *routeState) balancer {
 	switch name {
-	case Random:
+	case config.Random:
 		return randomBalancer{}
-	case PowerOfTwo:
+	case config.PowerOfTwo:
 		return powerOfTwo{}
-	case LeastConnections:
+	case config.LeastConnections:
 		return &leastConnections{}
 	default:
 		return &smoothRoundRobin{mu: &rs.lbMu}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 type allEligible struct{}
@@ -39,7 +41,7 @@ func counts(b balancer, bs []*backend, e eligibility, n int) map[string]int {
 
 func TestSmoothRoundRobinIsSmoothAndExact(t *testing.T) {
 	rs := &routeState{}
-	b := newBalancer(RoundRobin, rs)
+	b := newBalancer(config.RoundRobin, rs)
 	bs := pool(5, 1, 1)
 	var seq []string
 	for range 7 {
@@ -52,7 +54,7 @@ func TestSmoothRoundRobinIsSmoothAndExact(t *testing.T) {
 }
 
 func TestBalancersHonourWeights(t *testing.T) {
-	for _, policy := range []string{RoundRobin, Random, PowerOfTwo, LeastConnections} {
+	for _, policy := range []string{config.RoundRobin, config.Random, config.PowerOfTwo, config.LeastConnections} {
 		t.Run(policy, func(t *testing.T) {
 			rs := &routeState{}
 			b := newBalancer(policy, rs)
@@ -62,7 +64,7 @@ func TestBalancersHonourWeights(t *testing.T) {
 			if got["10.0.0.3:80"] != 0 {
 				t.Fatalf("weight 0 was picked %d times", got["10.0.0.3:80"])
 			}
-			if policy == PowerOfTwo || policy == LeastConnections {
+			if policy == config.PowerOfTwo || policy == config.LeastConnections {
 				// Without load these pick by in-flight count; every
 				// backend with weight gets traffic.
 				if got["10.0.0.1:80"] == 0 || got["10.0.0.2:80"] == 0 {
@@ -79,7 +81,7 @@ func TestBalancersHonourWeights(t *testing.T) {
 }
 
 func TestLeastLoadedPoliciesFollowInFlightPerWeight(t *testing.T) {
-	for _, policy := range []string{PowerOfTwo, LeastConnections} {
+	for _, policy := range []string{config.PowerOfTwo, config.LeastConnections} {
 		t.Run(policy, func(t *testing.T) {
 			b := newBalancer(policy, &routeState{})
 			bs := pool(100, 100)
@@ -102,7 +104,7 @@ func TestLeastLoadedPoliciesFollowInFlightPerWeight(t *testing.T) {
 }
 
 func TestBalancersSkipIneligibleAndReturnNilWhenNone(t *testing.T) {
-	for _, policy := range []string{RoundRobin, Random, PowerOfTwo, LeastConnections} {
+	for _, policy := range []string{config.RoundRobin, config.Random, config.PowerOfTwo, config.LeastConnections} {
 		t.Run(policy, func(t *testing.T) {
 			b := newBalancer(policy, &routeState{})
 			bs := pool(100, 100, 100)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // breakerCycle drives the breaker of route "web" through every transition
@@ -18,7 +20,7 @@ func breakerCycle(t *testing.T, h *harness) []BreakerEvent {
 	events, cancel := h.r.Subscribe(64)
 	defer cancel()
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	tripped(t, h, "web", "web.test")
 	h.clock.Advance(10 * time.Second)
 

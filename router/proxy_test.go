@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 func TestProxyNoRouteIs404(t *testing.T) {
@@ -27,7 +28,7 @@ func TestProxyRouteWithoutBackendIs503(t *testing.T) {
 	h := newHarness(t, Options{})
 	zero := newBackend(t, "zero").backend()
 	zero.Weight = 0
-	h.set(SourceAPI, ep("empty"), ep("weightless", zero))
+	h.set(config.SourceAPI, ep("empty"), ep("weightless", zero))
 	for _, host := range []string{"empty.test", "weightless.test"} {
 		code, _, resp := h.get(host, "/")
 		if code != http.StatusServiceUnavailable || resp.Header.Get(HeaderDiagnostic) != DiagnosticNoHealthyBackend {
@@ -38,7 +39,7 @@ func TestProxyRouteWithoutBackendIs503(t *testing.T) {
 
 func TestProxyDeadBackendIs502(t *testing.T) {
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("dead", deadBackend(t)))
+	h.set(config.SourceAPI, ep("dead", deadBackend(t)))
 	code, _, resp := h.get("dead.test", "/")
 	if code != http.StatusBadGateway || resp.Header.Get(HeaderDiagnostic) != DiagnosticBackendUnreachable {
 		t.Fatalf("got %d %q, want 502 backend-unreachable", code, resp.Header.Get(HeaderDiagnostic))
@@ -51,7 +52,7 @@ func TestProxyBackendTimeoutIs504(t *testing.T) {
 	b.mode.Store(modeHang)
 	e := ep("slow", b.backend())
 	e.BackendTimeout = 100 * time.Millisecond
-	h.set(SourceAPI, e)
+	h.set(config.SourceAPI, e)
 	code, _, resp := h.get("slow.test", "/")
 	if code != http.StatusGatewayTimeout || resp.Header.Get(HeaderDiagnostic) != DiagnosticBackendTimeout {
 		t.Fatalf("got %d %q, want 504 backend-timeout", code, resp.Header.Get(HeaderDiagnostic))
@@ -75,7 +76,7 @@ func TestProxyHeaders(t *testing.T) {
 	host, port, _ := net.SplitHostPort(be.Listener.Addr().String())
 	var p int
 	fmt.Sscan(port, &p)
-	h.set(SourceAPI, ep("hdr", Backend{Address: host, Port: p, Weight: 1}))
+	h.set(config.SourceAPI, ep("hdr", config.Backend{Address: host, Port: p, Weight: 1}))
 
 	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/a/b?q=1&r=%2F", nil)
 	req.Host = "HDR.test:8080"
@@ -131,7 +132,7 @@ func TestProxyHeaders(t *testing.T) {
 func TestProxyTrustedProxyHeadersAreKept(t *testing.T) {
 	h := newHarness(t, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	b := newBackend(t, "a")
-	h.set(SourceAPI, ep("hdr", b.backend()))
+	h.set(config.SourceAPI, ep("hdr", b.backend()))
 	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/", nil)
 	req.Host = "hdr.test"
 	req.Header.Set("X-Forwarded-For", "203.0.113.9")
@@ -156,7 +157,7 @@ func TestProxyTrustedProxyHeadersAreKept(t *testing.T) {
 func TestProxyNoUserAgentAdded(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "ua")
-	h.set(SourceAPI, ep("ua", b.backend()))
+	h.set(config.SourceAPI, ep("ua", b.backend()))
 	conn := h.dialFront()
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: ua.test\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -173,10 +174,10 @@ func TestProxyStripAndAddPrefix(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "rw")
 	e := route("rw", "/api", "rw.test")
-	e.Backends = []Backend{b.backend()}
+	e.Backends = []config.Backend{b.backend()}
 	e.StripPrefix = true
 	e.AddPrefix = "/v2"
-	h.set(SourceAPI, e)
+	h.set(config.SourceAPI, e)
 	for in, want := range map[string]string{"/api/users?x=1": "/v2/users?x=1", "/api": "/v2/"} {
 		if code, _, _ := h.get("rw.test", in); code != 200 {
 			t.Fatalf("%s: status %d", in, code)
@@ -217,7 +218,7 @@ func TestProxyStreamsSlowLargeResponse(t *testing.T) {
 			host, port, _ := net.SplitHostPort(be.Listener.Addr().String())
 			var p int
 			fmt.Sscan(port, &p)
-			h.set(SourceAPI, ep("big", Backend{Address: host, Port: p, Weight: 1}))
+			h.set(config.SourceAPI, ep("big", config.Backend{Address: host, Port: p, Weight: 1}))
 
 			resp := h.do(http.MethodGet, "big.test", "/", nil)
 			defer resp.Body.Close()
@@ -268,7 +269,7 @@ func TestProxyStreamsRequestBody(t *testing.T) {
 	host, port, _ := net.SplitHostPort(be.Listener.Addr().String())
 	var p int
 	fmt.Sscan(port, &p)
-	h.set(SourceAPI, ep("up", Backend{Address: host, Port: p, Weight: 1}))
+	h.set(config.SourceAPI, ep("up", config.Backend{Address: host, Port: p, Weight: 1}))
 
 	pr, pw := io.Pipe()
 	done := make(chan string, 1)
@@ -311,7 +312,7 @@ func TestProxyWebSocketEcho(t *testing.T) {
 	host, port, _ := net.SplitHostPort(be.Listener.Addr().String())
 	var p int
 	fmt.Sscan(port, &p)
-	h.set(SourceAPI, withBreaker(ep("ws", Backend{Address: host, Port: p, Weight: 1}), breaker.Params{Threshold: 0.5, MinRequests: 1}))
+	h.set(config.SourceAPI, withBreaker(ep("ws", config.Backend{Address: host, Port: p, Weight: 1}), breaker.Params{Threshold: 0.5, MinRequests: 1}))
 
 	conn := h.dialFront()
 	fmt.Fprintf(conn, "GET /chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
@@ -341,7 +342,7 @@ func TestProxyWebSocketEcho(t *testing.T) {
 func TestProxyNeverForwardsContentLengthAndTransferEncoding(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "smuggle")
-	h.set(SourceAPI, ep("smuggle", b.backend()))
+	h.set(config.SourceAPI, ep("smuggle", b.backend()))
 	conn := h.dialFront()
 	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: smuggle.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -364,7 +365,7 @@ func TestProxyNeverForwardsContentLengthAndTransferEncoding(t *testing.T) {
 func TestProxyRoundRobinsAcrossBackends(t *testing.T) {
 	h := newHarness(t, Options{})
 	a, b := newBackend(t, "a"), newBackend(t, "b")
-	h.set(SourceAPI, ep("rr", a.backend(), b.backend()))
+	h.set(config.SourceAPI, ep("rr", a.backend(), b.backend()))
 	seen := map[string]int{}
 	for i := 0; i < 10; i++ {
 		_, _, resp := h.get("rr.test", "/")
@@ -378,8 +379,8 @@ func TestProxyRoundRobinsAcrossBackends(t *testing.T) {
 func TestMergeTwoSources(t *testing.T) {
 	h := newHarness(t, Options{})
 	d, a := newBackend(t, "docker"), newBackend(t, "api")
-	h.set(SourceDocker, ep("web", d.backend()))
-	h.set(SourceAPI, ep("shop", a.backend()))
+	h.set(config.SourceDocker, ep("web", d.backend()))
+	h.set(config.SourceAPI, ep("shop", a.backend()))
 	if _, body, _ := h.get("web.test", "/"); body != "ok from docker" {
 		t.Fatalf("web: %q", body)
 	}
@@ -387,7 +388,7 @@ func TestMergeTwoSources(t *testing.T) {
 		t.Fatalf("shop: %q", body)
 	}
 	// Replacing one source leaves the other alone.
-	h.set(SourceDocker)
+	h.set(config.SourceDocker)
 	if _, body, _ := h.get("shop.test", "/"); body != "ok from api" {
 		t.Fatalf("shop after docker emptied: %q", body)
 	}
@@ -403,7 +404,7 @@ func TestMergeTwoSources(t *testing.T) {
 func TestProxyRefusesCONNECT(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "b")
-	h.set(SourceAPI, ep("b", b.backend()))
+	h.set(config.SourceAPI, ep("b", b.backend()))
 	conn := h.dialFront()
 	fmt.Fprintf(conn, "CONNECT b.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})

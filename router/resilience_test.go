@@ -20,11 +20,12 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // withBreaker adds a circuit breaker with params p to e.
-func withBreaker(e Entrypoint, p breaker.Params) Entrypoint {
-	cb := DefaultCircuitBreaker()
+func withBreaker(e config.Entrypoint, p breaker.Params) config.Entrypoint {
+	cb := config.DefaultCircuitBreaker()
 	cb.Params = p
 	e.CircuitBreaker = &cb
 	return e
@@ -41,8 +42,8 @@ func expectOpen(t *testing.T, h *harness, host, retryAfter string) {
 	if code != http.StatusServiceUnavailable || resp.Header.Get(HeaderDiagnostic) != DiagnosticCircuitOpen {
 		t.Fatalf("got %d %q %q, want 503 circuit-open", code, resp.Header.Get(HeaderDiagnostic), body)
 	}
-	if body != DefaultResponseBody {
-		t.Errorf("body %q, want %q", body, DefaultResponseBody)
+	if body != config.DefaultResponseBody {
+		t.Errorf("body %q, want %q", body, config.DefaultResponseBody)
 	}
 	if got := resp.Header.Get("Retry-After"); got != retryAfter {
 		t.Errorf("Retry-After = %q, want %q", got, retryAfter)
@@ -63,7 +64,7 @@ func TestBreakerTripsByRatioAndKeepsTrafficOffBackends(t *testing.T) {
 	a, b := newBackend(t, "a"), newBackend(t, "b")
 	a.mode.Store(modeFail)
 	b.mode.Store(modeFail)
-	h.set(SourceDocker, withBreaker(ep("web", a.backend(), b.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend(), b.backend()), ratioParams()))
 	for i := 0; i < 4; i++ {
 		if code, body, _ := h.get("web.test", "/"); code != 500 || !strings.HasPrefix(body, "fail from") {
 			t.Fatalf("request %d: %d %q, want the backend's 500", i, code, body)
@@ -84,7 +85,7 @@ func TestBreakerTripsByConsecutiveFailures(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
 	p := breaker.Params{MinRequests: 100, ConsecutiveFailures: 3, Cooldown: 5 * time.Second}
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), p))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), p))
 	h.get("web.test", "/fail")
 	h.get("web.test", "/fail")
 	h.get("web.test", "/") // a success resets the streak
@@ -104,7 +105,7 @@ func TestBreakerTripsByConsecutiveFailures(t *testing.T) {
 func TestBreakerRetryAfterCountsDownToHalfOpen(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	for i := 0; i < 4; i++ {
 		h.get("web.test", "/fail")
 	}
@@ -135,7 +136,7 @@ func tripped(t *testing.T, h *harness, route, host string) {
 func TestBreakerHalfOpenAdmitsOneProbeAndRejectsTheRest(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	tripped(t, h, "web", "web.test")
 	h.clock.Advance(10 * time.Second)
 
@@ -169,7 +170,7 @@ func TestBreakerProbeTimeoutFreesTheSlot(t *testing.T) {
 	a := newBackend(t, "a")
 	p := ratioParams()
 	p.ProbeTimeout = 3 * time.Second
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), p))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), p))
 	tripped(t, h, "web", "web.test")
 	h.clock.Advance(10 * time.Second)
 
@@ -193,7 +194,7 @@ func TestBreakerProbeTimeoutFreesTheSlot(t *testing.T) {
 func TestBreakerLateSuccessFromBeforeTheTripDoesNotClose(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	late := make(chan int, 1)
 	go func() {
 		resp := h.do(http.MethodGet, "web.test", "/hang", nil)
@@ -217,7 +218,7 @@ func TestBreaker4xxDoesNotTrip(t *testing.T) {
 	a := newBackend(t, "a")
 	a.mode.Store(modeFail)
 	a.failStatus.Store(http.StatusNotFound)
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	for i := 0; i < 20; i++ {
 		if code, _, _ := h.get("web.test", "/"); code != 404 {
 			t.Fatalf("got %d, want the backend's 404", code)
@@ -234,7 +235,7 @@ func TestBreakerTransportErrorsAndTimeoutsAreFailures(t *testing.T) {
 	a.mode.Store(modeHang)
 	e := withBreaker(ep("web", a.backend(), deadBackend(t)), ratioParams())
 	e.BackendTimeout = 50 * time.Millisecond
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	codes := map[int]int{}
 	for i := 0; i < 4; i++ {
 		code, _, _ := h.get("web.test", "/")
@@ -254,7 +255,7 @@ func TestRetriesMoveToAnotherBackend(t *testing.T) {
 	bad.mode.Store(modeFail)
 	e := ep("web", bad.backend(), good.backend())
 	e.Retry.Attempts = 2
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	for i := 0; i < 6; i++ {
 		if code, body, _ := h.get("web.test", "/"); code != 200 || body != "ok from good" {
 			t.Fatalf("request %d: %d %q, want a retry on the good backend", i, code, body)
@@ -274,7 +275,7 @@ func TestRetriesNotDoneForPOSTOnceSent(t *testing.T) {
 	bad.mode.Store(modeFail)
 	e := ep("web", bad.backend(), good.backend())
 	e.Retry.Attempts = 3
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	fails := 0
 	for i := 0; i < 6; i++ {
 		resp := h.do(http.MethodPost, "web.test", "/", strings.NewReader("payload"))
@@ -293,7 +294,7 @@ func TestRetriesRefusedConnectionWhateverTheMethod(t *testing.T) {
 	good := newBackend(t, "good")
 	e := ep("web", deadBackend(t), good.backend())
 	e.Retry.Attempts = 2
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	for i := 0; i < 4; i++ {
 		resp := h.do(http.MethodPost, "web.test", "/", strings.NewReader("payload"))
 		resp.Body.Close()
@@ -312,7 +313,7 @@ func TestRetryBudgetCapsRetries(t *testing.T) {
 	bad.mode.Store(modeFail)
 	e := ep("web", bad.backend())
 	e.Retry.Attempts = 5
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	for i := 0; i < 5; i++ {
 		h.get("web.test", "/")
 	}
@@ -328,8 +329,8 @@ func TestBreakerScopeBackend(t *testing.T) {
 	a.mode.Store(modeFail)
 	e := ep("web", a.backend(), b.backend())
 	e = withBreaker(e, breaker.Params{MinRequests: 100, ConsecutiveFailures: 2, Cooldown: 10 * time.Second})
-	e.CircuitBreaker.Scope = ScopeBackend
-	h.set(SourceDocker, e)
+	e.CircuitBreaker.Scope = config.ScopeBackend
+	h.set(config.SourceDocker, e)
 	for i := 0; i < 4; i++ { // round robin: a, b, a, b
 		h.get("web.test", "/")
 	}
@@ -369,7 +370,7 @@ func TestWeightedBalancingThroughTheProxy(t *testing.T) {
 	a, b, z := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "zero")
 	ba, bb, bz := a.backend(), b.backend(), z.backend()
 	ba.Weight, bb.Weight, bz.Weight = 3, 1, 0
-	h.set(SourceDocker, ep("web", ba, bb, bz))
+	h.set(config.SourceDocker, ep("web", ba, bb, bz))
 	for i := 0; i < 40; i++ {
 		h.get("web.test", "/")
 	}
@@ -382,10 +383,10 @@ func TestActiveHealthRemovesAndRestores(t *testing.T) {
 	h := newHarness(t, Options{})
 	a, b := newBackend(t, "a"), newBackend(t, "b")
 	e := ep("web", a.backend(), b.backend())
-	hc := DefaultHealthCheck()
+	hc := config.DefaultHealthCheck()
 	hc.Path, hc.Interval, hc.Timeout, hc.Rise, hc.Fall = "/health", 20*time.Millisecond, time.Second, 2, 2
 	e.HealthCheck = &hc
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	up := func(i int) bool {
 		es, _ := h.r.Entrypoint("web")
 		return es.Backends[i].Up
@@ -419,10 +420,10 @@ func TestHealthFailsOpenWhenEveryBackendIsDown(t *testing.T) {
 	a := newBackend(t, "a")
 	a.healthy.Store(false)
 	e := ep("web", a.backend())
-	hc := DefaultHealthCheck()
+	hc := config.DefaultHealthCheck()
 	hc.Path, hc.Interval, hc.Rise, hc.Fall = "/health", 20*time.Millisecond, 1, 1
 	e.HealthCheck = &hc
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 	eventually(t, "a marked down", func() bool {
 		es, _ := h.r.Entrypoint("web")
 		return !es.Backends[0].Up
@@ -437,7 +438,7 @@ func TestPassiveEjectionWithMaxShareAndFailOpen(t *testing.T) {
 	a, b := newBackend(t, "a"), newBackend(t, "b")
 	a.mode.Store(modeFail)
 	b.mode.Store(modeFail)
-	h.set(SourceDocker, ep("web", a.backend(), b.backend()))
+	h.set(config.SourceDocker, ep("web", a.backend(), b.backend()))
 	for i := 0; i < 4; i++ { // two failures each
 		h.get("web.test", "/")
 	}
@@ -487,7 +488,7 @@ func TestPassiveEjectionWithMaxShareAndFailOpen(t *testing.T) {
 func TestPassiveEjectionFailsOpenWithOneBackend(t *testing.T) {
 	h := newHarness(t, Options{EjectAfter: 1})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, ep("web", a.backend()))
+	h.set(config.SourceDocker, ep("web", a.backend()))
 	h.get("web.test", "/fail")
 	es, _ := h.r.Entrypoint("web")
 	if !es.Backends[0].Ejected {
@@ -502,21 +503,21 @@ func TestStateSurvivesReloads(t *testing.T) {
 	h := newHarness(t, Options{})
 	a, other := newBackend(t, "a"), newBackend(t, "other")
 	web := withBreaker(ep("web", a.backend()), ratioParams())
-	h.set(SourceDocker, web)
+	h.set(config.SourceDocker, web)
 	tripped(t, h, "web", "web.test")
 
 	// An unrelated container starts and stops: web's breaker stays open.
-	h.set(SourceDocker, web, ep("unrelated", other.backend()))
+	h.set(config.SourceDocker, web, ep("unrelated", other.backend()))
 	expectOpen(t, h, "web.test", "10")
-	h.set(SourceDocker, web)
+	h.set(config.SourceDocker, web)
 	expectOpen(t, h, "web.test", "10")
-	h.r.Update(SourceUpdate{Source: SourceAPI, Entrypoints: []Entrypoint{ep("api-thing", other.backend())}})
+	h.r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep("api-thing", other.backend())}})
 	expectOpen(t, h, "web.test", "10")
 
 	// A changed cooldown applies to the next trip.
 	p := ratioParams()
 	p.Cooldown = 30 * time.Second
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), p))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), p))
 	expectOpen(t, h, "web.test", "10") // the current open period is unchanged
 	h.clock.Advance(10 * time.Second)
 	if code, _, _ := h.get("web.test", "/fail"); code != 500 { // the probe fails
@@ -528,19 +529,19 @@ func TestStateSurvivesReloads(t *testing.T) {
 func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
 	h := newHarness(t, Options{RemovedRouteGrace: time.Minute})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	tripped(t, h, "web", "web.test")
-	h.set(SourceDocker)
+	h.set(config.SourceDocker)
 	code, _, resp := h.get("web.test", "/")
 	if code != 503 || resp.Header.Get(HeaderDiagnostic) != DiagnosticNoHealthyBackend {
 		t.Fatalf("just removed: %d %q, want 503 no-healthy-backend", code, resp.Header.Get(HeaderDiagnostic))
 	}
 	// Back within the grace period: the state (open breaker) is still there.
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	expectOpen(t, h, "web.test", "10")
-	h.set(SourceDocker)
+	h.set(config.SourceDocker)
 	h.clock.Advance(time.Minute)
-	h.set(SourceDocker) // any update sweeps (a timer does it otherwise)
+	h.set(config.SourceDocker) // any update sweeps (a timer does it otherwise)
 	if code, _, _ := h.get("web.test", "/"); code != 404 {
 		t.Fatalf("after the grace period: %d, want 404", code)
 	}
@@ -548,7 +549,7 @@ func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
 		t.Fatal("state kept after the grace period")
 	}
 	// A new route with the same id starts fresh.
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	if s := breakerState(t, h, "web"); s != "closed" {
 		t.Fatalf("state %s, want a fresh closed breaker", s)
 	}
@@ -557,8 +558,8 @@ func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
 func TestAPIDeleteIsImmediate(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceAPI, ep("web", a.backend()))
-	h.set(SourceAPI)
+	h.set(config.SourceAPI, ep("web", a.backend()))
+	h.set(config.SourceAPI)
 	if code, _, _ := h.get("web.test", "/"); code != 404 {
 		t.Fatalf("deleted API route: %d, want 404", code)
 	}
@@ -572,8 +573,8 @@ func TestCollisionDiagnosticsReachTheStore(t *testing.T) {
 	older.Created = epoch.Add(-time.Hour)
 	newer := ep("api-web", b.backend())
 	newer.Hosts = []string{"same.test"}
-	h.set(SourceDocker, older)
-	h.set(SourceAPI, newer)
+	h.set(config.SourceDocker, older)
+	h.set(config.SourceAPI, newer)
 	if _, body, _ := h.get("same.test", "/"); body != "ok from a" {
 		t.Fatalf("winner served %q, want the older route", body)
 	}
@@ -594,7 +595,7 @@ func TestCollisionDiagnosticsReachTheStore(t *testing.T) {
 		t.Fatalf("levee_diagnostics{W018} = %v", v)
 	}
 	// Resolving the collision clears them.
-	h.set(SourceAPI)
+	h.set(config.SourceAPI)
 	for _, d := range h.r.Diagnostics() {
 		if d.Code == "W018" {
 			t.Fatalf("stale W018: %v", d)
@@ -605,7 +606,7 @@ func TestCollisionDiagnosticsReachTheStore(t *testing.T) {
 func TestControlBreaker(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()), ep("plain", a.backend()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()), ep("plain", a.backend()))
 	events, cancel := h.r.Subscribe(16)
 	defer cancel()
 	if err := h.r.ControlBreaker("web", ActionOpen, "alice"); err != nil {
@@ -644,7 +645,7 @@ func TestEventsAndTransitionLogs(t *testing.T) {
 	events, cancel := h.r.Subscribe(64)
 	defer cancel()
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	tripped(t, h, "web", "web.test")
 
 	var types []string
@@ -690,9 +691,9 @@ func TestEventBusDropsAndCounts(t *testing.T) {
 	_, cancel := h.r.Subscribe(1)
 	defer cancel()
 	a := newBackend(t, "a")
-	h.set(SourceDocker, ep("one", a.backend()))
-	h.set(SourceDocker, ep("one", a.backend()), ep("two", a.backend()))
-	h.set(SourceDocker, ep("one", a.backend()), ep("two", a.backend()), ep("three", a.backend()))
+	h.set(config.SourceDocker, ep("one", a.backend()))
+	h.set(config.SourceDocker, ep("one", a.backend()), ep("two", a.backend()))
+	h.set(config.SourceDocker, ep("one", a.backend()), ep("two", a.backend()), ep("three", a.backend()))
 	if got := metricValue(t, h, "levee_events_dropped_total", nil); got != 2 {
 		t.Fatalf("levee_events_dropped_total = %v, want 2", got)
 	}
@@ -701,7 +702,7 @@ func TestEventBusDropsAndCounts(t *testing.T) {
 func TestMetricsAfterAScriptedSequence(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	h.get("web.test", "/")
 	h.get("web.test", "/")
 	// The count window holds the last 4 outcomes: 2 successes and 2
@@ -748,7 +749,7 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 func TestAccessLogLines(t *testing.T) {
 	h := newHarness(t, Options{AccessLog: true})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	h.get("web.test", "/hello")
 	h.get("nowhere.test", "/x")
 	var lines []map[string]any
@@ -777,7 +778,7 @@ func TestAccessLogLines(t *testing.T) {
 	}
 
 	quiet := newHarness(t, Options{})
-	quiet.set(SourceDocker, ep("web", a.backend()))
+	quiet.set(config.SourceDocker, ep("web", a.backend()))
 	quiet.get("web.test", "/")
 	if strings.Contains(quiet.logs.String(), `"event":"access"`) {
 		t.Fatal("access log written while switched off")
@@ -829,7 +830,7 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 func TestClientGoneIsNeutral(t *testing.T) {
 	h := newHarness(t, Options{})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), breaker.Params{Threshold: 0.5, MinRequests: 1}))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), breaker.Params{Threshold: 0.5, MinRequests: 1}))
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.front.URL+"/hang", nil)
 	req.Host = "web.test"
@@ -861,7 +862,7 @@ func TestBodyAbortedAfterHeadersKeepsTheOutcome(t *testing.T) {
 	defer be.Close()
 	u, _ := url.Parse(be.URL)
 	port, _ := strconv.Atoi(u.Port())
-	h.set(SourceDocker, withBreaker(ep("web", Backend{Address: "127.0.0.1", Port: port, Weight: 1}), breaker.Params{Threshold: 0.5, MinRequests: 1}))
+	h.set(config.SourceDocker, withBreaker(ep("web", config.Backend{Address: "127.0.0.1", Port: port, Weight: 1}), breaker.Params{Threshold: 0.5, MinRequests: 1}))
 	resp := h.do(http.MethodGet, "web.test", "/", nil)
 	_, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -879,7 +880,7 @@ func TestSlowCallsTrip(t *testing.T) {
 	a := newBackend(t, "a")
 	// Every call is slower than 1ns: two successes trip the slow-call rule.
 	p := breaker.Params{MinRequests: 2, Threshold: 1, SlowCallDuration: time.Nanosecond, SlowCallThreshold: 0.5}
-	h.set(SourceDocker, withBreaker(ep("web", a.backend()), p))
+	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), p))
 	h.get("web.test", "/")
 	h.get("web.test", "/")
 	st, _ := h.r.Breaker("web")
@@ -894,12 +895,12 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 	defer cancel()
 	d := diagnostics.Diagnostic{
 		Code: diagnostics.BadCircuitBreaker, Severity: diagnostics.Warn,
-		Source: diagnostics.Source{Provider: SourceDocker, ObjectID: "c1", ObjectName: "shop-1", Service: "shop"},
+		Source: diagnostics.Source{Provider: config.SourceDocker, ObjectID: "c1", ObjectName: "shop-1", Service: "shop"},
 		Key:    "levee.http.shop.circuitBreaker.threshold", Value: "2", Fallback: "0.5",
 		Message: "threshold must be a ratio", Hint: "use 0.5 for 50%",
 	}
 	for i := 0; i < 3; i++ { // resyncs repeat the same set
-		h.r.Update(SourceUpdate{Source: SourceDocker, Diagnostics: []diagnostics.Diagnostic{d}})
+		h.r.Update(config.SourceUpdate{Source: config.SourceDocker, Diagnostics: []diagnostics.Diagnostic{d}})
 	}
 	if n := strings.Count(h.logs.String(), `"event":"diagnostic"`); n != 1 {
 		t.Fatalf("diagnostic logged %d times, want once:\n%s", n, h.logs.String())
@@ -921,7 +922,7 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 	// A diagnostic without fallback or hint leaves those fields out.
 	quiet := d
 	quiet.Code, quiet.Key, quiet.Fallback, quiet.Hint = diagnostics.UnknownKey, "levee.http.shop.colour", "", ""
-	h.r.Update(SourceUpdate{Source: SourceAPI, Diagnostics: []diagnostics.Diagnostic{quiet}})
+	h.r.Update(config.SourceUpdate{Source: config.SourceAPI, Diagnostics: []diagnostics.Diagnostic{quiet}})
 	if strings.Contains(h.logs.String(), `"fallback":""`) || strings.Contains(h.logs.String(), `"hint":""`) {
 		t.Errorf("empty fallback/hint logged:\n%s", h.logs.String())
 	}
@@ -934,7 +935,7 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no diagnostic event")
 	}
-	h.r.Update(SourceUpdate{Source: SourceDocker})
+	h.r.Update(config.SourceUpdate{Source: config.SourceDocker})
 	if !strings.Contains(h.logs.String(), `"event":"diagnostic_resolved"`) {
 		t.Fatal("resolution not logged")
 	}
@@ -943,8 +944,8 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 func TestGraceExpiresWithoutFurtherUpdates(t *testing.T) {
 	h := newHarness(t, Options{Clock: realClock{}, RemovedRouteGrace: 50 * time.Millisecond})
 	a := newBackend(t, "a")
-	h.set(SourceDocker, ep("web", a.backend()))
-	h.set(SourceDocker)
+	h.set(config.SourceDocker, ep("web", a.backend()))
+	h.set(config.SourceDocker)
 	eventually(t, "the removed route to 404 after its grace", func() bool {
 		code, _, _ := h.get("web.test", "/")
 		return code == http.StatusNotFound
@@ -963,11 +964,11 @@ func TestRetryReplaysSmallBodiesOnly(t *testing.T) {
 	defer echo.Close()
 	u, _ := url.Parse(echo.URL)
 	port, _ := strconv.Atoi(u.Port())
-	good := Backend{Address: "127.0.0.1", Port: port, Weight: DefaultWeight} // as heavy as the dead one
+	good := config.Backend{Address: "127.0.0.1", Port: port, Weight: config.DefaultWeight} // as heavy as the dead one
 	h := newHarness(t, Options{EjectAfter: -1})
 	e := ep("web", deadBackend(t), good)
 	e.Retry.Attempts = 2
-	h.set(SourceDocker, e)
+	h.set(config.SourceDocker, e)
 
 	small := strings.Repeat("s", maxReplayBody)
 	for i := 0; i < 2; i++ { // round robin: one of the two starts on the dead backend

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
@@ -194,7 +195,7 @@ type Router struct {
 	retryAfter [][]string
 
 	mu      sync.Mutex // serialises Update and sweeps
-	sources map[string][]Entrypoint
+	sources map[string][]config.Entrypoint
 	ghosts  map[string]ghost
 	regexes regexCache
 	sweep   *time.Timer
@@ -205,7 +206,7 @@ type Router struct {
 // ghost is an entrypoint that vanished from its source and still answers
 // 503 until its grace expires.
 type ghost struct {
-	ep        Entrypoint
+	ep        config.Entrypoint
 	removedAt time.Time
 }
 
@@ -220,7 +221,7 @@ func New(opts Options) *Router {
 		store:   opts.Diagnostics,
 		metrics: newMetrics(),
 		reg:     newRegistry(),
-		sources: make(map[string][]Entrypoint),
+		sources: make(map[string][]config.Entrypoint),
 		ghosts:  make(map[string]ghost),
 	}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
@@ -263,7 +264,7 @@ func (r *Router) Subscribe(buffer int) (<-chan Event, func()) { return r.bus.sub
 
 // Update replaces one source's entrypoints and diagnostics, rebuilds the
 // route table and swaps it in.
-func (r *Router) Update(u SourceUpdate) {
+func (r *Router) Update(u config.SourceUpdate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(u.Entrypoints) == 0 {
@@ -342,7 +343,7 @@ func (r *Router) rebuild() {
 	// an explicit operator action and takes effect at once.
 	for _, rt := range old.routes {
 		id := rt.ep.ID
-		if !present[id] && !rt.ghost && rt.ep.Source != SourceAPI {
+		if !present[id] && !rt.ghost && rt.ep.Source != config.SourceAPI {
 			r.ghosts[id] = ghost{ep: rt.ep, removedAt: now}
 		}
 	}
@@ -404,14 +405,14 @@ func (e *earliest) note(t time.Time) {
 // merge concatenates the sources in name order. An id claimed by two
 // sources is a collision: the oldest entrypoint keeps it (then the source
 // name decides) and the other is not routed.
-func (r *Router) merge() ([]*Entrypoint, []diagnostics.Diagnostic) {
+func (r *Router) merge() ([]*config.Entrypoint, []diagnostics.Diagnostic) {
 	names := slices.Sorted(maps.Keys(r.sources))
 	n := 0
 	for _, eps := range r.sources {
 		n += len(eps)
 	}
 	byID := make(map[string]int, n)
-	out := make([]*Entrypoint, 0, n)
+	out := make([]*config.Entrypoint, 0, n)
 	var diags []diagnostics.Diagnostic
 	for _, name := range names {
 		eps := r.sources[name]
@@ -538,7 +539,7 @@ func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 
 // sameEntrypoint compares two entrypoints field by field (reflect.DeepEqual
 // is several times slower on 10,000 routes).
-func sameEntrypoint(a, b *Entrypoint) bool {
+func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if a.ID != b.ID || a.Name != b.Name || a.Source != b.Source || a.Protocol != b.Protocol ||
 		a.Path != b.Path || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
@@ -558,7 +559,7 @@ func (r *Router) Diagnostics() []diagnostics.Diagnostic { return r.store.All() }
 
 // BackendStatus is one backend with its runtime health.
 type BackendStatus struct {
-	Backend
+	config.Backend
 	// Up is the active health check's verdict (true without checks).
 	Up bool `json:"up"`
 	// Ejected is true while passive ejection holds the backend out.
@@ -569,8 +570,8 @@ type BackendStatus struct {
 
 // EntrypointStatus is an entrypoint as routed, with its runtime state.
 type EntrypointStatus struct {
-	Entrypoint Entrypoint      `json:"entrypoint"`
-	Backends   []BackendStatus `json:"backends"`
+	Entrypoint config.Entrypoint `json:"entrypoint"`
+	Backends   []BackendStatus   `json:"backends"`
 	// Breakers holds the route's breaker, or one per backend for
 	// scope=backend; empty without a circuit breaker.
 	Breakers []BreakerStatus `json:"breakers,omitempty"`
@@ -627,7 +628,7 @@ func (r *Router) status(rt *Route, all []diagnostics.Diagnostic) EntrypointStatu
 
 // concerns reports whether a diagnostic is about an entrypoint: same
 // provider and the entrypoint's id or name as object or service.
-func concerns(d diagnostics.Diagnostic, ep Entrypoint) bool {
+func concerns(d diagnostics.Diagnostic, ep config.Entrypoint) bool {
 	if d.Source.Provider != ep.Source {
 		return false
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Regression tests of the HTTP safety rules (docs/operations.md, "Safety
@@ -23,7 +24,7 @@ import (
 
 // scriptedBackend answers each request it reads with answer(path), written
 // in one write, and counts its connections.
-func scriptedBackend(t *testing.T, conns *atomic.Int64, answer func(path string) string) Backend {
+func scriptedBackend(t *testing.T, conns *atomic.Int64, answer func(path string) string) config.Backend {
 	return rawBackend(t, func(c net.Conn) {
 		conns.Add(1)
 		br := bufio.NewReader(c)
@@ -69,7 +70,7 @@ func TestLeftoverBackendBytesNeverReachAnotherClient(t *testing.T) {
 			var conns atomic.Int64
 			be := scriptedBackend(t, &conns, answer)
 			h := newHarness(t, Options{})
-			h.set(SourceAPI, ep("web", be))
+			h.set(config.SourceAPI, ep("web", be))
 			h.get("web.test", "/first")
 			for i := 0; i < 5; i++ {
 				_, body, _ := h.get("web.test", "/next")
@@ -113,7 +114,7 @@ func TestGetBodyIsNeverASecondRequest(t *testing.T) {
 		}
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	smuggled := "GET /admin HTTP/1.1\r\nHost: web.test\r\n\r\n"
 	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/public", strings.NewReader(smuggled))
 	req.Host = "web.test"
@@ -154,7 +155,7 @@ func TestUnaskedSwitchingProtocolsIsRefused(t *testing.T) {
 				_, _ = io.Copy(io.Discard, c)
 			})
 			h := newHarness(t, Options{})
-			h.set(SourceAPI, ep("web", be))
+			h.set(config.SourceAPI, ep("web", be))
 			conn := h.dialFront()
 			var head strings.Builder
 			head.WriteString("GET / HTTP/1.1\r\nHost: web.test\r\n")
@@ -183,7 +184,7 @@ func TestSlowUploadDoesNotOpenTheBreaker(t *testing.T) {
 	h := newHarness(t, Options{})
 	e := withBreaker(ep("web", be), breaker.Params{Threshold: 0.5, MinRequests: 2, Cooldown: 10 * time.Second})
 	e.BackendTimeout = 200 * time.Millisecond
-	h.set(SourceAPI, e)
+	h.set(config.SourceAPI, e)
 	for i := 0; i < 2; i++ {
 		pr, pw := io.Pipe()
 		go func() {
@@ -214,7 +215,7 @@ func TestAnnouncedBodyNeverSentIs408WithoutBackend(t *testing.T) {
 	var conns atomic.Int64
 	be := scriptedBackend(t, &conns, func(p string) string { return answerOK(p) })
 	h := newHarness(t, Options{RequestBodyTimeout: 300 * time.Millisecond})
-	h.set(SourceAPI, withBreaker(ep("web", be), breaker.Params{Threshold: 0.5, MinRequests: 1, Cooldown: 10 * time.Second}))
+	h.set(config.SourceAPI, withBreaker(ep("web", be), breaker.Params{Threshold: 0.5, MinRequests: 1, Cooldown: 10 * time.Second}))
 	conn := h.dialFront()
 	_, _ = io.WriteString(conn, "POST /up HTTP/1.1\r\nHost: web.test\r\nContent-Length: 100\r\n\r\nab")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -249,7 +250,7 @@ func TestStalledBackendBodyIsCutShort(t *testing.T) {
 		<-release
 	})
 	h := newHarness(t, Options{BackendBodyTimeout: 300 * time.Millisecond})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 	resp := h.do(http.MethodGet, "web.test", "/", nil)
 	done := make(chan error, 1)
 	go func() {
@@ -288,7 +289,7 @@ func TestInterimTrailersAnd204(t *testing.T) {
 		}
 	})
 	h := newHarness(t, Options{})
-	h.set(SourceAPI, ep("web", be))
+	h.set(config.SourceAPI, ep("web", be))
 
 	var hints []string
 	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/hints", nil)

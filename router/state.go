@@ -6,13 +6,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // backend is one backend of one route in one snapshot: its configuration
 // (immutable) and a pointer to its runtime state (which outlives the
 // snapshot).
 type backend struct {
-	cfg      Backend
+	cfg      config.Backend
 	hostport string // "address:port", the registry key and the dial target
 	weight   int
 	st       *backendState
@@ -212,7 +214,7 @@ func (rs *routeState) pruneBackends(keep []*backendState, now time.Time, grace t
 	return dropped, earliest
 }
 
-func hostPort(b Backend) string {
+func hostPort(b config.Backend) string {
 	return joinHostPort(b.Address, b.Port)
 }
 

@@ -8,13 +8,14 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Route is one entrypoint compiled for matching. Routes are immutable once a
 // Snapshot holds them; the mutable runtime state a route points to (balancer,
 // health, breaker) lives in the state registry and outlives the Route.
 type Route struct {
-	ep      Entrypoint
+	ep      config.Entrypoint
 	prefix  string // match key: Path without a trailing slash, "/" for the root
 	regex   *regexp.Regexp
 	methods []string
@@ -37,7 +38,7 @@ func (r *Route) ID() string { return r.ep.ID }
 
 // Entrypoint returns the entrypoint the route was built from. Its slices are
 // shared with the snapshot and must not be modified.
-func (r *Route) Entrypoint() Entrypoint { return r.ep }
+func (r *Route) Entrypoint() config.Entrypoint { return r.ep }
 
 // accepts applies the filters that are not part of the table's index.
 func (r *Route) accepts(method, path string) bool {
@@ -110,7 +111,7 @@ type Snapshot struct {
 // NewSnapshot compiles entrypoints into a route table without runtime state.
 // It reports route collisions (W018) on both sides; the deterministic
 // winner is the one Match returns.
-func NewSnapshot(eps []Entrypoint) (*Snapshot, []diagnostics.Diagnostic) {
+func NewSnapshot(eps []config.Entrypoint) (*Snapshot, []diagnostics.Diagnostic) {
 	routes := make([]*Route, 0, len(eps))
 	var diags []diagnostics.Diagnostic
 	var rc regexCache
@@ -166,7 +167,7 @@ func (c *regexCache) retain(routes []*Route) {
 // normalised it already; a regex that still does not compile (it cannot
 // from the one validator, only from a Go caller that skipped it) is
 // ignored as W030 says.
-func compileRoute(ep *Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
+func compileRoute(ep *config.Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
 	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods}
 	if ep.PathRegex != "" {
 		re, err := rc.compile(ep.PathRegex)
@@ -195,7 +196,7 @@ func prefixKey(p string) string {
 	return p
 }
 
-func sourceOf(ep Entrypoint) diagnostics.Source {
+func sourceOf(ep config.Entrypoint) diagnostics.Source {
 	return diagnostics.Source{Provider: ep.Source, ObjectID: ep.ID, ObjectName: ep.Name, Service: ep.Name}
 }
 

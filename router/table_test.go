@@ -6,18 +6,19 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // route returns a normalised entrypoint for tests.
-func route(id, path string, hosts ...string) Entrypoint {
-	ep := DefaultEntrypoint()
-	ep.ID, ep.Name, ep.Source = id, id, SourceAPI
+func route(id, path string, hosts ...string) config.Entrypoint {
+	ep := config.DefaultEntrypoint()
+	ep.ID, ep.Name, ep.Source = id, id, config.SourceAPI
 	ep.Path = path
 	ep.Hosts = hosts
 	ep.Created = epoch
-	ep.Backends = []Backend{{Address: "127.0.0.1", Port: 1, Weight: DefaultWeight}}
+	ep.Backends = []config.Backend{{Address: "127.0.0.1", Port: 1, Weight: config.DefaultWeight}}
 	return ep
 }
 
@@ -38,7 +39,7 @@ func TestMatchHostsAndPaths(t *testing.T) {
 	wildAPI := route("wild-api", "/api", "*.example.com")
 	catchAll := route("any", "/", "*")
 	other := route("other", "/x", "other.test")
-	s, diags := NewSnapshot([]Entrypoint{api, root, apiV2, wild, deepWild, wildAPI, catchAll, other})
+	s, diags := NewSnapshot([]config.Entrypoint{api, root, apiV2, wild, deepWild, wildAPI, catchAll, other})
 	if len(diags) != 0 {
 		t.Fatalf("unexpected diagnostics: %v", diags)
 	}
@@ -71,7 +72,7 @@ func TestMatchHostsAndPaths(t *testing.T) {
 }
 
 func TestMatchWildcardDoesNotMatchApex(t *testing.T) {
-	s, _ := NewSnapshot([]Entrypoint{route("wild", "/", "*.example.com")})
+	s, _ := NewSnapshot([]config.Entrypoint{route("wild", "/", "*.example.com")})
 	if got := matchID(s, "GET", "example.com", "/"); got != "" {
 		t.Fatalf("*.example.com matched the apex: %q", got)
 	}
@@ -81,7 +82,7 @@ func TestMatchWildcardDoesNotMatchApex(t *testing.T) {
 }
 
 func TestMatchUnknownHostIsNil(t *testing.T) {
-	s, _ := NewSnapshot([]Entrypoint{route("a", "/", "a.test")})
+	s, _ := NewSnapshot([]config.Entrypoint{route("a", "/", "a.test")})
 	if r := s.Match("GET", "b.test", "/"); r != nil {
 		t.Fatalf("got %q for an unknown host", r.ID())
 	}
@@ -91,7 +92,7 @@ func TestMatchPriorityThenOldestThenID(t *testing.T) {
 	low := route("low", "/", "h.test")
 	high := route("high", "/", "h.test")
 	high.Priority = 10
-	s, _ := NewSnapshot([]Entrypoint{low, high})
+	s, _ := NewSnapshot([]config.Entrypoint{low, high})
 	if got := matchID(s, "GET", "h.test", "/"); got != "high" {
 		t.Fatalf("priority: got %q, want high", got)
 	}
@@ -99,13 +100,13 @@ func TestMatchPriorityThenOldestThenID(t *testing.T) {
 	old := route("zz-old", "/", "h.test")
 	young := route("aa-young", "/", "h.test")
 	young.Created = epoch.Add(time.Hour)
-	s, _ = NewSnapshot([]Entrypoint{young, old})
+	s, _ = NewSnapshot([]config.Entrypoint{young, old})
 	if got := matchID(s, "GET", "h.test", "/"); got != "zz-old" {
 		t.Fatalf("age: got %q, want zz-old", got)
 	}
 
 	a, b := route("a", "/", "h.test"), route("b", "/", "h.test")
-	for _, order := range [][]Entrypoint{{a, b}, {b, a}} {
+	for _, order := range [][]config.Entrypoint{{a, b}, {b, a}} {
 		s, _ = NewSnapshot(order)
 		if got := matchID(s, "GET", "h.test", "/"); got != "a" {
 			t.Fatalf("id tie-break: got %q, want a", got)
@@ -117,7 +118,7 @@ func TestMatchLongestPrefixBeatsPriority(t *testing.T) {
 	short := route("short", "/", "h.test")
 	short.Priority = 100
 	long := route("long", "/api", "h.test")
-	s, _ := NewSnapshot([]Entrypoint{short, long})
+	s, _ := NewSnapshot([]config.Entrypoint{short, long})
 	if got := matchID(s, "GET", "h.test", "/api/x"); got != "long" {
 		t.Fatalf("got %q, want long", got)
 	}
@@ -131,7 +132,7 @@ func TestMatchMethodsAndRegexFilters(t *testing.T) {
 	re.PathRegex = `^/items/[0-9]+$`
 	re.Priority = 1
 	fallback := route("fallback", "/", "h.test")
-	s, diags := NewSnapshot([]Entrypoint{get, re, fallback})
+	s, diags := NewSnapshot([]config.Entrypoint{get, re, fallback})
 	if len(diags) != 0 {
 		t.Fatalf("filters differ, so no collision expected: %v", diags)
 	}
@@ -150,10 +151,10 @@ func TestMatchMethodsAndRegexFilters(t *testing.T) {
 
 func TestCollisionReportsBothAndPicksDeterministicWinner(t *testing.T) {
 	a := route("docker-web", "/app", "h.test")
-	a.Source = SourceDocker
+	a.Source = config.SourceDocker
 	b := route("api-web", "/app/", "H.test")
 	b.Created = epoch.Add(-time.Hour) // older: wins
-	s, diags := NewSnapshot([]Entrypoint{a, b})
+	s, diags := NewSnapshot([]config.Entrypoint{a, b})
 	if got := matchID(s, "GET", "h.test", "/app"); got != "api-web" {
 		t.Fatalf("winner = %q, want api-web (older)", got)
 	}
@@ -188,8 +189,8 @@ func TestSnapshotMatchDoesNotAllocate(t *testing.T) {
 
 // manyRoutes builds n routes: exact hosts with a few paths each, some
 // wildcards, as a large deployment would have.
-func manyRoutes(n int) []Entrypoint {
-	eps := make([]Entrypoint, 0, n)
+func manyRoutes(n int) []config.Entrypoint {
+	eps := make([]config.Entrypoint, 0, n)
 	for i := 0; len(eps) < n; i++ {
 		switch i % 4 {
 		case 0:
@@ -247,10 +248,10 @@ func BenchmarkRouterUpdate10k(b *testing.B) {
 	defer r.Close()
 	// The first update creates every route's state; later ones (what a
 	// reload costs) re-attach to it.
-	r.Update(SourceUpdate{Source: SourceAPI, Entrypoints: eps})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 	b.ReportAllocs()
 	for b.Loop() {
-		r.Update(SourceUpdate{Source: SourceAPI, Entrypoints: eps})
+		r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 	}
 }
 
@@ -258,8 +259,8 @@ func BenchmarkRouterUpdate10k(b *testing.B) {
 // validator can send one) is ignored, as the catalogue's W030 says, and
 // reported with the catalogue's severity.
 func TestSnapshotIgnoresAnUncompilableRegexAsW030Says(t *testing.T) {
-	e := Entrypoint{ID: "web", Source: SourceAPI, Hosts: []string{"web.test"}, Path: "/", PathRegex: "(", Backends: []Backend{{Address: "127.0.0.1", Port: 1, Weight: 1}}}
-	snap, ds := NewSnapshot([]Entrypoint{e})
+	e := config.Entrypoint{ID: "web", Source: config.SourceAPI, Hosts: []string{"web.test"}, Path: "/", PathRegex: "(", Backends: []config.Backend{{Address: "127.0.0.1", Port: 1, Weight: 1}}}
+	snap, ds := NewSnapshot([]config.Entrypoint{e})
 	if len(ds) != 1 || ds[0].Code != diagnostics.BadPathRegex || ds[0].Severity != diagnostics.Warn {
 		t.Fatalf("diagnostics %+v, want one W030 at warn", ds)
 	}

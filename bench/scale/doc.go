@@ -5,7 +5,7 @@
 // and the resident memory of a `levee serve` process holding 10,000 routes.
 //
 // Inputs go through the same public paths production uses: API payloads
-// through router.DecodeEntrypoint, containers through labels.Parser, the
+// through config.DecodeEntrypoint, containers through labels.Parser, the
 // state file in the API store's format. The benchmarks only run with
 // -bench; TestScaleInputs (fast) checks that the inputs are routed as the
 // benchmarks assume, and TestServeRSS runs only with LEVEE_BENCH_RSS=1.

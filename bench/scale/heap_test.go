@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // TestHeap10k explains the RSS of 10,000 routes: the live heap after the
@@ -58,7 +59,7 @@ func TestHeap10k(t *testing.T) {
 	afterDecode := live()
 	r := router.New(router.Options{Logger: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
 	defer r.Close()
-	r.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: eps})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 	loaded := live()
 	profile("heap-loaded.pprof")
 

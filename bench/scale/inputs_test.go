@@ -11,6 +11,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // routeCount is the size the issue asks for: 10,000 routes.
@@ -44,18 +45,18 @@ func apiPayload(i int, backend string) []byte {
 
 // apiEntrypoints decodes n API payloads the way the API store does (the
 // store also sets the id to the name and the source to "api").
-func apiEntrypoints(tb testing.TB, n int, backend string) []router.Entrypoint {
+func apiEntrypoints(tb testing.TB, n int, backend string) []config.Entrypoint {
 	tb.Helper()
-	eps := make([]router.Entrypoint, 0, n)
+	eps := make([]config.Entrypoint, 0, n)
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
 		id := fmt.Sprintf("svc-%05d", i)
-		src := diagnostics.Source{Provider: router.SourceAPI, ObjectID: id, ObjectName: id}
-		ep, _, err := router.DecodeEntrypoint(router.FormatJSON, apiPayload(i, backend), src)
+		src := diagnostics.Source{Provider: config.SourceAPI, ObjectID: id, ObjectName: id}
+		ep, _, err := config.DecodeEntrypoint(config.FormatJSON, apiPayload(i, backend), src)
 		if err != nil {
 			tb.Fatalf("decoding API payload %d: %v", i, err)
 		}
-		ep.ID, ep.Source, ep.Created = id, router.SourceAPI, created.Add(time.Duration(i)*time.Second)
+		ep.ID, ep.Source, ep.Created = id, config.SourceAPI, created.Add(time.Duration(i)*time.Second)
 		eps = append(eps, ep)
 	}
 	return eps

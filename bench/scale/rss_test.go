@@ -19,12 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // stateRecord and stateFile mirror the API store's on-disk format
 // (api/store.go): version 1, one record per entrypoint with its id, creation
-// time and canonical payload (router.EncodeEntrypoint output).
+// time and canonical payload (config.EncodeEntrypoint output).
 type stateRecord struct {
 	ID      string          `json:"id"`
 	Created time.Time       `json:"created"`
@@ -37,11 +37,11 @@ type stateFile struct {
 }
 
 // writeState writes eps as a state file at path.
-func writeState(t *testing.T, path string, eps []router.Entrypoint) {
+func writeState(t *testing.T, path string, eps []config.Entrypoint) {
 	t.Helper()
 	doc := stateFile{Version: 1}
 	for _, ep := range eps {
-		payload, err := router.EncodeEntrypoint(ep)
+		payload, err := config.EncodeEntrypoint(ep)
 		if err != nil {
 			t.Fatalf("encoding entrypoint %s: %v", ep.ID, err)
 		}

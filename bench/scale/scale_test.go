@@ -9,6 +9,7 @@ import (
 
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // discardWriter is a reusable ResponseWriter, so ServeHTTP benchmarks count
@@ -37,7 +38,7 @@ func BenchmarkUpdate10k(b *testing.B) {
 			b.StopTimer()
 			r := router.New(router.Options{Logger: zerolog.Nop()})
 			b.StartTimer()
-			r.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: eps})
+			r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 			b.StopTimer()
 			r.Close()
 			b.StartTimer()
@@ -45,10 +46,10 @@ func BenchmarkUpdate10k(b *testing.B) {
 	})
 	b.Run("rebuild", func(b *testing.B) {
 		r := newRouter(b)
-		r.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: eps})
+		r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 		b.ReportAllocs()
 		for b.Loop() {
-			r.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: eps})
+			r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 		}
 	})
 }
@@ -69,7 +70,7 @@ func BenchmarkNewSnapshot10k(b *testing.B) {
 // prefix, and a miss (unknown host).
 func BenchmarkMatch10k(b *testing.B) {
 	r := newRouter(b)
-	r.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: apiEntrypoints(b, routeCount, "127.0.0.1:9")})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: apiEntrypoints(b, routeCount, "127.0.0.1:9")})
 	snap := r.Snapshot()
 	hosts := make([]string, routeCount)
 	for i := range hosts {
@@ -121,7 +122,7 @@ func BenchmarkServeHTTP10k(b *testing.B) {
 		eps[i].Backends = nil
 	}
 	r := newRouter(b)
-	r.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: eps})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 	reqs := make([]*http.Request, 64)
 	for i := range reqs {
 		reqs[i] = httptest.NewRequest(http.MethodGet, "http://"+apiHost(i*151)+"/users/42", nil)
@@ -157,11 +158,11 @@ func BenchmarkContainers1k(b *testing.B) {
 	b.Run("parse+update", func(b *testing.B) {
 		r := newRouter(b)
 		eps, ds := p.Parse(cs)
-		r.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: eps, Diagnostics: ds})
+		r.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: eps, Diagnostics: ds})
 		b.ReportAllocs()
 		for b.Loop() {
 			eps, ds := p.Parse(cs)
-			r.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: eps, Diagnostics: ds})
+			r.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: eps, Diagnostics: ds})
 		}
 	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // listContainers reads the live engine for `levee validate` without files:
@@ -163,7 +163,7 @@ type rowKey struct{ container, service string }
 // buildReport turns the parser's output into one row per (container,
 // service). Diagnostics about a whole container (Service "") go to each of
 // its rows.
-func buildReport(containers []labels.Container, eps []router.Entrypoint, ds []diagnostics.Diagnostic) validateReport {
+func buildReport(containers []labels.Container, eps []config.Entrypoint, ds []diagnostics.Diagnostic) validateReport {
 	order := map[string]int{}
 	for i, c := range containers {
 		order[c.Name] = i

@@ -9,7 +9,7 @@ import (
 
 	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/e2e/dockertest"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // hangGrace is how long after its call timeout a hung call may be reported:
@@ -84,7 +84,7 @@ func TestSilentEngineTimesOutThenConnects(t *testing.T) {
 	if st := h.p.Status(); st.LastError != "" || st.Reconnects != 1 || !st.Synced || !st.Since.Equal(started.Add(DefaultRetryMin)) {
 		t.Errorf("status = %+v, want no error, 1 reconnect, synced, since the retry", st)
 	}
-	if v := metricValue(t, h.reg, "levee_provider_reconnects_total", map[string]string{"provider": router.SourceDocker}); v != 1 {
+	if v := metricValue(t, h.reg, "levee_provider_reconnects_total", map[string]string{"provider": config.SourceDocker}); v != 1 {
 		t.Errorf("levee_provider_reconnects_total = %v, want 1", v)
 	}
 }

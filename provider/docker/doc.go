@@ -8,7 +8,7 @@
 // per affected container (start, unpause, health_status, rename, network
 // connect/disconnect) or a plain removal (die, stop, destroy, pause). On each
 // publish the whole cache is parsed (labels.Parser.Parse, a pure function of
-// the complete set) and sent to the sink as one router.SourceUpdate: the
+// the complete set) and sent to the sink as one config.SourceUpdate: the
 // provider always replaces its whole set. A change after a quiet period is
 // published at once; the changes that follow within Options.Debounce are
 // collected (a timer, never a sleep per event) and published together when

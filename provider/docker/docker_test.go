@@ -18,7 +18,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/e2e/dockertest"
 	"github.com/levee-proxy/levee/provider/labels"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/rs/zerolog"
 )
 
@@ -36,7 +36,7 @@ type watcher struct {
 	n     int
 }
 
-func (w *watcher) parse(_ labels.Parser, cs []labels.Container) ([]router.Entrypoint, []diagnostics.Diagnostic) {
+func (w *watcher) parse(_ labels.Parser, cs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic) {
 	var mine []labels.Container
 	for _, c := range cs {
 		if c.Labels[dockertest.Label] == w.runID {
@@ -63,7 +63,7 @@ func (w *watcher) find(id string) (labels.Container, time.Time, bool) {
 
 type discard struct{}
 
-func (discard) Update(router.SourceUpdate) {}
+func (discard) Update(config.SourceUpdate) {}
 
 // runProvider starts a provider on host for t and waits for its first sync.
 func runProvider(t *testing.T, host string, opts Options) (*watcher, *Provider, *syncBuffer) {
@@ -408,17 +408,17 @@ func TestListContainersUnreachableNamesHost(t *testing.T) {
 // updateSink keeps the latest update.
 type updateSink struct {
 	mu     sync.Mutex
-	latest router.SourceUpdate
+	latest config.SourceUpdate
 }
 
-func (s *updateSink) Update(u router.SourceUpdate) {
+func (s *updateSink) Update(u config.SourceUpdate) {
 	s.mu.Lock()
 	s.latest = u
 	s.mu.Unlock()
 }
 
 // entrypoint returns the latest entrypoint serving host.
-func (s *updateSink) entrypoint(host string) (router.Entrypoint, bool) {
+func (s *updateSink) entrypoint(host string) (config.Entrypoint, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ep := range s.latest.Entrypoints {
@@ -428,7 +428,7 @@ func (s *updateSink) entrypoint(host string) (router.Entrypoint, bool) {
 			}
 		}
 	}
-	return router.Entrypoint{}, false
+	return config.Entrypoint{}, false
 }
 
 // TestEngineDefaultParserRoutesLabelledContainer runs the real label parser
@@ -464,7 +464,7 @@ func TestEngineDefaultParserRoutesLabelledContainer(t *testing.T) {
 		if len(ep.Backends) != 1 || ep.Backends[0].Address != ip || ep.Backends[0].Port != dockertest.EchoPort {
 			return fmt.Errorf("backends = %+v, want %s:%d", ep.Backends, ip, dockertest.EchoPort)
 		}
-		if ep.Source != router.SourceDocker {
+		if ep.Source != config.SourceDocker {
 			return fmt.Errorf("source = %q", ep.Source)
 		}
 		return nil

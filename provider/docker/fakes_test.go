@@ -25,7 +25,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -350,26 +350,26 @@ type parseCall struct {
 // so the updates reaching the sink are checkable too.
 type recorder struct {
 	calls   chan parseCall
-	updates chan router.SourceUpdate
+	updates chan config.SourceUpdate
 }
 
 func newRecorder() *recorder {
-	return &recorder{calls: make(chan parseCall, 1000), updates: make(chan router.SourceUpdate, 1000)}
+	return &recorder{calls: make(chan parseCall, 1000), updates: make(chan config.SourceUpdate, 1000)}
 }
 
-func (r *recorder) parse(p labels.Parser, cs []labels.Container) ([]router.Entrypoint, []diagnostics.Diagnostic) {
+func (r *recorder) parse(p labels.Parser, cs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic) {
 	r.calls <- parseCall{parser: p, containers: cs}
-	var eps []router.Entrypoint
+	var eps []config.Entrypoint
 	for _, c := range cs {
-		eps = append(eps, router.Entrypoint{ID: c.Name, Source: router.SourceDocker})
+		eps = append(eps, config.Entrypoint{ID: c.Name, Source: config.SourceDocker})
 	}
 	return eps, nil
 }
 
-func (r *recorder) Update(u router.SourceUpdate) { r.updates <- u }
+func (r *recorder) Update(u config.SourceUpdate) { r.updates <- u }
 
 // next returns the next parse call and its update.
-func (r *recorder) next(t *testing.T) (parseCall, router.SourceUpdate) {
+func (r *recorder) next(t *testing.T) (parseCall, config.SourceUpdate) {
 	t.Helper()
 	select {
 	case c := <-r.calls:
@@ -382,7 +382,7 @@ func (r *recorder) next(t *testing.T) (parseCall, router.SourceUpdate) {
 	case <-time.After(waitLimit):
 		t.Fatal("no update within the deadline")
 	}
-	return parseCall{}, router.SourceUpdate{}
+	return parseCall{}, config.SourceUpdate{}
 }
 
 // none asserts that no update is pending. It is only meaningful after the
@@ -608,7 +608,7 @@ func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want Sta
 	if got := p.Status().State; got != want {
 		t.Errorf("Status().State = %q, want %q", got, want)
 	}
-	docker := map[string]string{"provider": router.SourceDocker}
+	docker := map[string]string{"provider": config.SourceDocker}
 	connected := 0.0
 	if want == StateConnected {
 		connected = 1
@@ -621,7 +621,7 @@ func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want Sta
 		if s == want {
 			v = 1
 		}
-		if got := metricValue(t, reg, "levee_provider_state", map[string]string{"provider": router.SourceDocker, "state": string(s)}); got != v {
+		if got := metricValue(t, reg, "levee_provider_state", map[string]string{"provider": config.SourceDocker, "state": string(s)}); got != v {
 			t.Errorf("levee_provider_state{state=%q} = %v, want %v", s, got, v)
 		}
 	}

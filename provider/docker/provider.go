@@ -22,7 +22,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -39,12 +39,12 @@ const (
 
 // Sink receives the provider's complete current output.
 type Sink interface {
-	Update(router.SourceUpdate)
+	Update(config.SourceUpdate)
 }
 
 // ParseFunc turns the complete container set into entrypoints; the default
 // is labels.Parser.Parse. The parser carries OwnNetworks as detected.
-type ParseFunc func(p labels.Parser, containers []labels.Container) ([]router.Entrypoint, []diagnostics.Diagnostic)
+type ParseFunc func(p labels.Parser, containers []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic)
 
 // Options configure a Provider. The zero value watches the engine named by
 // the environment (DOCKER_HOST, else the local socket) with the defaults.
@@ -167,7 +167,7 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 		opts:    opts,
 		eng:     eng,
 		host:    host,
-		log:     opts.Logger.With().Str("provider", router.SourceDocker).Str("docker_host", host).Logger(),
+		log:     opts.Logger.With().Str("provider", config.SourceDocker).Str("docker_host", host).Logger(),
 		metrics: m,
 		status:  Status{State: StateConnecting, Since: opts.Clock.Now()},
 		cache:   map[string]labels.Container{},
@@ -645,7 +645,7 @@ func (p *Provider) publish(sink Sink, always bool) {
 	parser := p.opts.Parser
 	parser.OwnNetworks = append([]string(nil), p.own...)
 	eps, diags := p.opts.Parse(parser, cs)
-	sink.Update(router.SourceUpdate{Source: router.SourceDocker, Entrypoints: eps, Diagnostics: diags})
+	sink.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: eps, Diagnostics: diags})
 	p.sent, p.sentOwn, p.everSent = cs, p.own, true
 	p.synced.Store(true)
 	p.log.Debug().Int("containers", len(cs)).Int("entrypoints", len(eps)).Int("diagnostics", len(diags)).

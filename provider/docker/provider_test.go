@@ -11,7 +11,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/provider/labels"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -115,7 +115,7 @@ func TestInitialSyncReportsContainerFacts(t *testing.T) {
 	if !h.p.Synced() {
 		t.Error("Synced() = false after the first update returned")
 	}
-	if upd.Source != router.SourceDocker || len(upd.Entrypoints) != 4 {
+	if upd.Source != config.SourceDocker || len(upd.Entrypoints) != 4 {
 		t.Errorf("update = source %q with %d entrypoints, want docker with 4", upd.Source, len(upd.Entrypoints))
 	}
 	if got := names(call.containers); got != "fresh,hc,none,web" {

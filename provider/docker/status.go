@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // State is the provider's connection to the engine.
@@ -88,7 +88,7 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	provider := prometheus.Labels{"provider": router.SourceDocker}
+	provider := prometheus.Labels{"provider": config.SourceDocker}
 	m := &metrics{
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name:        "levee_provider_connected",

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // DefaultPrefix is the label prefix when Parser.Prefix is empty.
@@ -33,7 +33,7 @@ type candidate struct {
 	c      *Container
 	svc    string
 	proto  string
-	cfg    router.LabelConfig
+	cfg    config.LabelConfig
 	fields map[string]string
 	net    *Network // chosen network; nil when none
 }
@@ -47,7 +47,7 @@ type candidate struct {
 // (W031 names the keys where a replica differs). Two groups with the same
 // service name but different hosts get distinct IDs: the oldest keeps the
 // service name, the next get "-2", "-3"… suffixes.
-func (p Parser) Parse(containers []Container) ([]router.Entrypoint, []diagnostics.Diagnostic) {
+func (p Parser) Parse(containers []Container) ([]config.Entrypoint, []diagnostics.Diagnostic) {
 	prefix := p.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -84,7 +84,7 @@ func older(a, b *Container) bool {
 }
 
 func source(c *Container, svc string) diagnostics.Source {
-	return diagnostics.Source{Provider: router.SourceDocker, ObjectID: c.ID, ObjectName: c.Name, Service: svc}
+	return diagnostics.Source{Provider: config.SourceDocker, ObjectID: c.ID, ObjectName: c.Name, Service: svc}
 }
 
 var globalKeys = []string{"enable", "network"}
@@ -101,7 +101,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	enabled := p.ExposedByDefault
 	enableRaw, explicit := c.Labels[enableKey]
 	if explicit {
-		b, err := router.ParseBool(enableRaw)
+		b, err := config.ParseBool(enableRaw)
 		if err != nil {
 			diags = append(diags, diagnostics.New(diagnostics.BadBool, src, enableKey, enableRaw, strconv.FormatBool(p.ExposedByDefault),
 				"invalid boolean: want true/false, 1/0, yes/no or on/off", ""))
@@ -181,11 +181,11 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	for _, sk := range order {
 		fields := services[sk]
 		ssrc := source(c, sk.svc)
-		if sk.proto != router.ProtocolHTTP {
+		if sk.proto != config.ProtocolHTTP {
 			first := sortedFieldNames(fields)[0]
 			hint := ""
-			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{router.ProtocolHTTP}) != "" {
-				hint = "did you mean " + prefix + "." + router.ProtocolHTTP + "." + sk.svc + "." + first + "?"
+			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{config.ProtocolHTTP}) != "" {
+				hint = "did you mean " + prefix + "." + config.ProtocolHTTP + "." + sk.svc + "." + first + "?"
 			}
 			// Key and value are those of a real label (the first field of the
 			// service), so the operator can find the line in the compose
@@ -195,7 +195,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			continue
 		}
 		keyOf := func(field string) string { return prefix + "." + sk.proto + "." + sk.svc + "." + field }
-		cfg, ds := router.DecodeLabels(fields, ssrc, keyOf)
+		cfg, ds := config.DecodeLabels(fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		if !cfg.Routable {
 			continue
@@ -267,7 +267,7 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 }
 
 // group merges replicas into entrypoints and chooses ports and addresses.
-func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []diagnostics.Diagnostic) {
+func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []diagnostics.Diagnostic) {
 	type grp struct {
 		key     string
 		members []candidate
@@ -291,7 +291,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []
 	for _, g := range groups {
 		taken[g.members[0].svc] = false
 	}
-	var eps []router.Entrypoint
+	var eps []config.Entrypoint
 	var diags []diagnostics.Diagnostic
 	for _, g := range groups {
 		win := g.members[0]
@@ -308,7 +308,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []
 		taken[id] = true
 
 		ep := win.cfg.Entrypoint
-		ep.ID, ep.Name, ep.Source, ep.Created = id, win.svc, router.SourceDocker, win.c.Created
+		ep.ID, ep.Name, ep.Source, ep.Created = id, win.svc, config.SourceDocker, win.c.Created
 		ep.Backends = nil
 		keyOf := func(field string) string { return prefix + "." + win.proto + "." + win.svc + "." + field }
 		for i, m := range g.members {
@@ -353,7 +353,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]router.Entrypoint, []
 				diags = append(diags, diagnostics.New(diagnostics.PortDefaulted, src, keyOf("port"), "", strconv.Itoa(port),
 					fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose"))
 			}
-			ep.Backends = append(ep.Backends, router.Backend{Address: addr, Port: port, Weight: win.cfg.Weight, Name: m.c.Name})
+			ep.Backends = append(ep.Backends, config.Backend{Address: addr, Port: port, Weight: win.cfg.Weight, Name: m.c.Name})
 		}
 		eps = append(eps, ep)
 	}
@@ -374,7 +374,7 @@ func choosePort(exposed []int) (int, string) {
 	sort.Ints(ports)
 	switch len(ports) {
 	case 0:
-		return router.DefaultPort, "the default (the container exposes no port)"
+		return config.DefaultPort, "the default (the container exposes no port)"
 	case 1:
 		return ports[0], "the container's only exposed port"
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -46,10 +46,10 @@ func TestParseBasic(t *testing.T) {
 	if len(ds) != 0 {
 		t.Fatalf("diagnostics: %v", ds)
 	}
-	want := router.DefaultEntrypoint()
-	want.ID, want.Name, want.Source, want.Created = "app", "app", router.SourceDocker, t0
+	want := config.DefaultEntrypoint()
+	want.ID, want.Name, want.Source, want.Created = "app", "app", config.SourceDocker, t0
 	want.Hosts = []string{"app.example.com"}
-	want.Backends = []router.Backend{{Address: "172.17.0.1", Port: 8080, Weight: router.DefaultWeight, Name: "c-1"}}
+	want.Backends = []config.Backend{{Address: "172.17.0.1", Port: 8080, Weight: config.DefaultWeight, Name: "c-1"}}
 	if len(eps) != 1 || !reflect.DeepEqual(eps[0], want) {
 		t.Fatalf("got %+v\nwant %+v", eps, want)
 	}
@@ -193,7 +193,7 @@ func TestParseReplicas(t *testing.T) {
 	if ep.ID != "app" || ep.Priority != 0 || !ep.Created.Equal(t0) {
 		t.Errorf("oldest container's labels must win: %+v", ep)
 	}
-	wantB := []router.Backend{
+	wantB := []config.Backend{
 		{Address: "172.17.0.1", Port: 80, Weight: 5, Name: "c-1"},
 		{Address: "172.17.0.2", Port: 80, Weight: 5, Name: "c-2"},
 		{Address: "172.17.0.3", Port: 80, Weight: 5, Name: "c-3"},

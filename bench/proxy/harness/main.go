@@ -28,6 +28,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/edge"
 )
 
@@ -81,12 +82,12 @@ func run() error {
 		cfg = `{"hostnames":["bench.local"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}`
 	}
 	payload := fmt.Sprintf(`{"name":"bench","backends":[{"address":%q,"port":%d}],"config":%s}`, host, port, cfg)
-	src := diagnostics.Source{Provider: router.SourceAPI, ObjectID: "bench", ObjectName: "bench"}
-	ep, _, err := router.DecodeEntrypoint(router.FormatJSON, []byte(payload), src)
+	src := diagnostics.Source{Provider: config.SourceAPI, ObjectID: "bench", ObjectName: "bench"}
+	ep, _, err := config.DecodeEntrypoint(config.FormatJSON, []byte(payload), src)
 	if err != nil {
 		return fmt.Errorf("decoding the bench entrypoint %s: %w", payload, err)
 	}
-	ep.ID, ep.Source = "bench", router.SourceAPI
+	ep.ID, ep.Source = "bench", config.SourceAPI
 
 	// The same collaborators as `levee serve`: a Prometheus registry (the
 	// router's metrics are part of the request cost) and a logger at warn.
@@ -96,7 +97,7 @@ func run() error {
 		PlainSocketIO: *plainIO,
 	})
 	defer rt.Close()
-	rt.Update(router.SourceUpdate{Source: router.SourceAPI, Entrypoints: []router.Entrypoint{ep}})
+	rt.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
 
 	count := &counter{next: rt, limit: *requests, done: make(chan struct{})}
 	var srv interface {

@@ -1,4 +1,4 @@
-package router
+package config
 
 import (
 	"errors"
@@ -210,7 +210,18 @@ func lookupLabel(name string) (idx int, alias bool, ok bool) {
 
 // --- setters ---------------------------------------------------------------
 
-func validHost(h string) bool {
+// validRouteHost is the rule for a host name a route is configured with,
+// by label or API (already lower-cased, trailing dot removed): at most 253
+// bytes of dot-separated labels of [a-z0-9_-] not starting with '-',
+// optionally behind a "*." wildcard; no scheme, path, port or IPv6
+// literal. It is stricter than router/edge's validHost, which checks a
+// request's Host header byte by byte as net/http does (any case, a port,
+// an IPv6 literal): a configured host is a route-table key, compared with
+// the request's host after the router lower-cases it and strips its port,
+// so it must already be in that form, and a mistake such as a URL or
+// host:port is reported with its diagnostic instead of becoming a route
+// that never matches.
+func validRouteHost(h string) bool {
 	if len(h) == 0 || len(h) > 253 {
 		return false
 	}
@@ -231,7 +242,7 @@ func setHosts(d *draft, f *Field, key string, v any) {
 	}
 	d.ep.Hosts = normalizeList(items, func(h string) (string, bool) {
 		norm := strings.TrimSuffix(strings.ToLower(h), ".")
-		return norm, validHost(norm)
+		return norm, validRouteHost(norm)
 	}, func(h string) {
 		d.add(f.Code, key, h, "",
 			fmt.Sprintf("invalid host %q dropped: want a host name without scheme, path or port (a leading *. is a wildcard)", h), "")

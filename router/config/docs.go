@@ -1,4 +1,4 @@
-package router
+package config
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 // cannot drift from what the parser accepts.
 func FieldsMarkdown() []byte {
 	var b bytes.Buffer
-	b.WriteString("<!-- Code generated from the field table (router.FieldsMarkdown); DO NOT EDIT. -->\n")
-	b.WriteString("<!-- Regenerate: go test ./router -run TestFieldsMarkdownInSync -update -->\n\n")
+	b.WriteString("<!-- Code generated from the field table (config.FieldsMarkdown); DO NOT EDIT. -->\n")
+	b.WriteString("<!-- Regenerate: go test ./router/config -run TestFieldsMarkdownInSync -update -->\n\n")
 	b.WriteString(`# Labels and API fields
 
 Levee is configured per service with container labels or, for hosts that are not containers, with the REST API.

@@ -1,4 +1,4 @@
-package router
+package config
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -39,6 +38,13 @@ type InputError struct {
 
 // Error implements error.
 func (e *InputError) Error() string { return e.Message }
+
+// The statuses of an InputError, written out rather than taken from
+// net/http so that this package links nothing of an HTTP client or server.
+const (
+	statusBadRequest          = 400
+	statusUnprocessableEntity = 422
+)
 
 // NamePattern is what an API entrypoint name (its id) must match.
 var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -83,7 +89,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	}
 	obj, ok := root.(map[string]any)
 	if !ok {
-		return Entrypoint{}, nil, &InputError{Status: http.StatusBadRequest, Message: "payload must be an object"}
+		return Entrypoint{}, nil, &InputError{Status: statusBadRequest, Message: "payload must be an object"}
 	}
 
 	name, err := decodeName(obj["name"])
@@ -106,7 +112,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 		if !isStr || !strings.EqualFold(strings.TrimSpace(s), ProtocolHTTP) {
 			diag := diagnostics.New(diagnostics.UnknownProtocol, src, "protocol", displayValue(p), "",
 				"unsupported protocol: only Http is routed", "")
-			return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity,
+			return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity,
 				Message: fmt.Sprintf("unsupported protocol %s: only Http is supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}
 		}
 	}
@@ -128,7 +134,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 
 	cfg, ok := obj["config"].(map[string]any)
 	if !ok && obj["config"] != nil {
-		return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity, Message: "config must be an object"}
+		return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity, Message: "config must be an object"}
 	}
 	var items []fieldValue
 	flattenConfig(d, "config", cfg, &items)
@@ -140,7 +146,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	}
 	ep, routable := d.finish()
 	if !routable {
-		return Entrypoint{}, nil, &InputError{Status: http.StatusUnprocessableEntity,
+		return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity,
 			Message: "config.hostnames must hold at least one valid host name", Diagnostics: d.diags}
 	}
 	ep.ID, ep.Name, ep.Source, ep.Created = name, name, SourceAPI, created
@@ -150,7 +156,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 
 func parsePayload(format Format, body []byte) (any, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, &InputError{Status: http.StatusBadRequest, Message: "empty payload"}
+		return nil, &InputError{Status: statusBadRequest, Message: "empty payload"}
 	}
 	switch format {
 	case FormatJSON:
@@ -158,27 +164,27 @@ func parsePayload(format Format, body []byte) (any, error) {
 		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err != nil {
-			return nil, &InputError{Status: http.StatusBadRequest, Message: fmt.Sprintf("malformed JSON: %v", err)}
+			return nil, &InputError{Status: statusBadRequest, Message: fmt.Sprintf("malformed JSON: %v", err)}
 		}
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, &InputError{Status: http.StatusBadRequest, Message: "malformed JSON: data after the object"}
+			return nil, &InputError{Status: statusBadRequest, Message: "malformed JSON: data after the object"}
 		}
 		return v, nil
 	case FormatYAML:
 		var v any
 		if err := yaml.Unmarshal(body, &v); err != nil {
-			return nil, &InputError{Status: http.StatusBadRequest, Message: fmt.Sprintf("malformed YAML: %v", err)}
+			return nil, &InputError{Status: statusBadRequest, Message: fmt.Sprintf("malformed YAML: %v", err)}
 		}
 		return fromYAML(v, 0)
 	}
-	return nil, &InputError{Status: http.StatusBadRequest, Message: fmt.Sprintf("unknown payload format %d", format)}
+	return nil, &InputError{Status: statusBadRequest, Message: fmt.Sprintf("unknown payload format %d", format)}
 }
 
 // fromYAML converts a decoded YAML value to the JSON value forms the field
 // table understands (numbers as json.Number, maps with string keys).
 func fromYAML(v any, depth int) (any, error) {
 	if depth > 64 {
-		return nil, &InputError{Status: http.StatusBadRequest, Message: "malformed YAML: nested too deeply"}
+		return nil, &InputError{Status: statusBadRequest, Message: "malformed YAML: nested too deeply"}
 	}
 	switch x := v.(type) {
 	case nil, string, bool:
@@ -240,11 +246,11 @@ func decodeName(v any) (string, error) {
 	s, ok := v.(string)
 	switch {
 	case v == nil:
-		return "", &InputError{Status: http.StatusUnprocessableEntity, Message: "name is required"}
+		return "", &InputError{Status: statusUnprocessableEntity, Message: "name is required"}
 	case !ok:
-		return "", &InputError{Status: http.StatusUnprocessableEntity, Message: fmt.Sprintf("name must be a string, got %s", displayValue(v))}
+		return "", &InputError{Status: statusUnprocessableEntity, Message: fmt.Sprintf("name must be a string, got %s", displayValue(v))}
 	case len(s) > maxNameLen || !NamePattern.MatchString(s):
-		return "", &InputError{Status: http.StatusUnprocessableEntity,
+		return "", &InputError{Status: statusUnprocessableEntity,
 			Message: fmt.Sprintf("invalid name %q: want lower-case letters, digits, '_' and '-', starting with a letter or digit, at most %d characters", clip(s, maxNameLen+8), maxNameLen)}
 	}
 	return s, nil
@@ -317,7 +323,7 @@ func decodeBackends(d *draft, v any) ([]Backend, error) {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, &InputError{Status: http.StatusUnprocessableEntity, Message: "backends must be a list"}
+		return nil, &InputError{Status: statusUnprocessableEntity, Message: "backends must be a list"}
 	}
 	portF, weightF := fieldByLabel("port"), fieldByLabel("weight")
 	var out []Backend

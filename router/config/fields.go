@@ -1,7 +1,6 @@
-package router
+package config
 
 import (
-	"net/http"
 	"regexp"
 	"strconv"
 	"time"
@@ -21,8 +20,9 @@ const (
 	// exposed port) and the port of an API backend without one.
 	DefaultPort = 80
 	// DefaultResponseCode and DefaultResponseBody are what an open breaker
-	// answers.
-	DefaultResponseCode = http.StatusServiceUnavailable
+	// answers: 503 Service Unavailable (written out, as every HTTP name in
+	// this package, so that it does not link net/http).
+	DefaultResponseCode = 503
 	DefaultResponseBody = "upstream circuit open"
 
 	DefaultHealthPath     = "/"
@@ -134,10 +134,12 @@ var fieldTable = buildFieldTable()
 
 var (
 	hostLabelRe = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,62})$`)
+	// methodNames are the methods of RFC 9110 and PATCH (RFC 5789), the
+	// ones net/http names.
 	methodNames = map[string]bool{
-		http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
-		http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
-		http.MethodOptions: true, http.MethodTrace: true,
+		"GET": true, "HEAD": true, "POST": true, "PUT": true,
+		"PATCH": true, "DELETE": true, "CONNECT": true,
+		"OPTIONS": true, "TRACE": true,
 	}
 	lbAliases = map[string]string{
 		RoundRobin: RoundRobin, "rr": RoundRobin, "roundrobin": RoundRobin,
