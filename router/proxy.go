@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // Diagnostic header values: X-Levee-Diagnostic says why Levee itself
@@ -369,7 +370,7 @@ func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
 	}
 	// A request that may have reached the backend is retried only when
 	// repeating it is harmless; one that was refused never left.
-	if !res.notSent && !idempotent(x.req) {
+	if !res.notSent && !client.Idempotent(x.req) {
 		return false
 	}
 	if x.req.Context().Err() != nil {
@@ -377,15 +378,6 @@ func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
 	}
 	rt := x.route
 	return rt.state.budget.allow(x.r.clock.Now().UnixNano(), x.r.opts.RetryBudgetWindow, x.r.opts.RetryBudget, x.r.opts.RetryBudgetMin)
-}
-
-func idempotent(req *http.Request) bool {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	_, ok := req.Header["Idempotency-Key"]
-	return ok
 }
 
 // bufferBody reads a small request body into memory so that a retry can
@@ -569,11 +561,11 @@ func (x *exchange) attempt(b *backend) attemptResult {
 	// DELETE, OPTIONS, TRACE; RFC 9110 9.3) is forwarded, but a backend
 	// may ignore it and read it as a next request: the connection is
 	// closed after the answer, never reused for another client.
-	out.Close = hasBody(in) && !methodDefinesBody(in.Method)
+	out.Close = in.Body != nil && in.Body != http.NoBody && in.ContentLength != 0 && !methodDefinesBody(in.Method)
 
 	b.st.inflight.Add(1)
 	t0 := time.Now()
-	resp, err := x.route.transport.roundTrip(out, x)
+	resp, err := x.route.transport.RoundTripInformational(out, x)
 	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !x.upgradeAccepted(resp) {
 		_ = resp.Body.Close()
 		resp, err = nil, errUnaskedUpgrade

@@ -16,6 +16,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
@@ -55,7 +56,7 @@ type Options struct {
 	// (default 256).
 	MaxIdleConnsPerHost int
 	// StandardTransport sends backend requests through net/http.Transport
-	// instead of Levee's lean HTTP/1.1 client (see h1Transport): slower,
+	// instead of Levee's lean HTTP/1.1 client (router/httpx/client): slower,
 	// kept as a fallback.
 	StandardTransport bool
 	// PlainSocketIO makes Levee's backend client read and write through
@@ -648,10 +649,10 @@ type transports struct {
 	std  map[time.Duration]*http.Transport
 }
 
-// backendTransport is what an attempt needs from a transport: a round
-// trip that hands interim (1xx) answers to an informer.
+// backendTransport is what an attempt needs from a backend client: a
+// round trip that hands interim (1xx) answers to an informer.
 type backendTransport interface {
-	roundTrip(req *http.Request, inf informer) (*http.Response, error)
+	RoundTripInformational(req *http.Request, inf client.Informer) (*http.Response, error)
 	CloseIdleConnections()
 }
 
@@ -670,9 +671,13 @@ func (t *transports) get(timeout time.Duration) backendTransport {
 	}
 	var tr backendTransport
 	if t.opts.StandardTransport {
-		tr = &stdTransport{Transport: t.standardLocked(timeout), bodyTimeout: t.opts.BackendBodyTimeout}
+		tr = &client.Standard{Transport: t.standardLocked(timeout), BodyTimeout: t.opts.BackendBodyTimeout}
 	} else {
-		tr = newH1Transport(t.opts, timeout)
+		o := t.opts
+		tr = client.New(client.Options{
+			DialTimeout: o.DialTimeout, HeaderTimeout: timeout, BodyTimeout: o.BackendBodyTimeout,
+			IdleConnTimeout: o.IdleConnTimeout, MaxIdleConnsPerHost: o.MaxIdleConnsPerHost, PlainSocketIO: o.PlainSocketIO,
+		})
 	}
 	t.m[timeout] = tr
 	return tr
@@ -697,7 +702,7 @@ func (t *transports) standardLocked(timeout time.Duration) *http.Transport {
 		MaxIdleConnsPerHost:    t.opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:        t.opts.IdleConnTimeout,
 		ResponseHeaderTimeout:  timeout,
-		MaxResponseHeaderBytes: maxResponseHeaderBytes, // as Levee's own client
+		MaxResponseHeaderBytes: client.MaxResponseHeaderBytes, // as Levee's own client
 		ExpectContinueTimeout:  time.Second,
 		// The client's Accept-Encoding passes through; the proxy must not
 		// add its own and decompress behind the client's back.
@@ -714,8 +719,8 @@ func (t *transports) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, tr := range t.m {
-		if h, ok := tr.(*h1Transport); ok {
-			h.shutdown()
+		if h, ok := tr.(*client.Transport); ok {
+			h.Shutdown()
 		}
 		tr.CloseIdleConnections()
 	}

@@ -70,9 +70,9 @@ func isUpgrade(req *http.Request) bool {
 	return false
 }
 
-// informational passes a backend's interim answer (103 Early Hints, for
+// Informational passes a backend's interim answer (103 Early Hints, for
 // one) on to the client, as httputil.ReverseProxy does.
-func (x *exchange) informational(code int, h http.Header) {
+func (x *exchange) Informational(code int, h http.Header) {
 	removeHopByHop(h)
 	wh := x.w.Header()
 	for k, vv := range h {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // rawBackend serves each connection with fn, for backends that misbehave
@@ -81,14 +82,11 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 		h.r.transports.mu.Lock()
 		defer h.r.transports.mu.Unlock()
 		for _, tr := range h.r.transports.m {
-			h1, ok := tr.(*h1Transport)
+			h1, ok := tr.(*client.Transport)
 			if !ok {
 				return true // LEVEE_TEST_CLIENT=stdlib: net/http's pool
 			}
-			h1.mu.Lock()
-			idle := h1.idle[be.Address+":"+strconv.Itoa(be.Port)]
-			h1.mu.Unlock()
-			if len(idle) > 0 {
+			if h1.IdleConns(be.Address+":"+strconv.Itoa(be.Port)) > 0 {
 				return true
 			}
 		}

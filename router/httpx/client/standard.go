@@ -1,4 +1,4 @@
-package router
+package client
 
 import (
 	"context"
@@ -9,23 +9,26 @@ import (
 	"time"
 )
 
-// stdTransport is net/http's Transport (--backend-client=stdlib) under the
-// contract of Levee's own client: interim answers reach the informer, and
+// Standard is net/http's Transport (--backend-client=stdlib) under the
+// contract of Levee's own client: interim answers reach the Informer, and
 // a response body that goes quiet for bodyTimeout is cut off. The
 // backend timeout is the Transport's ResponseHeaderTimeout, which runs
 // from the last byte of the request, as Levee's own client's does.
-type stdTransport struct {
+type Standard struct {
 	*http.Transport
-	bodyTimeout time.Duration
+	// BodyTimeout bounds the wait for the next bytes of a response body.
+	BodyTimeout time.Duration
 }
 
-func (t *stdTransport) roundTrip(req *http.Request, inf informer) (*http.Response, error) {
+// RoundTripInformational is Transport.RoundTripInformational on net/http's
+// Transport.
+func (t *Standard) RoundTripInformational(req *http.Request, inf Informer) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	if inf != nil {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
 				if code != http.StatusSwitchingProtocols {
-					inf.informational(code, http.Header(h))
+					inf.Informational(code, http.Header(h))
 				}
 				return nil
 			},
@@ -41,9 +44,9 @@ func (t *stdTransport) roundTrip(req *http.Request, inf informer) (*http.Respons
 		resp.Body = &cancelRWC{ReadWriteCloser: rwc, cancel: cancel}
 		return resp, nil
 	}
-	b := &idleBody{body: resp.Body, timeout: t.bodyTimeout, cancel: cancel}
-	if t.bodyTimeout > 0 {
-		b.timer = time.AfterFunc(t.bodyTimeout, cancel)
+	b := &idleBody{body: resp.Body, timeout: t.BodyTimeout, cancel: cancel}
+	if t.BodyTimeout > 0 {
+		b.timer = time.AfterFunc(t.BodyTimeout, cancel)
 	}
 	resp.Body = b
 	return resp, nil

@@ -1,4 +1,4 @@
-package router
+package client
 
 import (
 	"bufio"
@@ -7,11 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // stallingBackend answers each request with head (possibly empty), then
@@ -19,7 +16,7 @@ import (
 // closed. Each request it reads is reported on arrived.
 func stallingBackend(t *testing.T, head string) (addr string, arrived, closed chan struct{}) {
 	arrived, closed = make(chan struct{}, 8), make(chan struct{}, 8)
-	be := rawBackend(t, func(c net.Conn) {
+	addr = rawBackend(t, func(c net.Conn) {
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 			return
 		}
@@ -28,7 +25,36 @@ func stallingBackend(t *testing.T, head string) (addr string, arrived, closed ch
 		_, _ = io.Copy(io.Discard, c) // returns when the proxy closes its end
 		closed <- struct{}{}
 	})
-	return be.Address + ":" + strconv.Itoa(be.Port), arrived, closed
+	return addr, arrived, closed
+}
+
+// newTestTransport is a Transport with a one-minute header timeout.
+func newTestTransport() *Transport {
+	return New(Options{DialTimeout: 5 * time.Second, HeaderTimeout: time.Minute, IdleConnTimeout: time.Minute, MaxIdleConnsPerHost: 4})
+}
+
+// rawBackend serves each connection with fn on a loopback listener closed
+// when the test ends, and returns its address.
+func rawBackend(t *testing.T, fn func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				fn(c)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }
 
 func within(t *testing.T, what string, ch <-chan struct{}) {
@@ -50,8 +76,8 @@ func TestH1CancelWhileWaitingForHeaders(t *testing.T) {
 	}{{"within-the-poll", 100 * time.Millisecond}, {"armed", time.Nanosecond}, {"default", defaultWatchPoll}} {
 		t.Run(c.name, func(t *testing.T) {
 			addr, arrived, closed := stallingBackend(t, "")
-			tr := newH1Transport(Options{Logger: zerolog.Nop(), DialTimeout: 5 * time.Second, IdleConnTimeout: time.Minute, MaxIdleConnsPerHost: 4}, time.Minute)
-			defer tr.shutdown()
+			tr := newTestTransport()
+			defer tr.Shutdown()
 			tr.watchPoll = c.poll
 			ctx, cancel := context.WithCancel(context.Background())
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
@@ -82,8 +108,8 @@ func TestH1CancelWhileWaitingForHeaders(t *testing.T) {
 // breaks the read of the body.
 func TestH1CancelWhileReadingBody(t *testing.T) {
 	addr, arrived, closed := stallingBackend(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
-	tr := newH1Transport(Options{Logger: zerolog.Nop(), DialTimeout: 5 * time.Second, IdleConnTimeout: time.Minute, MaxIdleConnsPerHost: 4}, time.Minute)
-	defer tr.shutdown()
+	tr := newTestTransport()
+	defer tr.Shutdown()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
@@ -118,7 +144,7 @@ func TestH1CancelWhileReadingBody(t *testing.T) {
 // connection goes back to the pool, and cancelling afterwards does not
 // break it.
 func TestH1CancelAfterExchangeKeepsConnection(t *testing.T) {
-	be := rawBackend(t, func(c net.Conn) {
+	addr := rawBackend(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for {
 			if _, err := http.ReadRequest(br); err != nil {
@@ -127,9 +153,8 @@ func TestH1CancelAfterExchangeKeepsConnection(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 	})
-	addr := be.Address + ":" + strconv.Itoa(be.Port)
-	tr := newH1Transport(Options{Logger: zerolog.Nop(), DialTimeout: 5 * time.Second, IdleConnTimeout: time.Minute, MaxIdleConnsPerHost: 4}, time.Minute)
-	defer tr.shutdown()
+	tr := newTestTransport()
+	defer tr.Shutdown()
 	for i := 0; i < 3; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
@@ -157,7 +182,7 @@ func TestH1CancelAfterExchangeKeepsConnection(t *testing.T) {
 // for a readiness the poller may have dropped, but find the close and be
 // sent again on a new connection.
 func TestH1HalfClosedPooledConnection(t *testing.T) {
-	be := rawBackend(t, func(c net.Conn) {
+	addr := rawBackend(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		if _, err := http.ReadRequest(br); err != nil {
 			return
@@ -166,9 +191,8 @@ func TestH1HalfClosedPooledConnection(t *testing.T) {
 		c.(*net.TCPConn).CloseWrite()
 		_, _ = io.Copy(io.Discard, br)
 	})
-	addr := be.Address + ":" + strconv.Itoa(be.Port)
-	tr := newH1Transport(Options{Logger: zerolog.Nop(), DialTimeout: 5 * time.Second, IdleConnTimeout: time.Minute, MaxIdleConnsPerHost: 4}, time.Minute)
-	defer tr.shutdown()
+	tr := newTestTransport()
+	defer tr.Shutdown()
 	for i := 0; i < 5; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)

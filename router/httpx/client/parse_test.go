@@ -1,4 +1,4 @@
-package router
+package client
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ var responseSeeds = []string{
 func checkResponseParse(t *testing.T, data []byte, method string) (taken bool) {
 	t.Helper()
 	req := &http.Request{Method: method}
-	c := &h1Conn{br: bufio.NewReaderSize(bytes.NewReader(data), 16<<10)}
+	c := &pooledConn{br: bufio.NewReaderSize(bytes.NewReader(data), 16<<10)}
 	if _, err := c.br.Peek(1); err != nil {
 		return false
 	}
@@ -130,7 +130,7 @@ func FuzzResponseParse(f *testing.F) {
 func TestResponseParseAllocations(t *testing.T) {
 	data := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Mon, 30 Nov 2026 08:00:00 GMT\r\nContent-Length: 5\r\n\r\nhello")
 	rd := bytes.NewReader(data)
-	c := &h1Conn{br: bufio.NewReaderSize(rd, 16<<10)}
+	c := &pooledConn{br: bufio.NewReaderSize(rd, 16<<10)}
 	req := &http.Request{Method: http.MethodGet}
 	allocs := testing.AllocsPerRun(100, func() {
 		rd.Reset(data)

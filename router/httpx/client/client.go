@@ -1,4 +1,4 @@
-package router
+package client
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 	"github.com/levee-proxy/levee/router/internal/sockio"
 )
 
-// h1Transport is a lean HTTP/1.1 client for backend traffic. Compared with
+// Transport is a lean HTTP/1.1 client for backend traffic. Compared with
 // net/http.Transport it runs each exchange on the calling goroutine (no
 // read and write loop goroutines, no channels, no per-request timer: the
 // header timeout is a read deadline), which is most of the Transport's
@@ -34,7 +34,7 @@ import (
 // request's context. A request on a pooled connection that the backend had
 // already closed is sent again on a new connection when nothing came back
 // and the request can be replayed.
-type h1Transport struct {
+type Transport struct {
 	dialer        net.Dialer
 	headerTimeout time.Duration
 	bodyTimeout   time.Duration // idle limit between reads of a response body
@@ -44,21 +44,41 @@ type h1Transport struct {
 	plainSocketIO bool          // net.Conn's Read/Write instead of sockio.Socket
 
 	mu    sync.Mutex
-	idle  map[string][]*h1Conn // LIFO: the most recently used is warmest
+	idle  map[string][]*pooledConn // LIFO: the most recently used is warmest
 	close chan struct{}
 	once  sync.Once
 }
 
-func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
-	t := &h1Transport{
+// Options configure a Transport. Zero values mean no limit, except where
+// noted.
+type Options struct {
+	// DialTimeout bounds connecting to a backend.
+	DialTimeout time.Duration
+	// HeaderTimeout bounds the wait for a response head, from the last
+	// byte of the request sent (net/http's ResponseHeaderTimeout).
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the wait for the next bytes of a response body.
+	BodyTimeout time.Duration
+	// IdleConnTimeout closes pooled connections idle this long (required).
+	IdleConnTimeout time.Duration
+	// MaxIdleConnsPerHost bounds the idle pool of each backend.
+	MaxIdleConnsPerHost int
+	// PlainSocketIO reads and writes through net.Conn instead of raw
+	// system calls (sockio.Socket).
+	PlainSocketIO bool
+}
+
+// New returns a Transport; Shutdown stops its reaper.
+func New(o Options) *Transport {
+	t := &Transport{
 		dialer:        net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second},
-		headerTimeout: headerTimeout,
-		bodyTimeout:   o.BackendBodyTimeout,
+		headerTimeout: o.HeaderTimeout,
+		bodyTimeout:   o.BodyTimeout,
 		idleTimeout:   o.IdleConnTimeout,
 		maxIdle:       o.MaxIdleConnsPerHost,
 		watchPoll:     defaultWatchPoll,
 		plainSocketIO: o.PlainSocketIO,
-		idle:          make(map[string][]*h1Conn),
+		idle:          make(map[string][]*pooledConn),
 		close:         make(chan struct{}),
 	}
 	go t.reap()
@@ -68,12 +88,12 @@ func newH1Transport(o Options, headerTimeout time.Duration) *h1Transport {
 // countingConn counts the bytes read, to tell "the backend answered
 // nothing" from "it answered something" whatever the reader buffered. It
 // is also where a read may block, so it arms the watch on the request's
-// context (see h1Conn.watch) only when one is about to.
+// context (see pooledConn.watch) only when one is about to.
 type countingConn struct {
 	net.Conn
 	// sock, when not nil, does the reads (see sockio.Socket).
 	sock *sockio.Socket
-	c    *h1Conn
+	c    *pooledConn
 	n    int64
 	// limit, when non-zero, is the count past which reads fail: it bounds
 	// the response headers a backend can make the proxy buffer.
@@ -81,12 +101,12 @@ type countingConn struct {
 }
 
 // errHeadersTooLarge is returned when a backend's response head exceeds
-// maxResponseHeaderBytes.
+// MaxResponseHeaderBytes.
 var errHeadersTooLarge = errors.New("backend response headers too large")
 
-// maxResponseHeaderBytes bounds a response's status line and headers
+// MaxResponseHeaderBytes bounds a response's status line and headers
 // (net/http's Transport allows 10 MB; a proxy has no use for that much).
-const maxResponseHeaderBytes = 1 << 20
+const MaxResponseHeaderBytes = 1 << 20
 
 func (cc *countingConn) Read(p []byte) (int, error) {
 	if cc.limit != 0 && cc.n >= cc.limit {
@@ -146,14 +166,14 @@ const defaultWatchPoll = 20 * time.Millisecond
 // arm watches the request's context: its cancellation breaks the
 // connection by moving its deadline to the past, which wakes any blocked
 // read or write.
-func (c *h1Conn) arm() {
+func (c *pooledConn) arm() {
 	c.watch = watchArmed
 	c.stopCtx = context.AfterFunc(c.ctx, c.cancelFunc)
 }
 
 // disarm stops watching the context. It reports false when the watch had
 // already fired, leaving the connection unusable.
-func (c *h1Conn) disarm() bool {
+func (c *pooledConn) disarm() bool {
 	c.watch = watchNone
 	c.ctx = nil
 	if c.stopCtx == nil {
@@ -164,14 +184,14 @@ func (c *h1Conn) disarm() bool {
 	return stopped
 }
 
-func (c *h1Conn) cancelled() {
+func (c *pooledConn) cancelled() {
 	c.broken.Store(true)
 	_ = c.conn.SetDeadline(time.Unix(1, 0))
 }
 
-// h1Conn is one backend connection with its buffers.
-type h1Conn struct {
-	t        *h1Transport
+// pooledConn is one backend connection with its buffers.
+type pooledConn struct {
+	t        *Transport
 	key      string
 	conn     net.Conn
 	counted  *countingConn
@@ -193,7 +213,7 @@ type h1Conn struct {
 	fixed fixedBody // the body parseCommon found, reused per exchange
 
 	// inf receives the interim (1xx) answers of the current exchange.
-	inf informer
+	inf Informer
 
 	// While a request body streams from its own goroutine, the header
 	// deadline is set by that goroutine once the last byte is sent (the
@@ -204,14 +224,14 @@ type h1Conn struct {
 	awaitingHead bool
 }
 
-// informer receives a backend's interim responses (1xx other than 101),
+// Informer receives a backend's interim responses (1xx other than 101),
 // so that a proxy can pass them on (RFC 9110 15.2).
-type informer interface {
-	informational(code int, h http.Header)
+type Informer interface {
+	Informational(code int, h http.Header)
 }
 
 // headerExpired reports whether the header deadline has passed.
-func (c *h1Conn) headerExpired() bool {
+func (c *pooledConn) headerExpired() bool {
 	if !c.streaming {
 		return !c.headerDeadline.IsZero() && !time.Now().Before(c.headerDeadline)
 	}
@@ -222,7 +242,7 @@ func (c *h1Conn) headerExpired() bool {
 
 // waitHeaderDeadline sets the read deadline to the header deadline (none
 // while a streamed request body is still being sent).
-func (c *h1Conn) waitHeaderDeadline() {
+func (c *pooledConn) waitHeaderDeadline() {
 	if !c.streaming {
 		_ = c.conn.SetReadDeadline(c.headerDeadline)
 		return
@@ -234,7 +254,7 @@ func (c *h1Conn) waitHeaderDeadline() {
 
 // bodySent starts the backend timeout once a streamed request body has
 // been sent whole, unless the response head has arrived already.
-func (c *h1Conn) bodySent() {
+func (c *pooledConn) bodySent() {
 	if c.t.headerTimeout <= 0 {
 		return
 	}
@@ -247,7 +267,7 @@ func (c *h1Conn) bodySent() {
 }
 
 // headArrived ends the wait for the response head.
-func (c *h1Conn) headArrived() {
+func (c *pooledConn) headArrived() {
 	if !c.streaming {
 		return
 	}
@@ -257,7 +277,7 @@ func (c *h1Conn) headArrived() {
 }
 
 // reap closes connections idle for longer than idleTimeout.
-func (t *h1Transport) reap() {
+func (t *Transport) reap() {
 	tick := time.NewTicker(max(t.idleTimeout/2, time.Second))
 	defer tick.Stop()
 	for {
@@ -265,7 +285,7 @@ func (t *h1Transport) reap() {
 		case <-t.close:
 			return
 		case now := <-tick.C:
-			var stale []*h1Conn
+			var stale []*pooledConn
 			t.mu.Lock()
 			for k, cs := range t.idle {
 				keep := cs[:0]
@@ -290,11 +310,18 @@ func (t *h1Transport) reap() {
 	}
 }
 
+// IdleConns reports how many connections to hostport are pooled.
+func (t *Transport) IdleConns(hostport string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.idle[hostport])
+}
+
 // CloseIdleConnections closes every pooled connection.
-func (t *h1Transport) CloseIdleConnections() {
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	all := t.idle
-	t.idle = make(map[string][]*h1Conn)
+	t.idle = make(map[string][]*pooledConn)
 	t.mu.Unlock()
 	for _, cs := range all {
 		for _, c := range cs {
@@ -303,13 +330,13 @@ func (t *h1Transport) CloseIdleConnections() {
 	}
 }
 
-// shutdown stops the reaper and closes idle connections.
-func (t *h1Transport) shutdown() {
+// Shutdown stops the reaper and closes idle connections.
+func (t *Transport) Shutdown() {
 	t.once.Do(func() { close(t.close) })
 	t.CloseIdleConnections()
 }
 
-func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
+func (t *Transport) get(ctx context.Context, key string) (*pooledConn, error) {
 	now := time.Now()
 	t.mu.Lock()
 	for cs := t.idle[key]; len(cs) > 0; cs = t.idle[key] {
@@ -343,7 +370,7 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{t: t, key: key, conn: conn}
+	c := &pooledConn{t: t, key: key, conn: conn}
 	c.counted = &countingConn{Conn: conn, c: c}
 	var w io.Writer = conn
 	if !t.plainSocketIO {
@@ -360,7 +387,7 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 	return c, nil
 }
 
-func (t *h1Transport) put(c *h1Conn) {
+func (t *Transport) put(c *pooledConn) {
 	// Bytes buffered past the end of the response belong to no request:
 	// such a connection is never reused (see get).
 	if c.broken.Load() || c.closeReq || c.br.Buffered() > 0 {
@@ -391,19 +418,20 @@ var errNothingReceived = errors.New("backend closed the connection before answer
 // returns the response with headers read. The body streams from the
 // connection; closing it returns the connection to the pool when the body
 // was read to its end.
-func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.roundTrip(req, nil)
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.RoundTripInformational(req, nil)
 }
 
-// roundTrip is RoundTrip with a receiver for interim responses.
-func (t *h1Transport) roundTrip(req *http.Request, inf informer) (*http.Response, error) {
+// RoundTripInformational is RoundTrip with a receiver for the interim
+// (1xx) responses that come before the final one.
+func (t *Transport) RoundTripInformational(req *http.Request, inf Informer) (*http.Response, error) {
 	for try := 0; ; try++ {
 		c, err := t.get(req.Context(), req.URL.Host)
 		if err != nil {
 			closeBody(req)
 			return nil, err
 		}
-		resp, err := c.exchange(req, inf)
+		resp, err := c.do(req, inf)
 		if err == nil {
 			return resp, nil
 		}
@@ -430,8 +458,8 @@ func replayable(req *http.Request) bool {
 	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 }
 
-// exchange writes the request and reads the response headers.
-func (c *h1Conn) exchange(req *http.Request, inf informer) (*http.Response, error) {
+// do writes the request and reads the response headers.
+func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error) {
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
 		c.t.put(c)
@@ -491,7 +519,7 @@ func (c *h1Conn) exchange(req *http.Request, inf informer) (*http.Response, erro
 	}
 	_ = c.conn.SetReadDeadline(deadline)
 
-	c.counted.limit = c.counted.n + maxResponseHeaderBytes
+	c.counted.limit = c.counted.n + MaxResponseHeaderBytes
 	// The backend has not answered yet: let other requests' work run
 	// first, so that the read below usually finds the answer instead of
 	// coming back empty (EAGAIN) and waiting in the poller (a wasted
@@ -507,14 +535,14 @@ func (c *h1Conn) exchange(req *http.Request, inf informer) (*http.Response, erro
 		// The tunnel's reads are the proxy's to bound.
 		_ = c.conn.SetReadDeadline(time.Time{})
 		c.disarm()
-		resp.Body = &h1Upgraded{Reader: c.br, conn: c.conn}
+		resp.Body = &upgraded{Reader: c.br, conn: c.conn}
 		return resp, nil
 	}
 	if c.watch == watchPolling {
 		// Reading the body blocks only if it is not buffered yet.
 		c.watch = watchOnRead
 	}
-	resp.Body = &h1Body{c: c, body: resp.Body, bodyDone: bodyDone, closeAfter: resp.Close}
+	resp.Body = &body{c: c, body: resp.Body, bodyDone: bodyDone, closeAfter: resp.Close}
 	return resp, nil
 }
 
@@ -522,17 +550,28 @@ func (c *h1Conn) exchange(req *http.Request, inf informer) (*http.Response, erro
 // net/http does: a pooled connection the backend had closed, and either
 // the request could not be written or it is idempotent and not a byte came
 // back.
-func (c *h1Conn) fail(err error, writing bool, req *http.Request) error {
+func (c *pooledConn) fail(err error, writing bool, req *http.Request) error {
 	c.disarm()
 	c.broken.Store(true)
 	_ = c.conn.Close()
 	if req.Context().Err() != nil || !c.reused {
 		return err
 	}
-	if writing || (idempotent(req) && isClosedByPeer(err) && c.counted.n == c.readMark) {
+	if writing || (Idempotent(req) && isClosedByPeer(err) && c.counted.n == c.readMark) {
 		return fmt.Errorf("%w: %w", errNothingReceived, err)
 	}
 	return err
+}
+
+// Idempotent reports whether a request may be sent twice with the effect
+// of once (RFC 9110 9.2.2), or says so with an Idempotency-Key header.
+func Idempotent(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	_, ok := req.Header["Idempotency-Key"]
+	return ok
 }
 
 func isClosedByPeer(err error) bool {
@@ -552,7 +591,7 @@ func hasBody(req *http.Request) bool {
 // writeHead writes the request line and headers. Framing comes from
 // req.ContentLength only: a Content-Length or Transfer-Encoding header in
 // req.Header is never written, so both can never go out together.
-func (c *h1Conn) writeHead(req *http.Request) (chunked bool, err error) {
+func (c *pooledConn) writeHead(req *http.Request) (chunked bool, err error) {
 	w := c.bw
 	w.WriteString(req.Method)
 	w.WriteByte(' ')
@@ -619,7 +658,7 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-func (c *h1Conn) writeBody(req *http.Request, chunked bool) error {
+func (c *pooledConn) writeBody(req *http.Request, chunked bool) error {
 	var w io.Writer = c.bw
 	var cw io.WriteCloser
 	if chunked {
@@ -693,7 +732,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 // readResponse reads the status line and headers, skipping 1xx answers
 // other than 101.
-func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
+func (c *pooledConn) readResponse(req *http.Request) (*http.Response, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // what http.ReadResponse says
@@ -717,7 +756,7 @@ func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
 			}
 			if c.inf != nil {
 				removeNamed(resp.Header, named)
-				c.inf.informational(resp.StatusCode, resp.Header)
+				c.inf.Informational(resp.StatusCode, resp.Header)
 			}
 			continue
 		}
@@ -778,7 +817,7 @@ func connectionNamed(br *bufio.Reader) []string {
 // checks it); anything else, including anything malformed, is left
 // unread for http.ReadResponse, whose verdict then stands. It returns nil
 // when it leaves the head.
-func (c *h1Conn) parseCommon(req *http.Request) *http.Response {
+func (c *pooledConn) parseCommon(req *http.Request) *http.Response {
 	if req.Method == http.MethodHead {
 		return nil
 	}
@@ -973,10 +1012,10 @@ func (b *fixedBody) Read(p []byte) (int, error) {
 
 func (b *fixedBody) Close() error { return nil }
 
-// h1Body is a response body that returns its connection to the pool once
+// body is a response body that returns its connection to the pool once
 // read to the end.
-type h1Body struct {
-	c          *h1Conn
+type body struct {
+	c          *pooledConn
 	body       io.ReadCloser
 	bodyDone   chan error
 	closeAfter bool
@@ -984,7 +1023,7 @@ type h1Body struct {
 	eof        bool
 }
 
-func (b *h1Body) Read(p []byte) (int, error) {
+func (b *body) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, net.ErrClosed
 	}
@@ -1007,12 +1046,12 @@ func (b *h1Body) Read(p []byte) (int, error) {
 }
 
 // buffered reports whether the rest of the body is in the reader's buffer.
-func (b *h1Body) buffered() bool {
+func (b *body) buffered() bool {
 	c := b.c
 	return b.body == &c.fixed && c.fixed.n <= int64(c.br.Buffered())
 }
 
-func (b *h1Body) Close() error {
+func (b *body) Close() error {
 	if b.done {
 		return nil
 	}
@@ -1040,12 +1079,12 @@ func (b *h1Body) Close() error {
 	return nil
 }
 
-// h1Upgraded is the connection after a 101: reads first drain what the
+// upgraded is the connection after a 101: reads first drain what the
 // response reader had buffered.
-type h1Upgraded struct {
+type upgraded struct {
 	*bufio.Reader
 	conn net.Conn
 }
 
-func (u *h1Upgraded) Write(p []byte) (int, error) { return u.conn.Write(p) }
-func (u *h1Upgraded) Close() error                { return u.conn.Close() }
+func (u *upgraded) Write(p []byte) (int, error) { return u.conn.Write(p) }
+func (u *upgraded) Close() error                { return u.conn.Close() }
