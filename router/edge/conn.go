@@ -369,8 +369,13 @@ func (c *conn) bodyDone(ex *exchange) {
 // startWatchLocked starts a read of one byte below the buffered reader: it
 // returns when the client sends more (a pipelined request: the byte is
 // kept) or closes its side (the request's context is cancelled).
+//
+// A byte kept by an earlier read is still pending when the next request's
+// head and body came whole from the buffer: the client has sent more, so
+// there is nothing to watch for, and reading again would overwrite that
+// byte (net/http's startBackgroundRead returns early the same way).
 func (c *conn) startWatchLocked() {
-	if c.watchStarted {
+	if c.watchStarted || c.cr.hasByte {
 		return
 	}
 	c.watchStarted = true

@@ -3,6 +3,7 @@ package edge
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -216,6 +217,14 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c := w.c
 	c.stopWatch()
+	if c.cr.hasByte {
+		// The byte the background read took goes into the buffered
+		// reader, where a hijacker looks for what the client already
+		// sent (as net/http does).
+		if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
+			return nil, nil, fmt.Errorf("edge: hijack: buffering the pending byte: %w", err)
+		}
+	}
 	if !c.state.CompareAndSwap(stateActive, stateHijacked) {
 		return nil, nil, errors.New("edge: connection closed by shutdown")
 	}
