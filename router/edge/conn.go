@@ -307,9 +307,14 @@ func (c *conn) answerReadError(err error) {
 	case isUnsupportedTE(err):
 		status, reason = http.StatusNotImplemented, "unsupported transfer encoding"
 	default:
-		var ne net.Error
-		if errors.As(err, &ne) {
-			return // the connection broke: nobody to answer
+		// A read that failed on the connection itself comes as a
+		// *net.OpError (net.Conn and sockio alike): nobody to answer.
+		// net.Error alone would not tell it from a parse error: net/url's
+		// *url.Error implements it, and a bad target is answered 400 (as
+		// net/http's isCommonNetReadError tells them apart).
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			return
 		}
 		// The parser's message quotes the client's bytes: not echoed,
 		// as net/http does not either.
