@@ -407,7 +407,14 @@ func (ex *exchange) readSlow() error {
 	r := req.WithContext(&ex.ctx)
 	r.RemoteAddr = c.remoteAddr
 	if r.Body != nil && r.Body != http.NoBody {
-		ex.bodyStore = body{ex: ex, src: r.Body, remain: -1, wantsContinue: wantsContinue}
+		var src io.Reader = r.Body
+		if len(r.TransferEncoding) > 0 {
+			// net/http has refused every coding but chunked (and
+			// ignored Transfer-Encoding on HTTP/1.0); its reader of
+			// this body is left unread.
+			src = &chunkedReader{br: c.br, req: r}
+		}
+		ex.bodyStore = body{ex: ex, src: src, remain: -1, wantsContinue: wantsContinue}
 		ex.body = &ex.bodyStore
 		r.Body = ex.body
 	}
@@ -416,14 +423,14 @@ func (ex *exchange) readSlow() error {
 }
 
 // body is a request body read from the connection: Content-Length bytes
-// straight from the buffered reader, or net/http's reader for any other
-// framing. It records its end for the background read and sends 100
-// Continue on the first read when the client asked for it.
+// straight from the buffered reader, a chunkedReader, or net/http's reader
+// for any other framing. It records its end for the background read and
+// sends 100 Continue on the first read when the client asked for it.
 type body struct {
 	ex     *exchange
 	mu     sync.Mutex
 	remain int64     // bytes left (fast path); -1 when src frames the body
-	src    io.Reader // net/http's body reader
+	src    io.Reader // a chunkedReader or net/http's body reader
 	eof    atomic.Bool
 	closed atomic.Bool
 	err    error

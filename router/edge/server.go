@@ -19,7 +19,9 @@
 // it, so on any unusual or hostile head (chunked bodies, CL+TE, duplicate
 // Content-Length, obs-fold, bad bytes, HTTP/1.0, absolute-form targets) the
 // verdict is net/http's. A differential fuzz test (FuzzFastRequest) checks
-// that whatever the fast path takes, net/http parses identically.
+// that whatever the fast path takes, net/http parses identically. Chunked
+// bodies are decoded by edge, with net/http's rules but for a bound on
+// chunk sizes (chunked.go; FuzzChunkedBody compares the two).
 //
 // Server covers what a reverse proxy's handler uses: Header, WriteHeader,
 // Write, Flush (http.Flusher and FlushError), Hijack, trailers, Expect:
