@@ -60,6 +60,9 @@ type conn struct {
 	// idleDeadline: it is an idle deadline (see setIdleDeadline).
 	readDeadline time.Time
 	idleDeadline bool
+	// handlerDeadlines: the handler set a deadline through
+	// http.ResponseController, to be cleared before the next request.
+	handlerDeadlines atomic.Bool
 	// lastBody is the body of the last request served, which a
 	// goroutine of its handler may still be reading.
 	lastBody *body

@@ -49,6 +49,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	s := c.srv
 	c.cr.limit = int64(s.maxHeaderBytes()) + 4096
 	c.cr.hitLimit = false
+	c.clearHandlerDeadlines()
 	if c.br.Buffered() == 0 && !c.cr.hasByte {
 		c.setIdleDeadline()
 		// Let the other connections' work run first: by the time this
@@ -183,6 +184,18 @@ func (c *conn) setIdleDeadline() {
 	}
 	c.setReadDeadline(now.Add(d))
 	c.idleDeadline = true
+}
+
+// clearHandlerDeadlines clears the deadlines the last request's handler
+// set: they bounded its body and its answer, not what comes next (whose
+// head may already be partly buffered, where no idle deadline is set).
+func (c *conn) clearHandlerDeadlines() {
+	if !c.handlerDeadlines.Load() {
+		return
+	}
+	c.handlerDeadlines.Store(false)
+	_ = c.rwc.SetWriteDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 }
 
 // setReadDeadline sets the read deadline and remembers it; every deadline
@@ -433,7 +446,9 @@ type body struct {
 	src    io.Reader // a chunkedReader or net/http's body reader
 	eof    atomic.Bool
 	closed atomic.Bool
-	err    error
+	// err is the read error that ends the body; a timeout does not: a
+	// later deadline lifts it, as with net/http's server.
+	err error
 	// wantsContinue: send "100 Continue" before the first read.
 	wantsContinue bool
 }
@@ -477,7 +492,7 @@ func (b *body) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.eof.Store(true)
 		b.ex.c.bodyDone(b.ex)
-	case err != nil:
+	case err != nil && !isTimeout(err):
 		b.err = err
 	}
 	return n, err

@@ -230,18 +230,44 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c.srv.removeConn(c)
 	w.hijacked = true
-	_ = c.rwc.SetDeadline(time.Time{})
+	// The server's read deadlines end here; a write deadline the handler
+	// set stays, as with net/http.
+	_ = c.rwc.SetReadDeadline(time.Time{})
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
-// SetReadDeadline sets the connection's read deadline (http.ResponseController).
+// SetReadDeadline bounds the handler's reads of the request body
+// (http.ResponseController); the next request on the connection gets the
+// server's deadlines again.
+//
+// Once the background read runs (the body is read to its end, and Done
+// was asked for), no read of the handler's is left to bound, and the
+// deadline is not applied: its passing would end the background read as
+// if the client had left. net/http applies it, and cancels the request's
+// context when it passes (TestReadDeadlineLeavesWatchAlone).
 func (w *response) SetReadDeadline(t time.Time) error {
-	w.c.setReadDeadline(t)
+	c := w.c
+	c.handlerDeadlines.Store(true)
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if !c.watchStarted {
+		c.setReadDeadline(t)
+	}
 	return nil
 }
 
-// SetWriteDeadline sets the connection's write deadline (http.ResponseController).
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+// SetWriteDeadline bounds the writes of the answer
+// (http.ResponseController); the next request on the connection gets the
+// server's deadlines again.
+func (w *response) SetWriteDeadline(t time.Time) error {
+	w.c.handlerDeadlines.Store(true)
+	return w.c.rwc.SetWriteDeadline(t)
+}
+
+// EnableFullDuplex reports success (http.ResponseController): edge never
+// closes the request body when the answer starts, so the handler may
+// always read it while writing.
+func (w *response) EnableFullDuplex() error { return nil }
 
 // commit writes the head. final: the handler has returned, so a held-back
 // body is all there is.

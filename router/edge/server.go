@@ -24,9 +24,11 @@
 // chunk sizes (chunked.go; FuzzChunkedBody compares the two).
 //
 // Server covers what a reverse proxy's handler uses: Header, WriteHeader,
-// Write, Flush (http.Flusher and FlushError), Hijack, trailers, Expect:
-// 100-continue, keep-alive and pipelining, read deadlines, a header size
-// limit, graceful Shutdown. It does not serve TLS or HTTP/2.
+// Write, Flush (http.Flusher and FlushError), Hijack, the handler's read
+// and write deadlines and full duplex (http.ResponseController), trailers,
+// Expect: 100-continue, keep-alive and pipelining, header and idle
+// timeouts, a header size limit, graceful Shutdown. It does not serve TLS
+// or HTTP/2.
 package edge
 
 import (
