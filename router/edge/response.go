@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,13 +93,28 @@ func firstOf(v []string) string {
 	return v[0]
 }
 
+// writeInformational sends an interim answer at once, as net/http does:
+// the header fields as they are, sorted, but those that frame a body (a
+// 1xx has none, RFC 9110 15.2); the map is kept for the final answer (RFC
+// 8297). A 100 sent here answers the client's Expect: no automatic one
+// follows. Unlike net/http, nothing goes to an HTTP/1.0 client, which
+// would take it for the final answer (RFC 9110 15.2: MUST NOT).
 func (w *response) writeInformational(code int) {
-	if w.werr != nil {
+	if w.expectContinue {
+		w.contMu.Lock()
+		defer w.contMu.Unlock()
+	}
+	if code == http.StatusContinue {
+		w.continueSent = true
+	}
+	if w.werr != nil || !w.ex.req.ProtoAtLeast(1, 1) {
 		return
 	}
 	bw := w.c.bw
 	writeStatusLine(bw, code)
-	w.writeFields()
+	writeSortedFields(bw, w.header, func(name string) bool {
+		return name != "Content-Length" && name != "Transfer-Encoding"
+	})
 	bw.WriteString("\r\n")
 	w.flushConn()
 }
@@ -336,6 +352,22 @@ func (w *response) writeFields() {
 			continue
 		}
 		writeField(bw, k, vv)
+	}
+}
+
+// writeSortedFields writes the fields of h that keep accepts, in the order
+// of their names (net/http's Header.Write order, for the rare answers
+// where edge matches it byte for byte), skipping invalid names.
+func writeSortedFields(bw *bufio.Writer, h http.Header, keep func(name string) bool) {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		if validToken(k) && keep(k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		writeField(bw, k, h[k])
 	}
 }
 
