@@ -34,6 +34,11 @@ type response struct {
 	head        bool // a HEAD request: the body is never sent
 	noBody      bool // 1xx, 204, 304, HEAD
 	chunked     bool
+	// trailers: the handler declared trailers at WriteHeader, so the
+	// body is chunked; declared: the names its Trailer field declared
+	// (see trailer.go).
+	trailers bool
+	declared []trailerDecl
 	// contentLength is the declared length, -1 when unknown.
 	contentLength int64
 	written       int64
@@ -84,6 +89,7 @@ func (w *response) WriteHeader(code int) {
 	if v := w.header["Connection"]; len(v) > 0 && headerValuesContainsToken(v, "close") {
 		w.closeAfter = true
 	}
+	w.noteTrailers()
 }
 
 func firstOf(v []string) string {
@@ -299,7 +305,7 @@ func (w *response) commit(final bool) {
 	switch {
 	case w.noBody:
 	case w.contentLength >= 0:
-	case final:
+	case final && !w.trailers:
 		w.contentLength = int64(len(c.pending))
 		h["Content-Length"] = []string{strconv.Itoa(len(c.pending))}
 	case w.ex.req.ProtoAtLeast(1, 1):
@@ -343,13 +349,18 @@ func (w *response) commit(final bool) {
 	}
 }
 
-// writeFields writes the header fields but those Levee frames itself and
-// trailers; values cannot break out of their line.
+// writeFields writes the header fields but trailers (see trailer.go);
+// values cannot break out of their line.
 func (w *response) writeFields() {
 	bw := w.c.bw
 	for k, vv := range w.header {
 		if !validToken(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
+		}
+		if w.declared != nil {
+			if vv = w.headValues(k, vv); vv == nil {
+				continue
+			}
 		}
 		writeField(bw, k, vv)
 	}
@@ -438,13 +449,7 @@ func (w *response) finish() {
 	switch {
 	case w.chunked:
 		bw.WriteString("0\r\n")
-		for k, vv := range w.header {
-			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
-			if !ok || !validToken(name) {
-				continue
-			}
-			writeField(bw, name, vv)
-		}
+		w.writeTrailers(bw)
 		bw.WriteString("\r\n")
 	case w.contentLength >= 0 && w.written < w.contentLength && !w.noBody:
 		// Shorter than declared: the client must not wait for the rest
