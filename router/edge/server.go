@@ -28,7 +28,8 @@
 // and write deadlines and full duplex (http.ResponseController), trailers,
 // Expect: 100-continue, keep-alive and pipelining, header and idle
 // timeouts, a header size limit, graceful Shutdown. It does not serve TLS
-// or HTTP/2.
+// or HTTP/2. LimitListener caps the open connections of a listener, for
+// this server or net/http's.
 package edge
 
 import (
