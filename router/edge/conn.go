@@ -60,6 +60,9 @@ type conn struct {
 	// idleDeadline: it is an idle deadline (see setIdleDeadline).
 	readDeadline time.Time
 	idleDeadline bool
+	// handlerDeadlines: the handler set a deadline through
+	// http.ResponseController, to be cleared before the next request.
+	handlerDeadlines atomic.Bool
 	// lastBody is the body of the last request served, which a
 	// goroutine of its handler may still be reading.
 	lastBody *body
@@ -307,9 +310,14 @@ func (c *conn) answerReadError(err error) {
 	case isUnsupportedTE(err):
 		status, reason = http.StatusNotImplemented, "unsupported transfer encoding"
 	default:
-		var ne net.Error
-		if errors.As(err, &ne) {
-			return // the connection broke: nobody to answer
+		// A read that failed on the connection itself comes as a
+		// *net.OpError (net.Conn and sockio alike): nobody to answer.
+		// net.Error alone would not tell it from a parse error: net/url's
+		// *url.Error implements it, and a bad target is answered 400 (as
+		// net/http's isCommonNetReadError tells them apart).
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			return
 		}
 		// The parser's message quotes the client's bytes: not echoed,
 		// as net/http does not either.
@@ -369,8 +377,13 @@ func (c *conn) bodyDone(ex *exchange) {
 // startWatchLocked starts a read of one byte below the buffered reader: it
 // returns when the client sends more (a pipelined request: the byte is
 // kept) or closes its side (the request's context is cancelled).
+//
+// A byte kept by an earlier read is still pending when the next request's
+// head and body came whole from the buffer: the client has sent more, so
+// there is nothing to watch for, and reading again would overwrite that
+// byte (net/http's startBackgroundRead returns early the same way).
 func (c *conn) startWatchLocked() {
-	if c.watchStarted {
+	if c.watchStarted || c.cr.hasByte {
 		return
 	}
 	c.watchStarted = true

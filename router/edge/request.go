@@ -49,6 +49,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	s := c.srv
 	c.cr.limit = int64(s.maxHeaderBytes()) + 4096
 	c.cr.hitLimit = false
+	c.clearHandlerDeadlines()
 	if c.br.Buffered() == 0 && !c.cr.hasByte {
 		c.setIdleDeadline()
 		// Let the other connections' work run first: by the time this
@@ -183,6 +184,18 @@ func (c *conn) setIdleDeadline() {
 	}
 	c.setReadDeadline(now.Add(d))
 	c.idleDeadline = true
+}
+
+// clearHandlerDeadlines clears the deadlines the last request's handler
+// set: they bounded its body and its answer, not what comes next (whose
+// head may already be partly buffered, where no idle deadline is set).
+func (c *conn) clearHandlerDeadlines() {
+	if !c.handlerDeadlines.Load() {
+		return
+	}
+	c.handlerDeadlines.Store(false)
+	_ = c.rwc.SetWriteDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 }
 
 // setReadDeadline sets the read deadline and remembers it; every deadline
@@ -407,7 +420,14 @@ func (ex *exchange) readSlow() error {
 	r := req.WithContext(&ex.ctx)
 	r.RemoteAddr = c.remoteAddr
 	if r.Body != nil && r.Body != http.NoBody {
-		ex.bodyStore = body{ex: ex, src: r.Body, remain: -1, wantsContinue: wantsContinue}
+		var src io.Reader = r.Body
+		if len(r.TransferEncoding) > 0 {
+			// net/http has refused every coding but chunked (and
+			// ignored Transfer-Encoding on HTTP/1.0); its reader of
+			// this body is left unread.
+			src = &chunkedReader{br: c.br, req: r}
+		}
+		ex.bodyStore = body{ex: ex, src: src, remain: -1, wantsContinue: wantsContinue}
 		ex.body = &ex.bodyStore
 		r.Body = ex.body
 	}
@@ -416,17 +436,19 @@ func (ex *exchange) readSlow() error {
 }
 
 // body is a request body read from the connection: Content-Length bytes
-// straight from the buffered reader, or net/http's reader for any other
-// framing. It records its end for the background read and sends 100
-// Continue on the first read when the client asked for it.
+// straight from the buffered reader, a chunkedReader, or net/http's reader
+// for any other framing. It records its end for the background read and
+// sends 100 Continue on the first read when the client asked for it.
 type body struct {
 	ex     *exchange
 	mu     sync.Mutex
 	remain int64     // bytes left (fast path); -1 when src frames the body
-	src    io.Reader // net/http's body reader
+	src    io.Reader // a chunkedReader or net/http's body reader
 	eof    atomic.Bool
 	closed atomic.Bool
-	err    error
+	// err is the read error that ends the body; a timeout does not: a
+	// later deadline lifts it, as with net/http's server.
+	err error
 	// wantsContinue: send "100 Continue" before the first read.
 	wantsContinue bool
 }
@@ -470,7 +492,7 @@ func (b *body) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.eof.Store(true)
 		b.ex.c.bodyDone(b.ex)
-	case err != nil:
+	case err != nil && !isTimeout(err):
 		b.err = err
 	}
 	return n, err

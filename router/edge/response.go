@@ -3,9 +3,11 @@ package edge
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +34,11 @@ type response struct {
 	head        bool // a HEAD request: the body is never sent
 	noBody      bool // 1xx, 204, 304, HEAD
 	chunked     bool
+	// trailers: the handler declared trailers at WriteHeader, so the
+	// body is chunked; declared: the names its Trailer field declared
+	// (see trailer.go).
+	trailers bool
+	declared []trailerDecl
 	// contentLength is the declared length, -1 when unknown.
 	contentLength int64
 	written       int64
@@ -82,6 +89,7 @@ func (w *response) WriteHeader(code int) {
 	if v := w.header["Connection"]; len(v) > 0 && headerValuesContainsToken(v, "close") {
 		w.closeAfter = true
 	}
+	w.noteTrailers()
 }
 
 func firstOf(v []string) string {
@@ -91,13 +99,28 @@ func firstOf(v []string) string {
 	return v[0]
 }
 
+// writeInformational sends an interim answer at once, as net/http does:
+// the header fields as they are, sorted, but those that frame a body (a
+// 1xx has none, RFC 9110 15.2); the map is kept for the final answer (RFC
+// 8297). A 100 sent here answers the client's Expect: no automatic one
+// follows. Unlike net/http, nothing goes to an HTTP/1.0 client, which
+// would take it for the final answer (RFC 9110 15.2: MUST NOT).
 func (w *response) writeInformational(code int) {
-	if w.werr != nil {
+	if w.expectContinue {
+		w.contMu.Lock()
+		defer w.contMu.Unlock()
+	}
+	if code == http.StatusContinue {
+		w.continueSent = true
+	}
+	if w.werr != nil || !w.ex.req.ProtoAtLeast(1, 1) {
 		return
 	}
 	bw := w.c.bw
 	writeStatusLine(bw, code)
-	w.writeFields()
+	writeSortedFields(bw, w.header, func(name string) bool {
+		return name != "Content-Length" && name != "Transfer-Encoding"
+	})
 	bw.WriteString("\r\n")
 	w.flushConn()
 }
@@ -216,23 +239,57 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c := w.c
 	c.stopWatch()
+	if c.cr.hasByte {
+		// The byte the background read took goes into the buffered
+		// reader, where a hijacker looks for what the client already
+		// sent (as net/http does).
+		if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
+			return nil, nil, fmt.Errorf("edge: hijack: buffering the pending byte: %w", err)
+		}
+	}
 	if !c.state.CompareAndSwap(stateActive, stateHijacked) {
 		return nil, nil, errors.New("edge: connection closed by shutdown")
 	}
 	c.srv.removeConn(c)
 	w.hijacked = true
-	_ = c.rwc.SetDeadline(time.Time{})
+	// The server's read deadlines end here; a write deadline the handler
+	// set stays, as with net/http.
+	_ = c.rwc.SetReadDeadline(time.Time{})
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
-// SetReadDeadline sets the connection's read deadline (http.ResponseController).
+// SetReadDeadline bounds the handler's reads of the request body
+// (http.ResponseController); the next request on the connection gets the
+// server's deadlines again.
+//
+// Once the background read runs (the body is read to its end, and Done
+// was asked for), no read of the handler's is left to bound, and the
+// deadline is not applied: its passing would end the background read as
+// if the client had left. net/http applies it, and cancels the request's
+// context when it passes (TestReadDeadlineLeavesWatchAlone).
 func (w *response) SetReadDeadline(t time.Time) error {
-	w.c.setReadDeadline(t)
+	c := w.c
+	c.handlerDeadlines.Store(true)
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if !c.watchStarted {
+		c.setReadDeadline(t)
+	}
 	return nil
 }
 
-// SetWriteDeadline sets the connection's write deadline (http.ResponseController).
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+// SetWriteDeadline bounds the writes of the answer
+// (http.ResponseController); the next request on the connection gets the
+// server's deadlines again.
+func (w *response) SetWriteDeadline(t time.Time) error {
+	w.c.handlerDeadlines.Store(true)
+	return w.c.rwc.SetWriteDeadline(t)
+}
+
+// EnableFullDuplex reports success (http.ResponseController): edge never
+// closes the request body when the answer starts, so the handler may
+// always read it while writing.
+func (w *response) EnableFullDuplex() error { return nil }
 
 // commit writes the head. final: the handler has returned, so a held-back
 // body is all there is.
@@ -248,7 +305,7 @@ func (w *response) commit(final bool) {
 	switch {
 	case w.noBody:
 	case w.contentLength >= 0:
-	case final:
+	case final && !w.trailers:
 		w.contentLength = int64(len(c.pending))
 		h["Content-Length"] = []string{strconv.Itoa(len(c.pending))}
 	case w.ex.req.ProtoAtLeast(1, 1):
@@ -292,15 +349,36 @@ func (w *response) commit(final bool) {
 	}
 }
 
-// writeFields writes the header fields but those Levee frames itself and
-// trailers; values cannot break out of their line.
+// writeFields writes the header fields but trailers (see trailer.go);
+// values cannot break out of their line.
 func (w *response) writeFields() {
 	bw := w.c.bw
 	for k, vv := range w.header {
 		if !validToken(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
+		if w.declared != nil {
+			if vv = w.headValues(k, vv); vv == nil {
+				continue
+			}
+		}
 		writeField(bw, k, vv)
+	}
+}
+
+// writeSortedFields writes the fields of h that keep accepts, in the order
+// of their names (net/http's Header.Write order, for the rare answers
+// where edge matches it byte for byte), skipping invalid names.
+func writeSortedFields(bw *bufio.Writer, h http.Header, keep func(name string) bool) {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		if validToken(k) && keep(k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		writeField(bw, k, h[k])
 	}
 }
 
@@ -371,13 +449,7 @@ func (w *response) finish() {
 	switch {
 	case w.chunked:
 		bw.WriteString("0\r\n")
-		for k, vv := range w.header {
-			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
-			if !ok || !validToken(name) {
-				continue
-			}
-			writeField(bw, name, vv)
-		}
+		w.writeTrailers(bw)
 		bw.WriteString("\r\n")
 	case w.contentLength >= 0 && w.written < w.contentLength && !w.noBody:
 		// Shorter than declared: the client must not wait for the rest

@@ -19,12 +19,17 @@
 // it, so on any unusual or hostile head (chunked bodies, CL+TE, duplicate
 // Content-Length, obs-fold, bad bytes, HTTP/1.0, absolute-form targets) the
 // verdict is net/http's. A differential fuzz test (FuzzFastRequest) checks
-// that whatever the fast path takes, net/http parses identically.
+// that whatever the fast path takes, net/http parses identically. Chunked
+// bodies are decoded by edge, with net/http's rules but for a bound on
+// chunk sizes (chunked.go; FuzzChunkedBody compares the two).
 //
 // Server covers what a reverse proxy's handler uses: Header, WriteHeader,
-// Write, Flush (http.Flusher and FlushError), Hijack, trailers, Expect:
-// 100-continue, keep-alive and pipelining, read deadlines, a header size
-// limit, graceful Shutdown. It does not serve TLS or HTTP/2.
+// Write, Flush (http.Flusher and FlushError), Hijack, the handler's read
+// and write deadlines and full duplex (http.ResponseController), trailers,
+// Expect: 100-continue, keep-alive and pipelining, header and idle
+// timeouts, a header size limit, graceful Shutdown. It does not serve TLS
+// or HTTP/2. LimitListener caps the open connections of a listener, for
+// this server or net/http's.
 package edge
 
 import (
