@@ -577,10 +577,12 @@ func (x *exchange) attempt(b *backend) attemptResult {
 		var op *net.OpError
 		var ne net.Error
 		switch {
+		case x.badBody.Load():
+			// First: net/http's server also cancels the request's context
+			// when reading its body fails.
+			res.badBody = true
 		case in.Context().Err() != nil:
 			res.clientGone = true
-		case x.badBody.Load():
-			res.badBody = true
 		case err == errUnaskedUpgrade:
 			res.badUpgrade = true
 		case errors.As(err, &op) && op.Op == "dial":

@@ -135,6 +135,15 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 		proxyLn.Close()
 		return fmt.Errorf("API listener on %s: %w", cfg.APIListen, err)
 	}
+	// Beyond --max-client-conns a connection is accepted and closed at
+	// once: the listener's backlog never hides a flood, and it is counted.
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "levee_client_connections_refused_total",
+		Help: "Client connections closed at accept because --max-client-conns were open, by listener.",
+	}, []string{"listener"})
+	reg.MustRegister(refused)
+	proxyRefused := refused.WithLabelValues("proxy")
+	proxyLn = edge.LimitListener(proxyLn, cfg.MaxClientConns, proxyRefused.Inc)
 	proxySrv := newProxyServer(cfg.HTTPServer, app.proxy, stdLogger(log, "proxy"))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -297,7 +297,7 @@ func (v *vt) checkBackendRead(want []string) {
 	v.b.mu.Lock()
 	defer v.b.mu.Unlock()
 	for _, c := range v.b.conns {
-		if v.cutAllowed && strings.Contains(c.parseErr.Error(), "connection ended inside a message") {
+		if v.cutAllowed && c.parseErr != nil && strings.Contains(c.parseErr.Error(), "connection ended inside a message") {
 			continue
 		}
 		if c.parseErr != nil && c.upgradedAt < 0 {

@@ -339,11 +339,16 @@ func (c *conn) answerReadError(err error) {
 }
 
 // isUnsupportedTE reports net/http's refusal of a transfer coding it does
-// not implement (answered 501, as its server does). net/http exports no
-// error value for it, so its text is matched; TestRefusedRequests
-// ("unknown transfer coding") notices if the text changes.
+// not implement, or of more than one Transfer-Encoding field (answered 501,
+// as its server does). net/http exports no error value for either, so the
+// texts are matched; TestRefusedRequests ("unknown transfer coding", "two
+// Transfer-Encoding fields") notices if they change.
 func isUnsupportedTE(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "unsupported transfer encoding")
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "unsupported transfer encoding") || strings.Contains(msg, "too many transfer encodings")
 }
 
 func isTimeout(err error) bool {

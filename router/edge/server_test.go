@@ -245,6 +245,7 @@ func TestRefusedRequests(t *testing.T) {
 		{"signed Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\na", 400},
 		{"bad chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
 		{"unknown transfer coding", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+		{"two Transfer-Encoding fields", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501},
 		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
 		{"malformed request line", "GET /\r\nHost: a\r\n\r\n", 400},
 		{"head too large", "GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("v", 6<<10) + "\r\n\r\n", 431},
