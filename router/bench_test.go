@@ -73,7 +73,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 
 // BenchmarkProxyEndToEnd sends requests over keep-alive connections
 // through a real listener: client → Levee → backend, served by Levee's
-// own HTTP/1.1 server (router/edge) or net/http's, with Levee's lean
+// own HTTP/1.1 server (router/httpx/server) or net/http's, with Levee's lean
 // backend client or net/http's Transport, with and without a breaker.
 func BenchmarkProxyEndToEnd(b *testing.B) {
 	for _, c := range []struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router/config"
-	"github.com/levee-proxy/levee/router/edge"
+	"github.com/levee-proxy/levee/router/httpx/server"
 )
 
 // fakeClock is a manually advanced clock.
@@ -138,7 +138,7 @@ func deadBackend(t *testing.T) config.Backend {
 	return config.Backend{Address: "127.0.0.1", Port: addr.Port, Weight: config.DefaultWeight, Name: "dead"}
 }
 
-// testFront serves a handler the way levee serve does: with router/edge,
+// testFront serves a handler the way levee serve does: with router/httpx/server,
 // or with net/http's server when LEVEE_TEST_SERVER=stdlib (levee serve
 // --http-server=stdlib); `make test` runs this package both ways.
 type testFront struct {
@@ -180,7 +180,7 @@ func newFrontOf(t testing.TB, handler http.Handler, stdlib bool) *testFront {
 		f.close = func() { _ = srv.Close(); tr.CloseIdleConnections(); <-done }
 		return f
 	}
-	srv := &edge.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 1 << 20}
+	srv := &server.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 1 << 20}
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	f.close = func() { _ = srv.Close(); tr.CloseIdleConnections(); <-done }
 	return f

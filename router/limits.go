@@ -23,7 +23,7 @@ import (
 // SetReadDeadline and SetWriteDeadline), which both servers implement.
 
 // deadliner is the part of a ResponseWriter that moves the connection's
-// deadlines (net/http's and router/edge's response writers have it).
+// deadlines (net/http's and router/httpx/server's response writers have it).
 type deadliner interface {
 	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error

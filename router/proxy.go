@@ -36,7 +36,7 @@ const (
 	// DiagnosticBadRequest: the HTTP server refused the request itself
 	// (malformed head, head too large, unsupported protocol version or
 	// transfer coding, failed expectation); set by levee serve on
-	// router/edge's refusals.
+	// router/httpx/server's refusals.
 	DiagnosticBadRequest = "bad-request"
 	// DiagnosticBadUpgrade: the backend answered 101 Switching Protocols
 	// to a request that did not ask for that protocol.

@@ -10,7 +10,7 @@ import (
 )
 
 // fuzzTargets maps every fuzz target in the repository to its package
-// directory, relative to the root ("router/edge").
+// directory, relative to the root ("router/httpx/server").
 func fuzzTargets(t *testing.T, root string) map[string]string {
 	t.Helper()
 	fuzzFunc := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)

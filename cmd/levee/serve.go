@@ -19,7 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
-	"github.com/levee-proxy/levee/router/edge"
+	"github.com/levee-proxy/levee/router/httpx/server"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
@@ -78,18 +78,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	return 0
 }
 
-// server is what serve needs of an HTTP server: net/http's and
-// router/edge's both are one.
-type server interface {
+// httpServer is what serve needs of an HTTP server: net/http's and
+// router/httpx/server's both are one.
+type httpServer interface {
 	Serve(net.Listener) error
 	Shutdown(context.Context) error
 	Close() error
 }
 
 // newProxyServer returns the proxy listener's server: Levee's own HTTP/1.1
-// connection loop (router/edge) unless --http-server=stdlib, with the same
+// connection loop (router/httpx/server) unless --http-server=stdlib, with the same
 // limits either way.
-func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) server {
+func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) httpServer {
 	const (
 		readHeaderTimeout = 10 * time.Second
 		idleTimeout       = 120 * time.Second
@@ -104,7 +104,7 @@ func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) server
 			ErrorLog:          errorLog,
 		}
 	}
-	return &edge.Server{
+	return &server.Server{
 		RefusalHeader:     http.Header{router.HeaderDiagnostic: {router.DiagnosticBadRequest}},
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -143,7 +143,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	}, []string{"listener"})
 	reg.MustRegister(refused)
 	proxyRefused := refused.WithLabelValues("proxy")
-	proxyLn = edge.LimitListener(proxyLn, cfg.MaxClientConns, proxyRefused.Inc)
+	proxyLn = server.LimitListener(proxyLn, cfg.MaxClientConns, proxyRefused.Inc)
 	proxySrv := newProxyServer(cfg.HTTPServer, app.proxy, stdLogger(log, "proxy"))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -156,7 +156,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	serveOn := func(name string, srv server, ln net.Listener) {
+	serveOn := func(name string, srv httpServer, ln net.Listener) {
 		defer wg.Done()
 		log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Msg("listening")
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -183,7 +183,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	// Shutdown stops accepting at once and waits for in-flight requests;
 	// SSE streams and hijacked connections end with runCtx.
 	var shutdownErr error
-	for _, srv := range []server{proxySrv, apiSrv} {
+	for _, srv := range []httpServer{proxySrv, apiSrv} {
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			shutdownErr = errors.Join(shutdownErr, err)
 			srv.Close()

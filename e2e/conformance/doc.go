@@ -9,7 +9,7 @@
 // module root). TestConformance then starts one `levee serve` process per
 // combination of the two HTTP/1.1 implementations Levee can use,
 //
-//	--http-server=levee|stdlib     (router/edge, or net/http's server)
+//	--http-server=levee|stdlib     (router/httpx/server, or net/http's server)
 //	--backend-client=levee|stdlib  (Levee's own client, or net/http's Transport)
 //
 // each with --docker=false, listeners on free loopback ports, a state file

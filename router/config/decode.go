@@ -214,7 +214,7 @@ func lookupLabel(name string) (idx int, alias bool, ok bool) {
 // by label or API (already lower-cased, trailing dot removed): at most 253
 // bytes of dot-separated labels of [a-z0-9_-] not starting with '-',
 // optionally behind a "*." wildcard; no scheme, path, port or IPv6
-// literal. It is stricter than router/edge's validHost, which checks a
+// literal. It is stricter than router/httpx/server's validHost, which checks a
 // request's Host header byte by byte as net/http does (any case, a port,
 // an IPv6 literal): a configured host is a route-table key, compared with
 // the request's host after the router lower-cases it and strips its port,

@@ -29,7 +29,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
-	"github.com/levee-proxy/levee/router/edge"
+	"github.com/levee-proxy/levee/router/httpx/server"
 )
 
 func main() {
@@ -60,10 +60,10 @@ func run() error {
 	listen := flag.String("listen", "127.0.0.1:18090", "proxy listen address")
 	backend := flag.String("backend", "127.0.0.1:18080", "backend host:port")
 	withBreaker := flag.Bool("breaker", false, "give the route a circuit breaker")
-	server := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
+	serverKind := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
 	warmup := flag.Duration("warmup", 2*time.Second, "load time before profiling starts")
 	window := flag.Duration("duration", 10*time.Second, "profiling window")
-	plainIO := flag.Bool("plain-socket-io", false, "net.Conn's Read/Write instead of raw system calls, in the edge server and the backend client (edge.Server.PlainSocketIO, router.Options.PlainSocketIO)")
+	plainIO := flag.Bool("plain-socket-io", false, "net.Conn's Read/Write instead of raw system calls, in the edge server and the backend client (server.Server.PlainSocketIO, router.Options.PlainSocketIO)")
 	requests := flag.Int64("requests", 0, "end the window after this many requests in all, warm-up included (0: no limit)")
 	cpuOut := flag.String("cpuprofile", "cpu.pprof", "CPU profile output (empty: no CPU profile)")
 	memOut := flag.String("memprofile", "allocs.pprof", "allocation profile output (empty: none)")
@@ -104,9 +104,9 @@ func run() error {
 		Serve(net.Listener) error
 		Shutdown(context.Context) error
 	}
-	switch *server {
+	switch *serverKind {
 	case "edge":
-		srv = &edge.Server{
+		srv = &server.Server{
 			PlainSocketIO:     *plainIO,
 			Handler:           count,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -121,7 +121,7 @@ func run() error {
 			MaxHeaderBytes:    1 << 20,
 		}
 	default:
-		return fmt.Errorf("-server %q: want edge or stdlib", *server)
+		return fmt.Errorf("-server %q: want edge or stdlib", *serverKind)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/levee-proxy/levee/router/internal/sockio"
+	"github.com/levee-proxy/levee/router/httpx/internal/sockio"
 )
 
 // Transport is a lean HTTP/1.1 client for backend traffic. Compared with
@@ -472,7 +472,7 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 	// Writing the request does not block (a body that could is written
 	// by its own goroutine); waiting for the answer is polled (see
 	// watchPolling). ctx.Done is not asked for here: for Levee's own
-	// server (router/edge) asking starts watching the client connection,
+	// server (router/httpx/server) asking starts watching the client connection,
 	// which only an exchange that blocks needs.
 	c.watch = watchPolling
 	c.closeReq = req.Close

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"bufio"
@@ -42,7 +42,7 @@ func (e *statusError) Error() string { return e.text }
 
 // errQuiet ends a connection without an answer (it closed, or idled out,
 // between requests).
-var errQuiet = errors.New("edge: connection ended between requests")
+var errQuiet = errors.New("server: connection ended between requests")
 
 // readRequest reads the next request head and prepares its exchange.
 func (c *conn) readRequest() (*exchange, error) {

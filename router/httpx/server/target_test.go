@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"bufio"
@@ -27,12 +27,12 @@ import (
 // so the handler's read fails (the proxy answers 400) instead of waiting.
 
 var (
-	errChunkSizeTooLarge = errors.New("edge: chunked body: chunk size of 2^60 or more")
-	errChunkLineTooLong  = errors.New("edge: chunked body: chunk line too long")
-	errChunkMalformed    = errors.New("edge: chunked body: malformed chunked encoding")
-	errChunkOverhead     = errors.New("edge: chunked body: too much non-data")
-	errTrailerEOF        = errors.New("edge: chunked body: unexpected EOF reading trailer")
-	errTrailerTooLong    = errors.New("edge: chunked body: trailer section larger than the buffer")
+	errChunkSizeTooLarge = errors.New("server: chunked body: chunk size of 2^60 or more")
+	errChunkLineTooLong  = errors.New("server: chunked body: chunk line too long")
+	errChunkMalformed    = errors.New("server: chunked body: malformed chunked encoding")
+	errChunkOverhead     = errors.New("server: chunked body: too much non-data")
+	errTrailerEOF        = errors.New("server: chunked body: unexpected EOF reading trailer")
+	errTrailerTooLong    = errors.New("server: chunked body: trailer section larger than the buffer")
 )
 
 const (
@@ -215,7 +215,7 @@ func (cr *chunkedReader) readTrailer() error {
 		if err == io.EOF {
 			return errTrailerEOF
 		}
-		return fmt.Errorf("edge: chunked body: trailer: %w", err)
+		return fmt.Errorf("server: chunked body: trailer: %w", err)
 	}
 	if cr.req.Trailer == nil {
 		cr.req.Trailer = http.Header(hdr)

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levee-proxy/levee/router/internal/sockio"
+	"github.com/levee-proxy/levee/router/httpx/internal/sockio"
 )
 
 // limited listens on a loopback port through LimitListener; refusals are

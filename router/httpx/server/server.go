@@ -30,7 +30,7 @@
 // timeouts, a header size limit, graceful Shutdown. It does not serve TLS
 // or HTTP/2. LimitListener caps the open connections of a listener, for
 // this server or net/http's.
-package edge
+package server
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	base := context.Background()
 	if s.BaseContext != nil {
 		if base = s.BaseContext(ln); base == nil {
-			panic("edge: BaseContext returned a nil context")
+			panic("server: BaseContext returned a nil context")
 		}
 	}
 	var pause time.Duration
@@ -109,7 +109,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			var te interface{ Temporary() bool }
 			if errors.As(err, &te) && te.Temporary() {
 				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-				s.logf("edge: accept error: %v; retrying in %v", err, pause)
+				s.logf("server: accept error: %v; retrying in %v", err, pause)
 				time.Sleep(pause)
 				continue
 			}

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"bufio"
@@ -66,7 +66,7 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	if code < 100 || code > 999 {
-		panic("edge: invalid WriteHeader code " + strconv.Itoa(code))
+		panic("server: invalid WriteHeader code " + strconv.Itoa(code))
 	}
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		w.writeInformational(code)
@@ -244,11 +244,11 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		// reader, where a hijacker looks for what the client already
 		// sent (as net/http does).
 		if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
-			return nil, nil, fmt.Errorf("edge: hijack: buffering the pending byte: %w", err)
+			return nil, nil, fmt.Errorf("server: hijack: buffering the pending byte: %w", err)
 		}
 	}
 	if !c.state.CompareAndSwap(stateActive, stateHijacked) {
-		return nil, nil, errors.New("edge: connection closed by shutdown")
+		return nil, nil, errors.New("server: connection closed by shutdown")
 	}
 	c.srv.removeConn(c)
 	w.hijacked = true

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ import (
 // and splice), each delegated to the accepted connection.
 func LimitListener(ln net.Listener, max int, refused func()) net.Listener {
 	if max < 1 {
-		panic("edge: LimitListener needs a positive max")
+		panic("server: LimitListener needs a positive max")
 	}
 	return &limitListener{Listener: ln, slots: make(chan struct{}, max), refused: refused}
 }
@@ -68,7 +68,7 @@ func (c *limitConn) Close() error {
 	return err
 }
 
-var errNotSupported = errors.New("edge: not supported by the accepted connection")
+var errNotSupported = errors.New("server: not supported by the accepted connection")
 
 // SyscallConn is the accepted connection's (syscall.Conn).
 func (c *limitConn) SyscallConn() (syscall.RawConn, error) {

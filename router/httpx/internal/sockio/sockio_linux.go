@@ -1,6 +1,6 @@
 // Package sockio reads and writes TCP connections with raw system calls
 // made inside syscall.RawConn's callbacks, for Levee's data plane (the
-// router/edge server and router's backend client).
+// router/httpx/server server and router's backend client).
 package sockio
 
 import (

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/levee-proxy/levee/router/internal/sockio"
+	"github.com/levee-proxy/levee/router/httpx/internal/sockio"
 )
 
 // Connection states, for Shutdown: only an idle connection (waiting for a
@@ -255,7 +255,7 @@ func (c *conn) runHandler(ex *exchange) (ok bool) {
 				const size = 64 << 10
 				buf := make([]byte, size)
 				buf = buf[:runtime.Stack(buf, false)]
-				c.srv.logf("edge: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
+				c.srv.logf("server: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
 			}
 		}
 	}()
