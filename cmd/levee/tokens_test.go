@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -98,7 +99,8 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 
 // Strong tokens start Levee: the check does not refuse everything.
 func TestServeAcceptsStrongTokens(t *testing.T) {
-	var out, errOut bytes.Buffer
+	var out lockedBuffer // the listeners' goroutines log too
+	var errOut bytes.Buffer
 	args := serveArgs(t, "--api-token", "q8Vd2Yc4mX0pL7sT1nB5rZ9wK3hJ6fGa", "--api-read-token", "correct-horse-battery-staple")
 	if code := run(cancelled(), args, &out, &errOut, envOf(nil)); code != 0 {
 		t.Fatalf("exit %d, want 0; stderr %q, log %q", code, errOut.String(), out.String())
@@ -106,4 +108,22 @@ func TestServeAcceptsStrongTokens(t *testing.T) {
 	if !strings.Contains(out.String(), "levee starting") {
 		t.Errorf("log %q, want it to show Levee started", out.String())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that several goroutines may write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
