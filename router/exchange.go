@@ -113,6 +113,18 @@ type attemptResult struct {
 	failed     bool // a failure for the breaker and ejection
 }
 
+// attemptLoop is the state that serve's steps share, on serve's stack.
+type attemptLoop struct {
+	guard *guard        // the route's breaker (scope=route), nil without one
+	tok   breaker.Token // its admission of the next attempt
+	limit int           // the attempts allowed
+	last  attemptResult // the failure that the latest retry replaces
+}
+
+// serve proxies a matched request: the route's breaker admits it, the
+// request is readied (header, attempt limit, body), then attempts go to
+// one backend after another until one is answered to the client or no
+// backend is left to try.
 func (x *exchange) serve() {
 	rt := x.route
 	if rt.ghost || len(rt.backends) == 0 {
@@ -120,98 +132,149 @@ func (x *exchange) serve() {
 		return
 	}
 	x.now = x.r.clock.Now().UnixNano()
-
-	// Admission comes before anything else: an open breaker means no
-	// pick, no retry, no backend sees the request.
-	g := rt.state.guard.Load()
-	var tok breaker.Token
-	if g != nil {
-		x.guarded = true
-		d := g.b.Admit()
-		if !d.Admitted {
-			x.rejectOpen(g, d.RetryAfter)
+	var l attemptLoop
+	if !x.admit(&l) {
+		return
+	}
+	x.prepareHeaders()
+	x.planAttempts(&l)
+	if !x.readBody(&l) {
+		return
+	}
+	for {
+		b, btok := x.next()
+		if b == nil {
+			break
+		}
+		if x.try(&l, b, btok) {
 			return
 		}
-		tok = d.Token
 	}
+	x.giveUp(&l)
+}
 
-	x.prepareHeaders()
-	maxAttempts := max(1, rt.ep.Retry.Attempts)
-	if x.upgrade != "" {
-		maxAttempts = 1
+// admit asks the route's breaker (scope=route), answering the request when
+// it refuses. Admission comes before anything else: an open breaker means
+// no pick, no retry, no backend sees the request.
+func (x *exchange) admit(l *attemptLoop) bool {
+	l.guard = x.route.state.guard.Load()
+	if l.guard == nil {
+		return true
 	}
-	if maxAttempts > 1 {
+	x.guarded = true
+	d := l.guard.b.Admit()
+	if !d.Admitted {
+		x.rejectOpen(l.guard, d.RetryAfter)
+		return false
+	}
+	l.tok = d.Token
+	return true
+}
+
+// planAttempts sets how many attempts the request may take (an upgrade
+// takes one) and, when it may take more, counts it toward the route's
+// retry budget.
+func (x *exchange) planAttempts(l *attemptLoop) {
+	rt := x.route
+	l.limit = max(1, rt.ep.Retry.Attempts)
+	if x.upgrade != "" {
+		l.limit = 1
+	}
+	if l.limit > 1 {
 		rt.state.budget.request(x.now, x.r.opts.RetryBudgetWindow)
 	}
-	// A small body of known length is read before any backend is
-	// dialled, so that a client sending it slowly (or never) holds no
-	// backend connection; with retries, a small body of any framing is,
-	// so that it can be sent again.
-	if maxAttempts > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
+}
+
+// readBody reads the request body ahead when it has to be, answering a
+// body the client broke. A small body of known length is read before any
+// backend is dialled, so that a client sending it slowly (or never) holds
+// no backend connection; with retries, a small body of any framing is, so
+// that it can be sent again.
+func (x *exchange) readBody(l *attemptLoop) bool {
+	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
 		x.bufferBody()
 		if x.badBody.Load() {
 			// Broken before any backend saw it: nothing to judge.
-			tok.Report(breaker.Outcome{Result: breaker.Neutral})
+			l.tok.Report(breaker.Outcome{Result: breaker.Neutral})
 			x.replyBadBody()
-			return
+			return false
 		}
 	} else {
 		x.replayable = x.req.Body == nil || x.req.Body == http.NoBody || x.req.ContentLength == 0
 	}
+	return true
+}
 
-	var last attemptResult
+// next picks the next backend and has its breaker (scope=backend) admit
+// the attempt. A backend whose breaker refuses (half-open and its probe
+// slots taken) is excluded and another is picked. It returns nil when no
+// backend is left.
+func (x *exchange) next() (*backend, breaker.Token) {
 	for {
 		b := x.pick()
 		if b == nil {
-			break
+			return nil, breaker.Token{}
 		}
 		bg := b.st.guard.Load()
-		var btok breaker.Token
-		if bg != nil {
-			d := bg.b.Admit()
-			if !d.Admitted {
-				x.noteOpen(d.RetryAfter)
-				x.exclude(b)
-				continue // half-open and its probe slots taken: try another
-			}
-			btok = d.Token
+		if bg == nil {
+			return b, breaker.Token{}
 		}
-		x.markTried(b)
-		x.attempts++
-		x.backend = b
-		res := x.attempt(b)
-		o := x.outcome(&res)
-		tok.Report(o)
-		btok.Report(o)
-		if !res.clientGone && !res.badBody {
-			x.r.passive(rt, b, res.failed, x.r.clock.Now().UnixNano())
+		d := bg.b.Admit()
+		if d.Admitted {
+			return b, d.Token
 		}
-		if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, maxAttempts) {
-			x.respond(b, &res)
-			return
-		}
-		// Each retry is admitted again: in half-open it takes a probe
-		// slot, and a breaker that opened meanwhile stops the retries
-		// (the failure at hand is then the answer).
-		if g != nil {
-			d := g.b.Admit()
-			if !d.Admitted {
-				x.respond(b, &res)
-				return
-			}
-			tok = d.Token
-		}
-		if res.resp != nil {
-			discard(res.resp)
-			b.st.inflight.Add(-1)
-		}
-		last = res
-		rt.state.series.retries.Inc()
+		x.noteOpen(d.RetryAfter)
+		x.exclude(b)
 	}
+}
+
+// try makes one attempt on b and judges it: the outcome goes to the
+// breakers and to passive ejection, then either the attempt is answered
+// to the client (try returns true) or, when the retry rules allow another
+// attempt, its failure is kept in l.last and the retry readied.
+func (x *exchange) try(l *attemptLoop, b *backend, btok breaker.Token) (answered bool) {
+	rt := x.route
+	x.markTried(b)
+	x.attempts++
+	x.backend = b
+	res := x.attempt(b)
+	o := x.outcome(&res)
+	l.tok.Report(o)
+	btok.Report(o)
+	if !res.clientGone && !res.badBody {
+		x.r.passive(rt, b, res.failed, x.r.clock.Now().UnixNano())
+	}
+	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
+		x.respond(b, &res)
+		return true
+	}
+	// Each retry is admitted again: in half-open it takes a probe slot,
+	// and a breaker that opened meanwhile stops the retries (the failure
+	// at hand is then the answer).
+	if l.guard != nil {
+		d := l.guard.b.Admit()
+		if !d.Admitted {
+			x.respond(b, &res)
+			return true
+		}
+		l.tok = d.Token
+	}
+	if res.resp != nil {
+		discard(res.resp)
+		b.st.inflight.Add(-1)
+	}
+	l.last = res
+	rt.state.series.retries.Inc()
+	return false
+}
+
+// giveUp answers when no backend was left to attempt.
+func (x *exchange) giveUp(l *attemptLoop) {
 	// Admitted but never attempted: free the admission (a half-open probe
 	// slot) instead of letting it time out. Reports after the first are
 	// ignored, so this is safe when the token was used.
-	tok.Report(breaker.Outcome{Result: breaker.Neutral})
+	l.tok.Report(breaker.Outcome{Result: breaker.Neutral})
+	last := &l.last
 	switch {
 	case last.err != nil || last.resp != nil:
 		// A retry found no backend to go to (scope=backend breakers):
@@ -221,7 +284,7 @@ func (x *exchange) serve() {
 			x.reply(http.StatusBadGateway, DiagnosticBackendUnreachable, "backend failed and no other backend could be tried\n")
 			return
 		}
-		x.respondError(&last)
+		x.respondError(last)
 	case x.sawOpen:
 		x.rejectBackendsOpen()
 	default:
