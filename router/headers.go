@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/levee-proxy/levee/router/httpx/tokens"
 )
 
 // prepareHeaders turns the client's header into the backend's, in place:
@@ -19,11 +23,8 @@ func (x *exchange) prepareHeaders() {
 		h["Connection"] = valueUpgrade
 		h["Upgrade"] = []string{x.upgrade}
 	}
-	for _, v := range te {
-		if strings.Contains(strings.ToLower(v), "trailers") {
-			h["Te"] = valueTrailers // gRPC needs it end to end
-			break
-		}
+	if httpguts.HeaderValuesContainsToken(te, "trailers") {
+		h["Te"] = valueTrailers // gRPC needs it end to end
 	}
 	// X-Forwarded-* from a trusted proxy are kept (For is appended to);
 	// from anyone else they are replaced, so that a client can spoof
@@ -85,18 +86,13 @@ var hopByHop = [...]string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
+// removeHopByHop deletes the hop-by-hop fields and those that Connection
+// names.
 func removeHopByHop(h http.Header) {
-	for _, v := range h["Connection"] {
-		for v != "" {
-			var tok string
-			tok, v, _ = strings.Cut(v, ",")
-			tok = strings.TrimSpace(tok)
-			switch {
-			case tok == "", strings.EqualFold(tok, "close"), strings.EqualFold(tok, "keep-alive"), strings.EqualFold(tok, "upgrade"):
-				// Removed below anyway; skip the canonicalisation.
-			default:
-				delete(h, http.CanonicalHeaderKey(tok))
-			}
+	if c := h["Connection"]; len(c) > 0 {
+		var buf [8]string // on the stack: names are rarely more
+		for _, k := range tokens.AppendConnectionNamed(buf[:0], c...) {
+			delete(h, k)
 		}
 	}
 	for _, k := range hopByHop {

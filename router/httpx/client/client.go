@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/levee-proxy/levee/router/httpx/tokens"
 	"github.com/levee-proxy/levee/router/internal/sockio"
 )
 
@@ -782,8 +783,8 @@ func removeNamed(h http.Header, named []string) {
 }
 
 // connectionNamed returns the header names listed in the Connection header
-// of the response head buffered in br (canonical form, without close,
-// keep-alive and upgrade), reading nothing.
+// of the response head buffered in br (tokens.AppendConnectionNamed),
+// reading nothing.
 func connectionNamed(br *bufio.Reader) []string {
 	buf, _ := br.Peek(br.Buffered())
 	end := bytes.Index(buf, []byte("\r\n\r\n"))
@@ -796,14 +797,7 @@ func connectionNamed(br *bufio.Reader) []string {
 		if !ok || !bytes.EqualFold(bytes.TrimSpace(k), []byte("Connection")) {
 			continue
 		}
-		for _, tok := range strings.Split(string(v), ",") {
-			tok = strings.TrimSpace(tok)
-			switch {
-			case tok == "", strings.EqualFold(tok, "close"), strings.EqualFold(tok, "keep-alive"), strings.EqualFold(tok, "upgrade"):
-			default:
-				names = append(names, http.CanonicalHeaderKey(tok))
-			}
-		}
+		names = tokens.AppendConnectionNamed(names, string(v))
 	}
 	return names
 }
