@@ -336,24 +336,41 @@ func (t Token) Report(o Outcome) {
 		return
 	}
 	b.mu.Lock()
-	if t.gen == b.gen {
-		if t.kind == kindClosed {
-			if r := &b.reported[t.seq%reportedSlots]; *r != t.seq {
-				*r = t.seq
-				b.recordClosedLocked(o)
+	b.reportLocked(t, o)
+	deliver := len(b.queue) > 0 && !b.dispatching
+	b.mu.Unlock()
+	if deliver {
+		b.dispatch()
+	}
+}
+
+// reportLocked is the one way an outcome reaches the rules, for both APIs:
+// it drops the reports the breaker must ignore (see Token) and applies the
+// others as closed-state or probe outcomes.
+func (b *Breaker) reportLocked(t Token, o Outcome) {
+	if t.gen != b.gen {
+		return
+	}
+	switch t.kind {
+	case kindClosed:
+		// Admission numbers start at 1; 0 is a report without a token
+		// (RecordSuccess, RecordFailure), with nothing to deduplicate.
+		if t.seq != 0 {
+			r := &b.reported[t.seq%reportedSlots]
+			if *r == t.seq {
+				return
 			}
-		} else if int(t.slot) < len(b.probes) {
+			*r = t.seq
+		}
+		b.recordClosedLocked(o)
+	case kindProbe:
+		if int(t.slot) < len(b.probes) {
 			s := &b.probes[t.slot]
 			if s.busy && s.seq == t.seq {
 				s.busy = false
 				b.recordProbeLocked(o)
 			}
 		}
-	}
-	deliver := len(b.queue) > 0 && !b.dispatching
-	b.mu.Unlock()
-	if deliver {
-		b.dispatch()
 	}
 }
 

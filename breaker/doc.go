@@ -54,9 +54,29 @@
 // deliverer until the queue is empty. No goroutine is ever started by this
 // package. See OnTransition for what a callback may do.
 //
-// # Convenience API
+// # Which API
 //
-// New, CanExecute, RecordSuccess, RecordFailure, OnStateChange and
-// SetObserver offer the classic single-step interface (as in the
-// ewrap/breaker package) on the same engine.
+// Admit and Token.Report are the API for anything that serves concurrent
+// requests, a proxy first: the Token ties each outcome to its admission,
+// so that a late outcome is ignored instead of closing or re-opening the
+// breaker, a half-open probe's slot is freed by that probe's own report,
+// and a second report of the same admission is ignored. Outcome also
+// carries what the rules use beyond success and failure: Elapsed (slow
+// calls), RetryAfter (an upstream's Retry-After lengthens the open
+// period) and the Neutral result (a cancelled call counts neither way).
+//
+// New, CanExecute, RecordSuccess and RecordFailure are the classic
+// single-step interface (as in the ewrap/breaker package), for code
+// written against it or a caller that makes one call at a time. Without a
+// token, a record settles whatever is outstanding: in the closed state it
+// counts toward the window; in half-open it settles the oldest outstanding
+// probe (with none outstanding, it is a probe result of its own); while
+// open it is ignored. It cannot tell a late outcome from a current one,
+// knows only success and failure, and reads the clock on every record.
+//
+// The single-step interface is built on the two-step one: CanExecute is
+// Admit, and a record goes through the same report path as Token.Report,
+// with the token it settles. Every rule has one implementation, and both
+// APIs can be used on the same breaker. OnStateChange and SetObserver
+// observe transitions whichever API causes them.
 package breaker

@@ -34,39 +34,56 @@ func New(name string, maxFailures int, timeout time.Duration) *Breaker {
 // probe timeout, equal to the timeout given to New, if none comes).
 func (b *Breaker) CanExecute() bool { return b.Admit().Admitted }
 
-// RecordSuccess records a successful call (see record).
+// RecordSuccess records a successful call, settling what is outstanding
+// (see "Which API" in the package documentation).
 func (b *Breaker) RecordSuccess() { b.record(Success) }
 
-// RecordFailure records a failed call (see record).
+// RecordFailure records a failed call, settling what is outstanding (see
+// "Which API" in the package documentation).
 func (b *Breaker) RecordFailure() { b.record(Failure) }
 
-// record applies an outcome that carries no Token: in the closed state it
-// counts toward the current window; in half-open it settles the oldest
-// outstanding probe (or, if none is outstanding, acts as a probe result);
-// while open it is ignored.
+// record reports an outcome that carries no Token as a report of the
+// admission it settles (settledLocked), through Token.Report's path, under
+// one hold of the lock.
 func (b *Breaker) record(r Result) {
 	b.mu.Lock()
 	b.advanceLocked(b.now())
-	switch b.state {
-	case Closed:
-		b.recordClosedLocked(Outcome{Result: r})
-	case HalfOpen:
-		oldest := -1
-		for i, s := range b.probes {
-			if s.busy && (oldest < 0 || s.deadline < b.probes[oldest].deadline) {
-				oldest = i
-			}
-		}
-		if oldest >= 0 {
-			b.probes[oldest].busy = false
-		}
-		b.recordProbeLocked(Outcome{Result: r})
+	if t := b.settledLocked(); t.kind != kindNone {
+		b.reportLocked(t, Outcome{Result: r})
 	}
 	deliver := len(b.queue) > 0 && !b.dispatching
 	b.mu.Unlock()
 	if deliver {
 		b.dispatch()
 	}
+}
+
+// settledLocked returns the Token that a report without one settles. In the
+// closed state it is a token of the current generation without an
+// admission number: the outcome counts toward the window. In half-open it
+// is the oldest outstanding probe's; with none outstanding, a probe slot is
+// taken for the report alone, so that it acts as a probe result. While open
+// there is none: the report is ignored.
+func (b *Breaker) settledLocked() Token {
+	switch b.state {
+	case Closed:
+		return Token{b: b, gen: b.gen, kind: kindClosed}
+	case HalfOpen:
+		slot := -1
+		for i, s := range b.probes {
+			if s.busy && (slot < 0 || s.deadline < b.probes[slot].deadline) {
+				slot = i
+			}
+		}
+		if slot < 0 {
+			// None outstanding: every slot is free.
+			slot = 0
+			b.probes[0].busy = true
+			b.probes[0].seq++
+		}
+		return Token{b: b, gen: b.gen, seq: b.probes[slot].seq, slot: int32(slot), kind: kindProbe}
+	}
+	return Token{}
 }
 
 // OnStateChange registers fn to be called on every state change, with the

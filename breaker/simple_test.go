@@ -104,3 +104,71 @@ func TestConvenienceRecordWhileOpenIgnored(t *testing.T) {
 		t.Fatal("maxFailures 0 not clamped to 1")
 	}
 }
+
+// A record without a token, in each state, and beside tokens: it is
+// reported as the admission it settles, and never disturbs a token's own
+// report or the admission count.
+func TestConvenienceRecordSettles(t *testing.T) {
+	h := newHarness(t, Params{MinRequests: 4, ConsecutiveFailures: 2, Cooldown: time.Second, HalfOpenProbes: 2, SuccessesToClose: 2})
+	b := h.b
+
+	// Closed: a record counts toward the window, and a token reported
+	// twice around it is still counted once.
+	tok := b.Admit().Token
+	tok.Report(Outcome{Result: Success})
+	b.RecordSuccess()
+	tok.Report(Outcome{Result: Success})
+	if st := b.Stats(); st.WindowTotal != 2 || st.Successes != 2 || st.Admitted != 1 {
+		t.Fatalf("closed: window %d, successes %d, admitted %d; want 2, 2, 1", st.WindowTotal, st.Successes, st.Admitted)
+	}
+
+	// Half-open with no probe outstanding: a record is a probe result.
+	b.RecordFailure()
+	b.RecordFailure()
+	h.clock.Advance(2 * time.Second)
+	if b.State() != HalfOpen {
+		t.Fatalf("state %v, want half-open", b.State())
+	}
+	b.RecordSuccess()
+	if st := b.Stats(); st.ProbeSuccesses != 1 || st.ProbesInFlight != 0 {
+		t.Fatalf("half-open: %d probe successes, %d in flight; want 1, 0", st.ProbeSuccesses, st.ProbesInFlight)
+	}
+
+	// Half-open with probes outstanding: a record settles the oldest, whose
+	// own report is then ignored; the other probe's report still counts.
+	first := b.Admit().Token
+	h.clock.Advance(time.Millisecond)
+	second := b.Admit().Token
+	b.RecordFailure() // settles first: re-opens
+	if b.State() != Open {
+		t.Fatalf("state %v after a failed record in half-open, want open", b.State())
+	}
+	first.Report(Outcome{Result: Success})
+	second.Report(Outcome{Result: Success})
+	if b.State() != Open {
+		t.Fatal("a report of the previous half-open generation closed the breaker")
+	}
+
+	// Open: ignored.
+	before := b.Stats()
+	b.RecordSuccess()
+	if st := b.Stats(); st.Successes != before.Successes || st.State != Open {
+		t.Fatalf("open: a record was counted (%d successes, was %d) or changed the state (%v)", st.Successes, before.Successes, st.State)
+	}
+
+	// Half-open again: a record settles the oldest probe, the other's
+	// report closes the breaker.
+	h.clock.Advance(time.Hour)
+	first = b.Admit().Token
+	h.clock.Advance(time.Millisecond)
+	second = b.Admit().Token
+	b.RecordSuccess()
+	first.Report(Outcome{Result: Success}) // already settled: ignored
+	if st := b.Stats(); st.State != HalfOpen || st.ProbeSuccesses != 1 || st.ProbesInFlight != 1 {
+		t.Fatalf("half-open: %v, %d probe successes, %d in flight; want half-open, 1, 1", st.State, st.ProbeSuccesses, st.ProbesInFlight)
+	}
+	second.Report(Outcome{Result: Success})
+	if b.State() != Closed {
+		t.Fatalf("state %v, want closed after two probe successes", b.State())
+	}
+}

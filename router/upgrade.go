@@ -8,6 +8,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/levee-proxy/levee/router/httpx/tokens"
 )
 
 // errUnaskedUpgrade: the backend answered 101 to a request that did not ask
@@ -25,8 +29,9 @@ func (r *Router) allowedUpgrade(req *http.Request) string {
 	}
 	var keep []string
 	for _, v := range req.Header["Upgrade"] {
-		for tok := range strings.SplitSeq(v, ",") {
-			tok = strings.TrimSpace(tok)
+		for v != "" {
+			var tok string
+			tok, v = tokens.Next(v)
 			name, _, _ := strings.Cut(tok, "/") // protocol/version
 			if slices.Contains(r.opts.UpgradeProtocols, strings.ToLower(name)) {
 				keep = append(keep, tok)
@@ -46,28 +51,14 @@ func (x *exchange) upgradeAccepted(resp *http.Response) bool {
 	if got == "" || strings.Contains(got, ",") {
 		return false
 	}
-	for tok := range strings.SplitSeq(x.upgrade, ",") {
-		if strings.EqualFold(strings.TrimSpace(tok), got) {
-			return true
-		}
-	}
-	return false
+	return httpguts.HeaderValuesContainsToken([]string{x.upgrade}, got)
 }
 
 func isUpgrade(req *http.Request) bool {
 	if _, ok := req.Header["Upgrade"]; !ok {
 		return false
 	}
-	for _, v := range req.Header["Connection"] {
-		for v != "" {
-			var tok string
-			tok, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
+	return httpguts.HeaderValuesContainsToken(req.Header["Connection"], "upgrade")
 }
 
 // Informational passes a backend's interim answer (103 Early Hints, for

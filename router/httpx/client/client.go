@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router/httpx/internal/sockio"
+	"github.com/levee-proxy/levee/router/httpx/tokens"
 )
 
 // Transport is a lean HTTP/1.1 client for backend traffic. Compared with
@@ -140,9 +141,10 @@ func (cc *countingConn) read(p []byte) (int, error) {
 
 // How an exchange watches its request's context, whose cancellation (the
 // client went away) must break a read or write blocked on the backend.
-// context.AfterFunc does that but costs four allocations per request, and
-// most exchanges never block long enough to need it: the response of a
-// fast backend arrives within a poll, whole.
+// context.AfterFunc does that but allocates, and most exchanges never
+// block long enough to need it: the response of a fast backend arrives
+// within a poll, whole. So the watch is armed only for an exchange that
+// waits (docs/performance.md, "Context watch on demand").
 const (
 	// watchNone: nothing can block for the request (none in progress,
 	// protocol switched, or a context that cannot be cancelled).
@@ -782,8 +784,8 @@ func removeNamed(h http.Header, named []string) {
 }
 
 // connectionNamed returns the header names listed in the Connection header
-// of the response head buffered in br (canonical form, without close,
-// keep-alive and upgrade), reading nothing.
+// of the response head buffered in br (tokens.AppendConnectionNamed),
+// reading nothing.
 func connectionNamed(br *bufio.Reader) []string {
 	buf, _ := br.Peek(br.Buffered())
 	end := bytes.Index(buf, []byte("\r\n\r\n"))
@@ -796,27 +798,21 @@ func connectionNamed(br *bufio.Reader) []string {
 		if !ok || !bytes.EqualFold(bytes.TrimSpace(k), []byte("Connection")) {
 			continue
 		}
-		for _, tok := range strings.Split(string(v), ",") {
-			tok = strings.TrimSpace(tok)
-			switch {
-			case tok == "", strings.EqualFold(tok, "close"), strings.EqualFold(tok, "keep-alive"), strings.EqualFold(tok, "upgrade"):
-			default:
-				names = append(names, http.CanonicalHeaderKey(tok))
-			}
-		}
+		names = tokens.AppendConnectionNamed(names, string(v))
 	}
 	return names
 }
 
-// parseCommon parses the most common response head without
-// http.ReadResponse, which costs about ten allocations: an HTTP/1.1 final
-// status other than 204 and 304, to a request other than HEAD, with one
-// Content-Length and no Transfer-Encoding, Trailer, Connection or Pragma
-// header, entirely buffered already. It accepts only heads that
-// http.ReadResponse accepts and reads the same way (FuzzResponseParse
-// checks it); anything else, including anything malformed, is left
-// unread for http.ReadResponse, whose verdict then stands. It returns nil
-// when it leaves the head.
+// parseCommon parses the most common response head in place, with fewer
+// allocations than http.ReadResponse (one string for the whole head, keys
+// and values sliced from it; docs/performance.md, "Common response heads
+// parsed in place"): an HTTP/1.1 final status other than 204 and 304, to a
+// request other than HEAD, with one Content-Length and no
+// Transfer-Encoding, Trailer, Connection or Pragma header, entirely
+// buffered already. It accepts only heads that http.ReadResponse accepts
+// and reads the same way (FuzzResponseParse checks it); anything else,
+// including anything malformed, is left unread for http.ReadResponse,
+// whose verdict then stands. It returns nil when it leaves the head.
 func (c *pooledConn) parseCommon(req *http.Request) *http.Response {
 	if req.Method == http.MethodHead {
 		return nil

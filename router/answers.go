@@ -1,0 +1,62 @@
+package router
+
+// Diagnostic header values: X-Levee-Diagnostic says why Levee itself
+// answered instead of a backend.
+const (
+	DiagnosticNoRoute            = "no-route"
+	DiagnosticNoHealthyBackend   = "no-healthy-backend"
+	DiagnosticBackendUnreachable = "backend-unreachable"
+	DiagnosticBackendTimeout     = "backend-timeout"
+	DiagnosticCircuitOpen        = "circuit-open"
+	// DiagnosticBadPath: the request path has dot segments or an encoded
+	// slash, so the route would be chosen on a path the backend may read
+	// differently.
+	DiagnosticBadPath = "bad-path"
+	// DiagnosticBadRequestBody: the client's request body could not be
+	// read (malformed chunked encoding, cut short).
+	DiagnosticBadRequestBody = "bad-request-body"
+	// DiagnosticBadRequest: the HTTP server refused the request itself
+	// (malformed head, head too large, unsupported protocol version or
+	// transfer coding, failed expectation); set by levee serve on
+	// router/httpx/server's refusals.
+	DiagnosticBadRequest = "bad-request"
+	// DiagnosticBadUpgrade: the backend answered 101 Switching Protocols
+	// to a request that did not ask for that protocol.
+	DiagnosticBadUpgrade = "bad-upgrade"
+	// DiagnosticClientTimeout: the client sent its request body too
+	// slowly (RequestBodyTimeout, RequestBodyMinRate).
+	DiagnosticClientTimeout = "client-timeout"
+)
+
+// HeaderDiagnostic is the response header naming why Levee answered itself.
+const HeaderDiagnostic = "X-Levee-Diagnostic"
+
+// statusClientGone is logged (never sent) when the client went away
+// before a response could be written, as nginx does.
+const statusClientGone = 499
+
+// Read-only header values shared by all requests: assigning them to a
+// header map avoids allocating a slice per request. Nothing writes to
+// header values in place.
+var (
+	valueTextPlain  = []string{"text/plain; charset=utf-8"}
+	valueNoSniff    = []string{"nosniff"}
+	valueHTTP       = []string{"http"}
+	valueHTTPS      = []string{"https"}
+	valueUpgrade    = []string{"Upgrade"}
+	valueClose      = []string{"close"}
+	valueTrailers   = []string{"trailers"}
+	valueEmpty      = []string{""}
+	valueAllow      = []string{"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE"}
+	valueDiagnostic = map[string][]string{
+		DiagnosticNoRoute:            {DiagnosticNoRoute},
+		DiagnosticNoHealthyBackend:   {DiagnosticNoHealthyBackend},
+		DiagnosticBackendUnreachable: {DiagnosticBackendUnreachable},
+		DiagnosticBackendTimeout:     {DiagnosticBackendTimeout},
+		DiagnosticCircuitOpen:        {DiagnosticCircuitOpen},
+		DiagnosticBadPath:            {DiagnosticBadPath},
+		DiagnosticBadRequestBody:     {DiagnosticBadRequestBody},
+		DiagnosticBadUpgrade:         {DiagnosticBadUpgrade},
+		DiagnosticClientTimeout:      {DiagnosticClientTimeout},
+	}
+)

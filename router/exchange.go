@@ -1,0 +1,419 @@
+package router
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/levee-proxy/levee/breaker"
+)
+
+// exchange is one client request on its way through the proxy: the
+// attempts, the backends tried, what was answered. It is the eligibility
+// filter handed to the balancer.
+type exchange struct {
+	r     *Router
+	w     http.ResponseWriter
+	req   *http.Request
+	route *Route
+	start time.Time
+	now   int64 // clock nanoseconds at the start, for ejection checks
+
+	status     int
+	headersAt  time.Duration
+	backend    *backend
+	attempts   int
+	breakerSt  breaker.State
+	guarded    bool
+	diagnostic string
+	abort      bool // the backend broke the body: abort the client's response
+
+	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
+	// reuse a tried backend, 2 fails open (ignores health and ejection).
+	level     int
+	tried     [4]*backend
+	moreTried []*backend
+	// excluded backends refused admission (scope=backend breaker) in this
+	// request: never picked again, whatever the level.
+	excluded     *backend
+	moreExcluded []*backend
+
+	// openRetryAfter is the smallest Retry-After among open backend
+	// breakers met while picking (scope=backend).
+	openRetryAfter time.Duration
+	sawOpen        bool
+
+	body       []byte    // the buffered request body, when replayable
+	stream     io.Reader // a body too large to buffer: what was read, then the rest
+	replayable bool
+	// badBody is set (possibly by the transport's body writer) when reading
+	// the client's body failed: the client's fault, never the backend's.
+	badBody atomic.Bool
+	// bodyEOF is set once the client's body was read to its end.
+	bodyEOF atomic.Bool
+	// bodyTimedOut: the client's body came too slowly (408).
+	bodyTimedOut atomic.Bool
+	bodyStart    time.Time // first read of the body
+	bodyRead     int64     // bytes of the body read so far
+	dl           deadliner // the connection's deadlines, once asked for
+	writeArmed   time.Time // when the write deadline was last moved
+	upgrade      string    // the protocol(s) the client asked to switch to, allowed ones only
+	xff          [1]string
+	xfh          [1]string
+}
+
+// ServeHTTP routes and proxies one request.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	x := &exchange{r: r, w: w, req: req, start: time.Now()}
+	x.initDeadlines()
+	if req.Method == http.MethodConnect {
+		// An edge reverse proxy is not a forward proxy: no tunnels.
+		w.Header()["Allow"] = valueAllow
+		x.reply(http.StatusMethodNotAllowed, DiagnosticNoRoute, "CONNECT is not supported\n")
+		r.finish(x)
+		return
+	}
+	if !cleanPath(req.URL) {
+		x.reply(http.StatusBadRequest, DiagnosticBadPath, "request path with dot segments or an encoded slash\n")
+		r.finish(x)
+		return
+	}
+	x.route = r.snap.Load().Match(req.Method, req.Host, req.URL.Path)
+	if x.route == nil {
+		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
+	} else {
+		x.serve()
+	}
+	r.finish(x)
+	if x.abort {
+		// The response is already under way and the backend broke it:
+		// make the client see a truncated response, not a complete one.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// attemptResult is what one attempt produced.
+type attemptResult struct {
+	resp    *http.Response
+	err     error
+	elapsed time.Duration
+	// notSent: the request never reached the backend (dial failed).
+	notSent    bool
+	timeout    bool
+	clientGone bool
+	badBody    bool // the client's body was malformed or too slow: neutral, answered 400 or 408
+	badUpgrade bool // the backend switched protocols unasked: a failure, answered 502
+	failed     bool // a failure for the breaker and ejection
+}
+
+// attemptLoop is the state that serve's steps share, on serve's stack.
+type attemptLoop struct {
+	guard *guard        // the route's breaker (scope=route), nil without one
+	tok   breaker.Token // its admission of the next attempt
+	limit int           // the attempts allowed
+	last  attemptResult // the failure that the latest retry replaces
+}
+
+// serve proxies a matched request: the route's breaker admits it, the
+// request is readied (header, attempt limit, body), then attempts go to
+// one backend after another until one is answered to the client or no
+// backend is left to try.
+func (x *exchange) serve() {
+	rt := x.route
+	if rt.ghost || len(rt.backends) == 0 {
+		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
+		return
+	}
+	x.now = x.r.clock.Now().UnixNano()
+	var l attemptLoop
+	if !x.admit(&l) {
+		return
+	}
+	x.prepareHeaders()
+	x.planAttempts(&l)
+	if !x.readBody(&l) {
+		return
+	}
+	for {
+		b, btok := x.next()
+		if b == nil {
+			break
+		}
+		if x.try(&l, b, btok) {
+			return
+		}
+	}
+	x.giveUp(&l)
+}
+
+// admit asks the route's breaker (scope=route), answering the request when
+// it refuses. Admission comes before anything else: an open breaker means
+// no pick, no retry, no backend sees the request.
+func (x *exchange) admit(l *attemptLoop) bool {
+	l.guard = x.route.state.guard.Load()
+	if l.guard == nil {
+		return true
+	}
+	x.guarded = true
+	d := l.guard.b.Admit()
+	if !d.Admitted {
+		x.rejectOpen(l.guard, d.RetryAfter)
+		return false
+	}
+	l.tok = d.Token
+	return true
+}
+
+// planAttempts sets how many attempts the request may take (an upgrade
+// takes one) and, when it may take more, counts it toward the route's
+// retry budget.
+func (x *exchange) planAttempts(l *attemptLoop) {
+	rt := x.route
+	l.limit = max(1, rt.ep.Retry.Attempts)
+	if x.upgrade != "" {
+		l.limit = 1
+	}
+	if l.limit > 1 {
+		rt.state.budget.request(x.now, x.r.opts.RetryBudgetWindow)
+	}
+}
+
+// readBody reads the request body ahead when it has to be, answering a
+// body the client broke. A small body of known length is read before any
+// backend is dialled, so that a client sending it slowly (or never) holds
+// no backend connection; with retries, a small body of any framing is, so
+// that it can be sent again.
+func (x *exchange) readBody(l *attemptLoop) bool {
+	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
+		x.bufferBody()
+		if x.badBody.Load() {
+			// Broken before any backend saw it: nothing to judge.
+			l.tok.Report(breaker.Outcome{Result: breaker.Neutral})
+			x.replyBadBody()
+			return false
+		}
+	} else {
+		x.replayable = x.req.Body == nil || x.req.Body == http.NoBody || x.req.ContentLength == 0
+	}
+	return true
+}
+
+// next picks the next backend and has its breaker (scope=backend) admit
+// the attempt. A backend whose breaker refuses (half-open and its probe
+// slots taken) is excluded and another is picked. It returns nil when no
+// backend is left.
+func (x *exchange) next() (*backend, breaker.Token) {
+	for {
+		b := x.pick()
+		if b == nil {
+			return nil, breaker.Token{}
+		}
+		bg := b.st.guard.Load()
+		if bg == nil {
+			return b, breaker.Token{}
+		}
+		d := bg.b.Admit()
+		if d.Admitted {
+			return b, d.Token
+		}
+		x.noteOpen(d.RetryAfter)
+		x.exclude(b)
+	}
+}
+
+// try makes one attempt on b and judges it: the outcome goes to the
+// breakers and to passive ejection, then either the attempt is answered
+// to the client (try returns true) or, when the retry rules allow another
+// attempt, its failure is kept in l.last and the retry readied.
+func (x *exchange) try(l *attemptLoop, b *backend, btok breaker.Token) (answered bool) {
+	rt := x.route
+	x.markTried(b)
+	x.attempts++
+	x.backend = b
+	res := x.attempt(b)
+	o := x.outcome(&res)
+	l.tok.Report(o)
+	btok.Report(o)
+	if !res.clientGone && !res.badBody {
+		x.r.passive(rt, b, res.failed, x.r.clock.Now().UnixNano())
+	}
+	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
+		x.respond(b, &res)
+		return true
+	}
+	// Each retry is admitted again: in half-open it takes a probe slot,
+	// and a breaker that opened meanwhile stops the retries (the failure
+	// at hand is then the answer).
+	if l.guard != nil {
+		d := l.guard.b.Admit()
+		if !d.Admitted {
+			x.respond(b, &res)
+			return true
+		}
+		l.tok = d.Token
+	}
+	if res.resp != nil {
+		discard(res.resp)
+		b.st.inflight.Add(-1)
+	}
+	l.last = res
+	rt.state.series.retries.Inc()
+	return false
+}
+
+// giveUp answers when no backend was left to attempt.
+func (x *exchange) giveUp(l *attemptLoop) {
+	// Admitted but never attempted: free the admission (a half-open probe
+	// slot) instead of letting it time out. Reports after the first are
+	// ignored, so this is safe when the token was used.
+	l.tok.Report(breaker.Outcome{Result: breaker.Neutral})
+	last := &l.last
+	switch {
+	case last.err != nil || last.resp != nil:
+		// A retry found no backend to go to (scope=backend breakers):
+		// the failure that caused it is the answer.
+		last.resp = nil
+		if last.err == nil {
+			x.reply(http.StatusBadGateway, DiagnosticBackendUnreachable, "backend failed and no other backend could be tried\n")
+			return
+		}
+		x.respondError(last)
+	case x.sawOpen:
+		x.rejectBackendsOpen()
+	default:
+		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
+	}
+}
+
+// outbound is the request to a backend with its URL, in one allocation.
+// It is never reused: the transport may still hold it after RoundTrip.
+type outbound struct {
+	req http.Request
+	url url.URL
+}
+
+// attempt sends the request to one backend and waits for its headers.
+func (x *exchange) attempt(b *backend) attemptResult {
+	in := x.req
+	o := &outbound{req: *in}
+	out := &o.req
+	path, raw := x.route.rewrite(in.URL)
+	o.url = url.URL{Scheme: "http", Host: b.hostport, Path: path, RawPath: raw, RawQuery: in.URL.RawQuery}
+	out.URL = &o.url
+	out.RequestURI = ""
+	out.Close = false
+	out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
+	out.TransferEncoding = nil
+	switch {
+	case x.body != nil:
+		out.Body = io.NopCloser(bytes.NewReader(x.body))
+		out.ContentLength = int64(len(x.body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(x.body)), nil }
+	case in.ContentLength == 0:
+		out.Body = nil
+	default:
+		// Only the outbound body is wrapped: net/http's server inspects
+		// the inbound one's type when it answers.
+		var r io.Reader = in.Body
+		if x.stream != nil {
+			r = x.stream
+		}
+		out.Body = &clientBody{r: r, c: in.Body, x: x}
+	}
+	// A body on a request whose method gives it no meaning (GET, HEAD,
+	// DELETE, OPTIONS, TRACE; RFC 9110 9.3) is forwarded, but a backend
+	// may ignore it and read it as a next request: the connection is
+	// closed after the answer, never reused for another client.
+	out.Close = in.Body != nil && in.Body != http.NoBody && in.ContentLength != 0 && !methodDefinesBody(in.Method)
+
+	b.st.inflight.Add(1)
+	t0 := time.Now()
+	resp, err := x.route.transport.RoundTripInformational(out, x)
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !x.upgradeAccepted(resp) {
+		_ = resp.Body.Close()
+		resp, err = nil, errUnaskedUpgrade
+	}
+	res := attemptResult{resp: resp, err: err, elapsed: time.Since(t0)}
+	if err != nil {
+		b.st.inflight.Add(-1)
+		res.failed = true
+		var op *net.OpError
+		var ne net.Error
+		switch {
+		case x.badBody.Load():
+			// First: net/http's server also cancels the request's context
+			// when reading its body fails.
+			res.badBody = true
+		case in.Context().Err() != nil:
+			res.clientGone = true
+		case err == errUnaskedUpgrade:
+			res.badUpgrade = true
+		case errors.As(err, &op) && op.Op == "dial":
+			res.notSent = true
+		case errors.As(err, &ne) && ne.Timeout():
+			res.timeout = true
+		}
+	}
+	return res
+}
+
+// methodDefinesBody reports whether a request body has a meaning for the
+// method (RFC 9110 9.3): for the others a backend may ignore the body and
+// read it as a next request.
+func methodDefinesBody(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions, http.MethodTrace, http.MethodConnect:
+		return false
+	}
+	return true
+}
+
+// outcome classifies an attempt for the breaker (at response headers).
+func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
+	o := breaker.Outcome{Elapsed: res.elapsed}
+	switch {
+	case res.clientGone, res.badBody:
+		o.Result = breaker.Neutral
+	case res.err != nil:
+		o.Result = breaker.Failure
+	default:
+		o.Result = x.route.classify(res.resp.StatusCode)
+		if o.Result == breaker.Failure {
+			res.failed = true
+			o.RetryAfter = retryAfterOf(res.resp.Header)
+		}
+	}
+	return o
+}
+
+// classify judges a status with the route's breaker parameters, or as
+// "5xx is a failure" for routes without a breaker (passive ejection).
+func (rt *Route) classify(status int) breaker.Result {
+	if rt.ep.CircuitBreaker != nil {
+		return rt.cbParams.Classify(status)
+	}
+	if status >= 500 {
+		return breaker.Failure
+	}
+	return breaker.Success
+}
+
+// retryAfterOf reads an upstream Retry-After given in seconds.
+func retryAfterOf(h http.Header) time.Duration {
+	v := h["Retry-After"]
+	if len(v) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v[0]))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}

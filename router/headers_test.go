@@ -1,0 +1,65 @@
+package router
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestRemoveHopByHop(t *testing.T) {
+	h := http.Header{
+		"Connection":        {"close, x-named", "Keep-Alive, X-Other"},
+		"Keep-Alive":        {"timeout=5"},
+		"Te":                {"trailers"},
+		"Transfer-Encoding": {"chunked"},
+		"Upgrade":           {"websocket"},
+		"X-Named":           {"1"},
+		"X-Other":           {"2"},
+		"X-Kept":            {"3"},
+	}
+	removeHopByHop(h)
+	if len(h) != 1 || h.Get("X-Kept") != "3" {
+		t.Fatalf("left %v, want only X-Kept", h)
+	}
+}
+
+// The request path removes hop-by-hop fields without allocating, with or
+// without a Connection header naming canonical fields.
+func TestRemoveHopByHopAllocs(t *testing.T) {
+	for _, conn := range []string{"", "keep-alive", "close, X-Trace"} {
+		h := http.Header{"Accept": {"*/*"}}
+		value := []string{conn}
+		if n := testing.AllocsPerRun(100, func() {
+			if conn != "" {
+				h["Connection"] = value
+			}
+			removeHopByHop(h)
+		}); n != 0 {
+			t.Errorf("Connection %q: %v allocations per call, want 0", conn, n)
+		}
+	}
+}
+
+// TE passes on as "trailers" when the client's list holds that token,
+// whatever its case and place in the list; nothing else passes.
+func TestTrailersTE(t *testing.T) {
+	r := New(Options{Logger: zerolog.Nop()})
+	defer r.Close()
+	for te, want := range map[string]string{
+		"trailers":               "trailers",
+		"gzip, Trailers":         "trailers",
+		"deflate;q=0.5,trailers": "trailers",
+		"gzip":                   "",
+		"no-trailers":            "",
+	} {
+		req := httptest.NewRequest(http.MethodGet, "http://web.test/", nil)
+		req.Header.Set("TE", te)
+		x := &exchange{r: r, req: req}
+		x.prepareHeaders()
+		if got := req.Header.Get("Te"); got != want {
+			t.Errorf("TE %q: backend gets %q, want %q", te, got, want)
+		}
+	}
+}

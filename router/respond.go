@@ -1,0 +1,199 @@
+package router
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/levee-proxy/levee/breaker"
+)
+
+// respond sends the attempt's result to the client.
+func (x *exchange) respond(b *backend, res *attemptResult) {
+	if res.resp == nil {
+		x.respondError(res)
+		return
+	}
+	defer b.st.inflight.Add(-1)
+	resp := res.resp
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		x.switchProtocols(resp)
+		return
+	}
+	defer resp.Body.Close()
+	h := x.w.Header()
+	removeHopByHop(resp.Header)
+	if resp.ContentLength < 0 || resp.StatusCode == http.StatusNoContent {
+		// The body's framing is the server's to choose: never pass on a
+		// Content-Length that does not describe it; a 204 has none
+		// (RFC 9110 8.6).
+		delete(resp.Header, "Content-Length")
+	}
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	if len(resp.Trailer) > 0 {
+		// Announced trailers are announced again, so that the server
+		// sends them after the body (RFC 9110 6.5).
+		h["Trailer"] = []string{trailerNames(resp.Trailer)}
+	}
+	if _, ok := resp.Header["Content-Type"]; !ok {
+		// net/http would sniff one; a proxy passes on what it got.
+		h["Content-Type"] = nil
+	}
+	if len(x.req.TransferEncoding) > 0 && x.bodyEOF.Load() {
+		h["Connection"] = valueClose
+	}
+	x.status = resp.StatusCode
+	x.armWrite()
+	x.w.WriteHeader(resp.StatusCode)
+	x.headersAt = time.Since(x.start)
+	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if err := x.copyBody(resp.Body, flush); err != nil {
+		// Send what the backend did send, then break the connection.
+		if f, ok := x.w.(http.Flusher); ok {
+			x.armWrite()
+			f.Flush()
+		}
+		x.abort = true
+		return
+	}
+	for k, vv := range resp.Trailer {
+		h[k] = vv
+	}
+}
+
+// trailerNames lists the trailer fields a response announced.
+func trailerNames(t http.Header) string {
+	names := make([]string, 0, len(t))
+	for k := range t {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// copyBody streams the response body, flushing each chunk when the
+// response is a stream. It returns the backend's read error; a client
+// that went away just ends the copy.
+func (x *exchange) copyBody(src io.Reader, flush bool) error {
+	bp := x.r.buffers.Get().(*[]byte)
+	defer x.r.buffers.Put(bp)
+	buf := *bp
+	flusher, _ := x.w.(http.Flusher)
+	if !flush {
+		flusher = nil
+	}
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			x.armWrite()
+			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				// The client left or stopped taking the response: the
+				// response is incomplete, so its connection ends now.
+				x.r.metrics.clientErrors.WithLabelValues(clientErrorWrite).Inc()
+				x.abort = true
+				return nil
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			if x.req.Context().Err() != nil {
+				return nil // the client left; the server closes its side
+			}
+			return rerr
+		}
+	}
+}
+
+// respondError answers for a failed last attempt.
+func (x *exchange) respondError(res *attemptResult) {
+	switch {
+	case res.clientGone:
+		x.status = statusClientGone
+	case res.badBody:
+		x.replyBadBody()
+	case res.badUpgrade:
+		x.reply(http.StatusBadGateway, DiagnosticBadUpgrade, "backend switched protocols without being asked to\n")
+	case res.timeout:
+		x.reply(http.StatusGatewayTimeout, DiagnosticBackendTimeout, "backend did not answer in time\n")
+	default:
+		x.reply(http.StatusBadGateway, DiagnosticBackendUnreachable, "backend unreachable\n")
+	}
+}
+
+// replyBadBody answers for a request body the client broke (400) or sent
+// too slowly (408). Either way the connection ends after the answer: the
+// rest of the body cannot be told from a next request.
+func (x *exchange) replyBadBody() {
+	x.w.Header()["Connection"] = valueClose
+	if x.bodyTimedOut.Load() {
+		x.r.metrics.clientErrors.WithLabelValues(clientErrorBodyTimeout).Inc()
+		x.reply(http.StatusRequestTimeout, DiagnosticClientTimeout, "request body not received in time\n")
+		return
+	}
+	x.r.metrics.clientErrors.WithLabelValues(clientErrorBadBody).Inc()
+	x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
+}
+
+// reply answers on Levee's own behalf.
+func (x *exchange) reply(status int, diagnostic, body string) {
+	h := x.w.Header()
+	h["Content-Type"] = valueTextPlain
+	h["X-Content-Type-Options"] = valueNoSniff
+	h[HeaderDiagnostic] = valueDiagnostic[diagnostic]
+	if len(x.req.TransferEncoding) > 0 {
+		h["Connection"] = valueClose
+	}
+	x.diagnostic = diagnostic
+	x.status = status
+	x.armWrite()
+	x.w.WriteHeader(status)
+	x.headersAt = time.Since(x.start)
+	_, _ = io.WriteString(x.w, body)
+}
+
+// rejectOpen answers for an open route breaker.
+func (x *exchange) rejectOpen(g *guard, retryAfter time.Duration) {
+	x.breakerSt = breaker.Open
+	g.rejected.Inc()
+	x.sendOpen(retryAfter)
+}
+
+// rejectBackendsOpen answers when every pickable backend's breaker is
+// open: the route is open, with the smallest Retry-After.
+func (x *exchange) rejectBackendsOpen() {
+	x.breakerSt = breaker.Open
+	x.route.state.series.rejected.Inc()
+	ra := x.openRetryAfter
+	for _, b := range x.route.backends {
+		if g := b.st.guard.Load(); g != nil {
+			if st := g.b.Stats(); st.State == breaker.Open && (ra == 0 || st.RetryAfter < ra) {
+				ra = st.RetryAfter
+			}
+		}
+	}
+	x.sendOpen(max(ra, time.Second))
+}
+
+func (x *exchange) sendOpen(retryAfter time.Duration) {
+	code, body := http.StatusServiceUnavailable, "upstream circuit open"
+	if cb := x.route.ep.CircuitBreaker; cb != nil {
+		if cb.ResponseCode != 0 {
+			code = cb.ResponseCode
+		}
+		if cb.ResponseBody != "" {
+			body = cb.ResponseBody
+		}
+	}
+	secs := int((retryAfter + time.Second - 1) / time.Second)
+	x.w.Header()["Retry-After"] = x.r.retryAfterValue(max(secs, 1))
+	x.reply(code, DiagnosticCircuitOpen, body)
+}

@@ -1,0 +1,102 @@
+package router
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/levee-proxy/levee/router/httpx/client"
+)
+
+// transports pools backend connections. Routes share one transport per
+// distinct backend timeout: the timeout is a property of the transport (a
+// read deadline for the lean client, ResponseHeaderTimeout for
+// net/http's), so bounding the wait for headers costs no per-request timer
+// or context.
+type transports struct {
+	mu   sync.Mutex
+	opts Options
+	m    map[time.Duration]backendTransport
+	std  map[time.Duration]*http.Transport
+}
+
+// backendTransport is what an attempt needs from a backend client: a
+// round trip that hands interim (1xx) answers to an informer.
+type backendTransport interface {
+	RoundTripInformational(req *http.Request, inf client.Informer) (*http.Response, error)
+	CloseIdleConnections()
+}
+
+func (t *transports) init(o Options) {
+	t.opts = o
+	t.m = make(map[time.Duration]backendTransport)
+	t.std = make(map[time.Duration]*http.Transport)
+}
+
+// get returns the backend transport for a header timeout (0 = none).
+func (t *transports) get(timeout time.Duration) backendTransport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tr := t.m[timeout]; tr != nil {
+		return tr
+	}
+	var tr backendTransport
+	if t.opts.StandardTransport {
+		tr = &client.Standard{Transport: t.standardLocked(timeout), BodyTimeout: t.opts.BackendBodyTimeout}
+	} else {
+		o := t.opts
+		tr = client.New(client.Options{
+			DialTimeout: o.DialTimeout, HeaderTimeout: timeout, BodyTimeout: o.BackendBodyTimeout,
+			IdleConnTimeout: o.IdleConnTimeout, MaxIdleConnsPerHost: o.MaxIdleConnsPerHost, PlainSocketIO: o.PlainSocketIO,
+		})
+	}
+	t.m[timeout] = tr
+	return tr
+}
+
+// standard returns a net/http transport (health checks use one).
+func (t *transports) standard(timeout time.Duration) *http.Transport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.standardLocked(timeout)
+}
+
+func (t *transports) standardLocked(timeout time.Duration) *http.Transport {
+	if tr := t.std[timeout]; tr != nil {
+		return tr
+	}
+	d := &net.Dialer{Timeout: t.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                  nil, // never route backend traffic through HTTP_PROXY
+		DialContext:            d.DialContext,
+		MaxIdleConns:           0, // bounded per host instead
+		MaxIdleConnsPerHost:    t.opts.MaxIdleConnsPerHost,
+		IdleConnTimeout:        t.opts.IdleConnTimeout,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: client.MaxResponseHeaderBytes, // as Levee's own client
+		ExpectContinueTimeout:  time.Second,
+		// The client's Accept-Encoding passes through; the proxy must not
+		// add its own and decompress behind the client's back.
+		DisableCompression: true,
+		WriteBufferSize:    32 << 10,
+		ReadBufferSize:     32 << 10,
+	}
+	t.std[timeout] = tr
+	return tr
+}
+
+// close stops the lean transports' reapers and closes idle connections.
+func (t *transports) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range t.m {
+		if h, ok := tr.(*client.Transport); ok {
+			h.Shutdown()
+		}
+		tr.CloseIdleConnections()
+	}
+	for _, tr := range t.std {
+		tr.CloseIdleConnections()
+	}
+}
