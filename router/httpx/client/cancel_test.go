@@ -209,3 +209,59 @@ func TestH1HalfClosedPooledConnection(t *testing.T) {
 		}
 	}
 }
+
+// A backend that sends a body after its answer to HEAD (or after a 204 or
+// 304), in a later write, never has those bytes read as the next request's
+// answer: the connection is peeked at before reuse.
+func TestStrayBytesAfterABodylessAnswer(t *testing.T) {
+	for _, method := range []string{http.MethodHead, http.MethodGet} {
+		t.Run(method, func(t *testing.T) {
+			answered, goAhead, written := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			addr := rawBackend(t, func(c net.Conn) {
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				if req.URL.Path == "/first" {
+					head := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+					if req.Method == http.MethodGet {
+						head = "HTTP/1.1 204 No Content\r\n\r\n"
+					}
+					io.WriteString(c, head)
+					close(answered)
+					<-goAhead
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstray!")
+					close(written)
+				}
+				for ; err == nil; req, err = http.ReadRequest(br) {
+					if req.URL.Path != "/first" {
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nown")
+					}
+				}
+			})
+			tr := newTestTransport()
+			defer tr.Shutdown()
+			req, _ := http.NewRequest(method, "http://"+addr+"/first", nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			<-answered
+			close(goAhead)
+			<-written // on loopback the bytes are in our socket once written
+			req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/next", nil)
+			resp, err = tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "own" {
+				t.Fatalf("the next request got %q: bytes sent after a bodiless answer were taken for its answer", b)
+			}
+		})
+	}
+}

@@ -202,6 +202,10 @@ type pooledConn struct {
 	bw       *bufio.Writer
 	idleAt   time.Time
 	reused   bool
+	// suspect: the last answer had no body by rule (HEAD, 204, 304) or
+	// came after interim answers, so bytes a backend wrongly sent after
+	// it may still arrive; the connection is peeked at before reuse.
+	suspect  bool
 	broken   atomic.Bool
 	closeReq bool // the request asked to close after the exchange
 
@@ -352,14 +356,18 @@ func (t *Transport) get(ctx context.Context, key string) (*pooledConn, error) {
 		}
 		t.mu.Unlock()
 		// A connection is reused only when the backend sent nothing
-		// since its last complete answer: a byte there is an answer to
-		// no request of ours (a backend that answered twice, or read a
-		// request body as a second request), and would reach the next
-		// client as its response. It also finds a backend that closed a
-		// keep-alive connection while it idled (Node.js after 5 s, for
-		// one), which found after sending would fail a non-idempotent
-		// request. One non-blocking peek per reuse.
-		if peerClosed(c.conn) {
+		// since its last complete answer: such a byte is an answer to no
+		// request of ours and would reach the next client as its
+		// response. Bytes that came with the answer are found when it
+		// ends (put); later ones by a non-blocking peek here, made when
+		// the last answer was one whose framing backends often get wrong
+		// (a HEAD, 204 or 304 answer, which has no body, or one after
+		// interim answers), and when the connection idled long enough
+		// for the backend to have closed it (Node.js closes keep-alive
+		// connections after 5 s, for one), which found after sending
+		// would fail a non-idempotent request. A peek on every reuse
+		// would cost a system call per request (docs/performance.md).
+		if (c.suspect || now.Sub(c.idleAt) > peekAfterIdle) && peerClosed(c.conn) {
 			_ = c.conn.Close()
 			t.mu.Lock()
 			continue
@@ -406,6 +414,11 @@ func (t *Transport) put(c *pooledConn) {
 	t.idle[c.key] = append(t.idle[c.key], c)
 	t.mu.Unlock()
 }
+
+// peekAfterIdle is how long a pooled connection may idle before it is
+// checked for a close by the backend: backends' keep-alive timeouts are
+// seconds.
+const peekAfterIdle = 500 * time.Millisecond
 
 // maxInlineBody is the largest request body written before the response
 // is read, on the calling goroutine.
@@ -471,6 +484,7 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 	c.inf = inf
 	c.headerDeadline = time.Time{}
 	c.streaming = false
+	c.suspect = false
 	// Writing the request does not block (a body that could is written
 	// by its own goroutine); waiting for the answer is polled (see
 	// watchPolling). ctx.Done is not asked for here: for Levee's own
@@ -761,6 +775,10 @@ func (c *pooledConn) readResponse(req *http.Request) (*http.Response, error) {
 				c.inf.Informational(resp.StatusCode, resp.Header)
 			}
 			continue
+		}
+		if interim > 0 || req.Method == http.MethodHead ||
+			resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+			c.suspect = true
 		}
 		if len(resp.Header["Connection"]) == 0 {
 			// net/http deletes a Connection header that says "close" but
