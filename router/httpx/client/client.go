@@ -367,7 +367,7 @@ func (t *Transport) get(ctx context.Context, key string) (*pooledConn, error) {
 		// connections after 5 s, for one), which found after sending
 		// would fail a non-idempotent request. A peek on every reuse
 		// would cost a system call per request (docs/performance.md).
-		if (c.suspect || now.Sub(c.idleAt) > peekAfterIdle) && peerClosed(c.conn) {
+		if (c.suspect || now.Sub(c.idleAt) > PeekAfterIdle) && peerClosed(c.conn) {
 			_ = c.conn.Close()
 			t.mu.Lock()
 			continue
@@ -415,10 +415,10 @@ func (t *Transport) put(c *pooledConn) {
 	t.mu.Unlock()
 }
 
-// peekAfterIdle is how long a pooled connection may idle before it is
+// PeekAfterIdle is how long a pooled connection may idle before it is
 // checked for a close by the backend: backends' keep-alive timeouts are
 // seconds.
-const peekAfterIdle = 500 * time.Millisecond
+const PeekAfterIdle = 500 * time.Millisecond
 
 // maxInlineBody is the largest request body written before the response
 // is read, on the calling goroutine.
