@@ -18,6 +18,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // These tests run the API on the real validator (StandardCodec) and the
@@ -71,7 +72,7 @@ func TestRealSeedPayloadAsWritten(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	var view struct {
 		ID, Source string
-		router.EntrypointStatus
+		status.EntrypointStatus
 		Payload json.RawMessage
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &view); err != nil {
@@ -199,11 +200,11 @@ func TestRealEventsCarryABreakerTransition(t *testing.T) {
 				event = strings.TrimPrefix(l, "event: ")
 				continue
 			}
-			if event != router.EventBreaker || !strings.HasPrefix(l, "data: ") {
+			if event != status.EventBreaker || !strings.HasPrefix(l, "data: ") {
 				continue
 			}
 			var ev struct {
-				Data router.BreakerEvent `json:"data"`
+				Data status.BreakerEvent `json:"data"`
 			}
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &ev); err != nil {
 				t.Fatal(err)

@@ -1,18 +1,17 @@
 package router
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // guard is one breaker in the request path: a route's (scope=route) or one
@@ -78,7 +77,7 @@ func (r *Router) onTransition(g *guard, t breaker.Transition) {
 		Uint64("generation", t.Generation).
 		Msg("circuit breaker " + t.Event())
 	r.metrics.transitions.WithLabelValues(g.name(), t.To.String(), ruleLabel(t.Rule)).Inc()
-	r.bus.publish(Event{Type: EventBreaker, Time: t.At, Data: BreakerEvent{
+	r.bus.publish(status.Event{Type: status.EventBreaker, Time: t.At, Data: status.BreakerEvent{
 		Route: g.route, Backend: g.backend, Event: t.Event(),
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
 		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by,
@@ -123,39 +122,9 @@ func (r *Router) forgetGuard(g *guard) {
 	r.metrics.rejected.DeleteLabelValues(name)
 }
 
-// BreakerStatus is the state of one breaker as the API shows it.
-type BreakerStatus struct {
-	// Route is the entrypoint id.
-	Route string `json:"route"`
-	// Backend is "address:port" for scope=backend breakers.
-	Backend string `json:"backend,omitempty"`
-	// Name is the breaker's identity in metrics and events.
-	Name  string `json:"name"`
-	State string `json:"state"`
-	// Mode is "enforce" or "shadow".
-	Mode                string  `json:"mode"`
-	Generation          uint64  `json:"generation"`
-	Forced              bool    `json:"forced,omitempty"`
-	FailureRatio        float64 `json:"failure_ratio"`
-	SlowRatio           float64 `json:"slow_ratio"`
-	WindowTotal         int     `json:"window_total"`
-	WindowFailures      int     `json:"window_failures"`
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	Admitted            uint64  `json:"admitted"`
-	Rejected            uint64  `json:"rejected"`
-	Successes           uint64  `json:"successes"`
-	Failures            uint64  `json:"failures"`
-	Trips               int     `json:"trips"`
-	// RetryAfterSeconds is, while open, the whole seconds until half-open.
-	RetryAfterSeconds int        `json:"retry_after_seconds,omitempty"`
-	OpenedAt          *time.Time `json:"opened_at,omitempty"`
-	// LastTransition describes the most recent transition, if any.
-	LastTransition *BreakerEvent `json:"last_transition,omitempty"`
-}
-
-func statusOf(g *guard) BreakerStatus {
+func statusOf(g *guard) status.BreakerStatus {
 	st := g.b.Stats()
-	bs := BreakerStatus{
+	bs := status.BreakerStatus{
 		Route: g.route, Backend: g.backend, Name: g.name(),
 		State: st.State.String(), Mode: st.Mode.String(), Generation: st.Generation, Forced: st.Forced,
 		FailureRatio: st.FailureRatio, SlowRatio: st.SlowRatio,
@@ -170,7 +139,7 @@ func statusOf(g *guard) BreakerStatus {
 		bs.OpenedAt = &t
 	}
 	if lt := st.LastTransition; !lt.At.IsZero() {
-		bs.LastTransition = &BreakerEvent{
+		bs.LastTransition = &status.BreakerEvent{
 			Route: g.route, Backend: g.backend, Event: lt.Event(), From: lt.From.String(), To: lt.To.String(),
 			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation,
 		}
@@ -198,8 +167,8 @@ func (rs *routeState) guards() []*guard {
 
 // Breakers returns the status of every breaker of every current route,
 // ordered by route id then backend.
-func (r *Router) Breakers() []BreakerStatus {
-	var out []BreakerStatus
+func (r *Router) Breakers() []status.BreakerStatus {
+	var out []status.BreakerStatus
 	for _, rt := range r.snap.Load().routes {
 		for _, g := range rt.state.guards() {
 			out = append(out, statusOf(g))
@@ -210,46 +179,36 @@ func (r *Router) Breakers() []BreakerStatus {
 
 // Breaker returns the status of a route's breaker. For scope=backend it
 // returns the first backend's breaker; use Breakers for all of them.
-func (r *Router) Breaker(route string) (BreakerStatus, bool) {
+func (r *Router) Breaker(route string) (status.BreakerStatus, bool) {
 	rt, ok := r.snap.Load().Route(route)
 	if !ok {
-		return BreakerStatus{}, false
+		return status.BreakerStatus{}, false
 	}
 	gs := rt.state.guards()
 	if len(gs) == 0 {
-		return BreakerStatus{}, false
+		return status.BreakerStatus{}, false
 	}
 	return statusOf(gs[0]), true
 }
-
-// Breaker control actions accepted by ControlBreaker.
-const (
-	ActionOpen  = "open"
-	ActionClose = "close"
-	ActionReset = "reset"
-)
-
-// ErrNotFound says a route (or its breaker) does not exist.
-var ErrNotFound = errors.New("not found")
 
 // ControlBreaker forces a route's breakers open or closed, or resets them
 // (every backend's for scope=backend). who is logged with the action.
 func (r *Router) ControlBreaker(route, action, who string) error {
 	rt, ok := r.snap.Load().Route(route)
 	if !ok {
-		return fmt.Errorf("controlling the breaker of route %q: route %w", route, ErrNotFound)
+		return fmt.Errorf("controlling the breaker of route %q: route %w", route, status.ErrNotFound)
 	}
 	gs := rt.state.guards()
 	if len(gs) == 0 {
-		return fmt.Errorf("controlling the breaker of route %q: the route has no circuit breaker: %w", route, ErrNotFound)
+		return fmt.Errorf("controlling the breaker of route %q: the route has no circuit breaker: %w", route, status.ErrNotFound)
 	}
 	var do func(*breaker.Breaker)
 	switch action {
-	case ActionOpen:
+	case status.ActionOpen:
 		do = (*breaker.Breaker).ForceOpen
-	case ActionClose:
+	case status.ActionClose:
 		do = (*breaker.Breaker).ForceClose
-	case ActionReset:
+	case status.ActionReset:
 		do = (*breaker.Breaker).Reset
 	default:
 		return fmt.Errorf("controlling the breaker of route %q: unknown action %q (want open, close or reset)", route, action)

@@ -21,6 +21,7 @@ import (
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // withBreaker adds a circuit breaker with params p to e.
@@ -609,11 +610,11 @@ func TestControlBreaker(t *testing.T) {
 	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()), ep("plain", a.backend()))
 	events, cancel := h.r.Subscribe(16)
 	defer cancel()
-	if err := h.r.ControlBreaker("web", ActionOpen, "alice"); err != nil {
+	if err := h.r.ControlBreaker("web", status.ActionOpen, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	for e := range events {
-		if be, ok := e.Data.(BreakerEvent); ok {
+		if be, ok := e.Data.(status.BreakerEvent); ok {
 			if be.To != "open" || be.Rule != "manual" || be.By != "alice" {
 				t.Fatalf("manual opening event %+v", be)
 			}
@@ -624,13 +625,13 @@ func TestControlBreaker(t *testing.T) {
 	if code != 503 || a.hits.Load() != 0 {
 		t.Fatalf("forced open: %d, %d hits", code, a.hits.Load())
 	}
-	if err := h.r.ControlBreaker("web", ActionClose, "test"); err != nil {
+	if err := h.r.ControlBreaker("web", status.ActionClose, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, _ := h.get("web.test", "/"); code != 200 {
 		t.Fatalf("forced closed: %d", code)
 	}
-	for _, c := range []struct{ route, action string }{{"nope", ActionOpen}, {"plain", ActionOpen}} {
+	for _, c := range []struct{ route, action string }{{"nope", status.ActionOpen}, {"plain", status.ActionOpen}} {
 		if err := h.r.ControlBreaker(c.route, c.action, "test"); err == nil || !strings.Contains(err.Error(), "not found") {
 			t.Errorf("%s: err %v, want not found", c.route, err)
 		}
@@ -649,19 +650,19 @@ func TestEventsAndTransitionLogs(t *testing.T) {
 	tripped(t, h, "web", "web.test")
 
 	var types []string
-	var opened *BreakerEvent
+	var opened *status.BreakerEvent
 	for len(types) < 2 {
 		select {
 		case e := <-events:
 			types = append(types, e.Type)
-			if be, ok := e.Data.(BreakerEvent); ok {
+			if be, ok := e.Data.(status.BreakerEvent); ok {
 				opened = &be
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("events so far: %v", types)
 		}
 	}
-	if types[0] != EventRoute || opened == nil || opened.Event != "opened" || opened.Rule != "error_ratio" || opened.RetryAfter != 10 {
+	if types[0] != status.EventRoute || opened == nil || opened.Event != "opened" || opened.Rule != "error_ratio" || opened.RetryAfter != 10 {
 		t.Fatalf("events %v, breaker event %+v", types, opened)
 	}
 	if _, err := json.Marshal(opened); err != nil {
@@ -928,8 +929,8 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 	}
 	select {
 	case e := <-events:
-		de, ok := e.Data.(DiagnosticEvent)
-		if e.Type != EventDiagnostic || !ok || de.Change != "added" || de.Diagnostic != d {
+		de, ok := e.Data.(status.DiagnosticEvent)
+		if e.Type != status.EventDiagnostic || !ok || de.Change != "added" || de.Diagnostic != d {
 			t.Fatalf("event %+v", e)
 		}
 	case <-time.After(10 * time.Second):

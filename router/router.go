@@ -12,6 +12,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // routerSource is the diagnostics store key of diagnostics the router
@@ -101,7 +102,7 @@ func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
 // Subscribe returns a channel of events with room for buffer of them and a
 // function that ends the subscription (and closes the channel). Events a
 // full channel cannot take are dropped and counted, never waited for.
-func (r *Router) Subscribe(buffer int) (<-chan Event, func()) { return r.bus.subscribe(buffer) }
+func (r *Router) Subscribe(buffer int) (<-chan status.Event, func()) { return r.bus.subscribe(buffer) }
 
 // Update replaces one source's entrypoints and diagnostics, rebuilds the
 // route table and swaps it in.
@@ -130,13 +131,13 @@ func (r *Router) replaceDiagnostics(source string, ds []diagnostics.Diagnostic) 
 	now := r.clock.Now()
 	for _, d := range added {
 		logDiagnostic(r.log, d)
-		r.bus.publish(Event{Type: EventDiagnostic, Time: now, Data: DiagnosticEvent{Change: "added", Diagnostic: d}})
+		r.bus.publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "added", Diagnostic: d}})
 	}
 	for _, d := range removed {
 		r.log.Info().Str("event", "diagnostic_resolved").Str("code", string(d.Code)).
 			Str("provider", d.Source.Provider).Str("object", d.Source.ObjectName).Str("key", d.Key).
 			Msg("diagnostic resolved: " + d.Message)
-		r.bus.publish(Event{Type: EventDiagnostic, Time: now, Data: DiagnosticEvent{Change: "removed", Diagnostic: d}})
+		r.bus.publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "removed", Diagnostic: d}})
 	}
 }
 
@@ -354,7 +355,7 @@ func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 		r.log.Info().Str("event", "route_"+change).Str("route", rt.ep.ID).Str("source", rt.ep.Source).
 			Strs("hosts", rt.ep.Hosts).Str("path", rt.ep.Path).Int("backends", len(rt.ep.Backends)).
 			Msg("route " + change)
-		r.bus.publish(Event{Type: EventRoute, Time: now, Data: RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
+		r.bus.publish(status.Event{Type: status.EventRoute, Time: now, Data: status.RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
 	}
 	for _, rt := range cur.routes {
 		if rt.ghost {
