@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,10 +32,9 @@ type realHarness struct {
 func newRealHarness(t testing.TB, path string) *realHarness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	// LEVEE_TEST_CLIENT=stdlib: the router behind the API sends through
-	// net/http's Transport (`make test` runs both).
-	rt := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg,
-		StandardTransport: os.Getenv("LEVEE_TEST_CLIENT") == "stdlib"})
+	// The API reads and controls the router; no request is proxied here,
+	// so the request path (router/proxy) is not wired.
+	rt := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg})
 	t.Cleanup(rt.Close)
 	st, err := OpenStore(StoreOptions{Path: path, Codec: StandardCodec(), Sink: rt})
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/levee-proxy/levee/router/status"
 )
 
-// guard is one breaker in the request path: a route's (scope=route) or one
+// Guard is one breaker in the request path: a route's (scope=route) or one
 // backend's (scope=backend). It lives in the state registry, so a new
 // snapshot re-attaches to it and only its parameters change.
-type guard struct {
+type Guard struct {
 	b       *breaker.Breaker
 	route   string
 	backend string // empty for scope=route
@@ -33,24 +33,32 @@ type guard struct {
 
 // name is the breaker's metric and event identity: the route id, or
 // "route@backend" for scope=backend.
-func (g *guard) name() string {
+func (g *Guard) name() string {
 	if g.backend == "" {
 		return g.route
 	}
 	return g.route + "@" + g.backend
 }
 
+// Breaker returns the guard's breaker: the request path asks it to admit
+// (Admit) and reports outcomes through the admission's token.
+func (g *Guard) Breaker() *breaker.Breaker { return g.b }
+
+// NoteRejected counts a request the breaker refused
+// (levee_breaker_rejected_total under the breaker's name).
+func (g *Guard) NoteRejected() { g.rejected.Inc() }
+
 // newGuard creates the breaker and wires its transitions to logs, metrics
 // and the event bus.
-func (r *Router) newGuard(route, backend string, p breaker.Params) *guard {
-	g := &guard{route: route, backend: backend}
+func (r *Router) newGuard(route, backend string, p breaker.Params) *Guard {
+	g := &Guard{route: route, backend: backend}
 	g.b = breaker.NewWithParams(g.name(), p, breaker.Options{Clock: r.clock})
 	g.rejected = r.metrics.rejected.WithLabelValues(g.name())
 	g.b.OnTransition(func(t breaker.Transition) { r.onTransition(g, t) })
 	return g
 }
 
-func (r *Router) onTransition(g *guard, t breaker.Transition) {
+func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 	if g.dropped.Load() {
 		return
 	}
@@ -86,7 +94,7 @@ func (r *Router) onTransition(g *guard, t breaker.Transition) {
 
 // configureGuards creates, updates or removes the breakers of a route state
 // to match its entrypoint. State carries on across parameter changes.
-func (r *Router) configureGuards(rs *routeState, ep *config.Entrypoint, bss []*backendState) {
+func (r *Router) configureGuards(rs *RouteState, ep *config.Entrypoint, bss []*BackendState) {
 	cb := ep.CircuitBreaker
 	wantRoute := cb != nil && cb.Scope != config.ScopeBackend
 	wantBackend := cb != nil && cb.Scope == config.ScopeBackend
@@ -101,7 +109,7 @@ func (r *Router) configureGuards(rs *routeState, ep *config.Entrypoint, bss []*b
 
 // setGuard makes slot hold a breaker with cb's parameters when want is
 // true, keeping an existing one (and its state), or empties it.
-func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend string, cb *config.CircuitBreaker) {
+func (r *Router) setGuard(slot *atomic.Pointer[Guard], want bool, route, backend string, cb *config.CircuitBreaker) {
 	g := slot.Load()
 	switch {
 	case want && g == nil:
@@ -116,13 +124,13 @@ func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend
 }
 
 // forgetGuard removes the breaker's metric series.
-func (r *Router) forgetGuard(g *guard) {
+func (r *Router) forgetGuard(g *Guard) {
 	name := g.name()
 	r.metrics.transitions.DeletePartialMatch(map[string]string{"route": name})
 	r.metrics.rejected.DeleteLabelValues(name)
 }
 
-func statusOf(g *guard) status.BreakerStatus {
+func statusOf(g *Guard) status.BreakerStatus {
 	st := g.b.Stats()
 	bs := status.BreakerStatus{
 		Route: g.route, Backend: g.backend, Name: g.name(),
@@ -149,19 +157,19 @@ func statusOf(g *guard) status.BreakerStatus {
 
 // guards returns the breakers of a route state: the route's, or its
 // backends' ordered by address.
-func (rs *routeState) guards() []*guard {
+func (rs *RouteState) guards() []*Guard {
 	if g := rs.guard.Load(); g != nil {
-		return []*guard{g}
+		return []*Guard{g}
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	var out []*guard
+	var out []*Guard
 	for _, s := range rs.backends {
 		if g := s.guard.Load(); g != nil {
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, func(a, b *guard) int { return strings.Compare(a.backend, b.backend) })
+	slices.SortFunc(out, func(a, b *Guard) int { return strings.Compare(a.backend, b.backend) })
 	return out
 }
 

@@ -2,8 +2,8 @@ package router
 
 import (
 	"maps"
+	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +19,9 @@ import (
 // itself makes (collisions).
 const routerSource = "router"
 
-// Router is Levee's data plane: it merges the sources' entrypoints into
-// snapshots, keeps runtime state across them, and proxies requests.
+// Router merges the sources' entrypoints into snapshots and keeps the
+// runtime state that outlives them. Package proxy serves requests over
+// its snapshots.
 type Router struct {
 	opts    Options
 	log     zerolog.Logger
@@ -32,9 +33,7 @@ type Router struct {
 
 	snap atomic.Pointer[Snapshot]
 
-	transports transports
-	buffers    sync.Pool // *[]byte, for copying bodies
-	retryAfter [][]string
+	healthTransport *http.Transport // active health checks' connections
 
 	mu      sync.Mutex // serialises Update and sweeps
 	sources map[string][]config.Entrypoint
@@ -67,12 +66,7 @@ func New(opts Options) *Router {
 		ghosts:  make(map[string]ghost),
 	}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
-	r.buffers.New = func() any { b := make([]byte, 32<<10); return &b }
-	r.retryAfter = make([][]string, 601)
-	for i := range r.retryAfter {
-		r.retryAfter[i] = []string{strconv.Itoa(i)}
-	}
-	r.transports.init(opts)
+	r.healthTransport = newHealthTransport(opts)
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
 	}
@@ -81,8 +75,8 @@ func New(opts Options) *Router {
 	return r
 }
 
-// Close stops health checks and timers and closes idle backend
-// connections. The router still answers requests afterwards.
+// Close stops health checks and timers and closes the health checks' idle
+// connections. Snapshots stay readable afterwards.
 func (r *Router) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -93,7 +87,7 @@ func (r *Router) Close() {
 	for _, rs := range r.reg.all() {
 		rs.stopHealth()
 	}
-	r.transports.close()
+	r.healthTransport.CloseIdleConnections()
 }
 
 // Snapshot returns the route table requests currently use.
@@ -207,7 +201,7 @@ func (r *Router) rebuild() {
 		rt.ghost = true
 		rs, created := r.reg.attach(rt.ep.ID)
 		if created {
-			rs.series = r.metrics.series(rt.ep.ID)
+			rs.rejected = r.metrics.rejected.WithLabelValues(rt.ep.ID)
 		}
 		rs.mu.Lock()
 		rs.removedAt = g.removedAt
@@ -287,16 +281,16 @@ func (r *Router) attach(rt *Route, now time.Time) {
 	rs, created := r.reg.attach(rt.ep.ID)
 	rt.state = rs
 	if created {
-		rs.series = r.metrics.series(rt.ep.ID)
+		rs.rejected = r.metrics.rejected.WithLabelValues(rt.ep.ID)
 	}
 	// One allocation for the route's backends.
-	bs := make([]backend, len(rt.ep.Backends))
-	rt.backends = make([]*backend, len(rt.ep.Backends))
-	bss := make([]*backendState, 0, len(rt.ep.Backends))
+	bs := make([]Backend, len(rt.ep.Backends))
+	rt.backends = make([]*Backend, len(rt.ep.Backends))
+	bss := make([]*BackendState, 0, len(rt.ep.Backends))
 	for i, cfg := range rt.ep.Backends {
 		hp := hostPort(cfg)
-		st := rs.backendState(hp)
-		bs[i] = backend{cfg: cfg, hostport: hp, weight: cfg.Weight, st: st}
+		st := rs.backendFor(hp)
+		bs[i] = Backend{cfg: cfg, hostport: hp, weight: cfg.Weight, st: st}
 		rt.backends[i] = &bs[i]
 		if !slices.Contains(bss, st) {
 			bss = append(bss, st)
@@ -313,20 +307,19 @@ func (r *Router) attach(rt *Route, now time.Time) {
 	if cb := rt.ep.CircuitBreaker; cb != nil {
 		rt.cbParams, _ = cb.Params.Validate()
 	}
-	rt.balancer = rs.balancerFor(rt.ep.LoadBalancer)
-	rt.transport = r.transports.get(rt.ep.BackendTimeout)
 	r.configureGuards(rs, &rt.ep, bss)
 	r.configureHealth(rs, rt)
 }
 
 // drop forgets the state of a route whose grace has expired.
-func (r *Router) drop(rs *routeState) {
+func (r *Router) drop(rs *RouteState) {
 	rs.stopHealth()
 	for _, g := range rs.guards() {
 		g.dropped.Store(true)
 		r.forgetGuard(g)
 	}
 	r.metrics.forget(rs.id)
+	rs.release()
 	r.log.Debug().Str("event", "route_state_dropped").Str("route", rs.id).Msg("route state dropped after grace period")
 }
 
@@ -395,4 +388,11 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		return false
 	}
 	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker)
+}
+
+// Tracks reports whether the router still keeps runtime state for route
+// id: while the route is present, and for its grace period after it left.
+func (r *Router) Tracks(id string) bool {
+	_, ok := r.reg.get(id)
+	return ok
 }

@@ -38,7 +38,7 @@ func (r *Router) view(rt *Route, all []diagnostics.Diagnostic) status.Entrypoint
 	es := status.EntrypointStatus{Entrypoint: rt.ep, Removed: rt.ghost, Backends: make([]status.BackendStatus, 0, len(rt.backends))}
 	for _, b := range rt.backends {
 		bs := status.BackendStatus{Backend: b.cfg, Up: !b.st.down.Load(), InFlight: b.st.inflight.Load()}
-		if u := b.st.ejectedUntil.Load(); u != 0 && now.UnixNano() < u {
+		if u := b.st.ejection.Until.Load(); u != 0 && now.UnixNano() < u {
 			bs.Ejected = true
 			t := time.Unix(0, u)
 			bs.EjectedUntil = &t

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
 )
@@ -528,7 +529,7 @@ func TestStateSurvivesReloads(t *testing.T) {
 }
 
 func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
-	h := newHarness(t, Options{RemovedRouteGrace: time.Minute})
+	h := newHarnessWith(t, router.Options{RemovedRouteGrace: time.Minute}, Options{})
 	a := newBackend(t, "a")
 	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	tripped(t, h, "web", "web.test")
@@ -546,7 +547,7 @@ func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
 	if code, _, _ := h.get("web.test", "/"); code != 404 {
 		t.Fatalf("after the grace period: %d, want 404", code)
 	}
-	if _, ok := h.r.reg.get("web"); ok {
+	if h.r.Tracks("web") {
 		t.Fatal("state kept after the grace period")
 	}
 	// A new route with the same id starts fresh.
@@ -843,9 +844,9 @@ func TestClientGoneIsNeutral(t *testing.T) {
 	waitArrived(t, a)
 	cancel()
 	<-done
-	g := h.r.Snapshot().byID["web"].state.guard.Load()
-	eventually(t, "the cancelled request reported", func() bool { return g.b.Stats().Neutral == 1 })
-	if st := g.b.Stats(); st.State != breaker.Closed || st.Failures != 0 {
+	g := routeGuard(t, h, "web")
+	eventually(t, "the cancelled request reported", func() bool { return g.Breaker().Stats().Neutral == 1 })
+	if st := g.Breaker().Stats(); st.State != breaker.Closed || st.Failures != 0 {
 		t.Fatalf("a client going away counted against the backend: %+v", st)
 	}
 }
@@ -870,7 +871,7 @@ func TestBodyAbortedAfterHeadersKeepsTheOutcome(t *testing.T) {
 	if err == nil {
 		t.Fatal("the client got a complete-looking body from a broken backend response")
 	}
-	st := h.r.Snapshot().byID["web"].state.guard.Load().b.Stats()
+	st := routeGuard(t, h, "web").Breaker().Stats()
 	if st.State != breaker.Closed || st.Successes != 1 || st.Failures != 0 {
 		t.Fatalf("outcome changed after the headers: %+v", st)
 	}
@@ -943,7 +944,7 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 }
 
 func TestGraceExpiresWithoutFurtherUpdates(t *testing.T) {
-	h := newHarness(t, Options{Clock: realClock{}, RemovedRouteGrace: 50 * time.Millisecond})
+	h := newHarnessWith(t, router.Options{Clock: router.RealClock{}, RemovedRouteGrace: 50 * time.Millisecond}, Options{})
 	a := newBackend(t, "a")
 	h.set(config.SourceDocker, ep("web", a.backend()))
 	h.set(config.SourceDocker)
@@ -952,7 +953,7 @@ func TestGraceExpiresWithoutFurtherUpdates(t *testing.T) {
 		return code == http.StatusNotFound
 	})
 	eventually(t, "its state to be dropped", func() bool {
-		_, ok := h.r.reg.get("web")
+		ok := h.r.Tracks("web")
 		return !ok
 	})
 }

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bufio"
@@ -164,3 +164,6 @@ func TestNoMetricSeriesHasAnEmptyLabelValue(t *testing.T) {
 		}
 	}
 }
+
+// noRule is the router's rule label for transitions no trip rule caused.
+const noRule = "none"
