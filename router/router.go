@@ -35,13 +35,14 @@ type Router struct {
 
 	healthTransport *http.Transport // active health checks' connections
 
-	mu      sync.Mutex // serialises Update and sweeps
-	sources map[string][]config.Entrypoint
-	ghosts  map[string]ghost
-	regexes regexCache
-	sweep   *time.Timer
-	expiry  earliest // earliest removal stamp seen by the current rebuild
-	closed  bool
+	mu            sync.Mutex // serialises Update and sweeps
+	sources       map[string][]config.Entrypoint
+	ghosts        map[string]ghost
+	regexes       regexCache
+	newAttachment func(route string) Attachment // see SetAttachment
+	sweep         *time.Timer
+	expiry        earliest // earliest removal stamp seen by the current rebuild
+	closed        bool
 }
 
 // ghost is an entrypoint that vanished from its source and still answers
@@ -201,7 +202,7 @@ func (r *Router) rebuild() {
 		rt.ghost = true
 		rs, created := r.reg.attach(rt.ep.ID)
 		if created {
-			rs.rejected = r.metrics.rejected.WithLabelValues(rt.ep.ID)
+			r.initState(rs)
 		}
 		rs.mu.Lock()
 		rs.removedAt = g.removedAt
@@ -281,7 +282,7 @@ func (r *Router) attach(rt *Route, now time.Time) {
 	rs, created := r.reg.attach(rt.ep.ID)
 	rt.state = rs
 	if created {
-		rs.rejected = r.metrics.rejected.WithLabelValues(rt.ep.ID)
+		r.initState(rs)
 	}
 	// One allocation for the route's backends.
 	bs := make([]Backend, len(rt.ep.Backends))
@@ -309,6 +310,30 @@ func (r *Router) attach(rt *Route, now time.Time) {
 	}
 	r.configureGuards(rs, &rt.ep, bss)
 	r.configureHealth(rs, rt)
+}
+
+// initState readies a route state the registry just created: its metric
+// handles, and the attachment of the layer that asked for one. Callers
+// hold r.mu.
+func (r *Router) initState(rs *RouteState) {
+	rs.rejected = r.metrics.rejected.WithLabelValues(rs.id)
+	if r.newAttachment != nil {
+		rs.Attachment(r.newAttachment)
+	}
+}
+
+// SetAttachment makes create the factory of every route state's
+// Attachment (RouteState.Attachment): it is called at once for the states
+// that exist and then for each new one as it is created, so that what it
+// makes (the request path's metric series) exists from the moment the
+// route does, before any request.
+func (r *Router) SetAttachment(create func(route string) Attachment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.newAttachment = create
+	for _, rs := range r.reg.all() {
+		rs.Attachment(create)
+	}
 }
 
 // drop forgets the state of a route whose grace has expired.

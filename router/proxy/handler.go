@@ -17,6 +17,14 @@ type Snapshots interface {
 	Snapshot() *router.Snapshot
 }
 
+// Attacher is what a Snapshots may also offer (*router.Router does): a
+// factory for per-route data that lives and dies with the route's state.
+// With it, a route's request series exist (at zero) from the moment the
+// route does; without it they are made on the route's first request.
+type Attacher interface {
+	SetAttachment(create func(route string) router.Attachment)
+}
+
 // Handler is the request path: an http.Handler that proxies each request
 // over the current snapshot of src.
 type Handler struct {
@@ -44,6 +52,9 @@ func New(src Snapshots, opts Options) *Handler {
 	p.transports.init(opts)
 	if err := p.metrics.register(opts.Registerer); err != nil {
 		p.log.Error().Err(err).Msg("request metrics are not exported")
+	}
+	if a, ok := src.(Attacher); ok {
+		a.SetAttachment(p.metrics.newSeries)
 	}
 	return p
 }
