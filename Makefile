@@ -38,13 +38,13 @@ test:
 	rm -f $$log; exit $$rc
 	@# The proxy's suites again on the other three combinations of HTTP
 	@# server and backend client (levee serve --http-server, --backend-client),
-	@# so that every fallback stays true: the router's tests (LEVEE_TEST_*),
+	@# so that every fallback stays true: the router's and proxy's tests (LEVEE_TEST_*),
 	@# the API's, and the binary's end-to-end tests (LEVEE_* reach the binary;
 	@# the compose demo runs once, above). e2e/conformance runs all four itself.
 	@for combo in "stdlib levee" "levee stdlib" "stdlib stdlib"; do set -- $$combo; \
 	  echo "== --http-server=$$1 --backend-client=$$2"; \
 	  LEVEE_TEST_SERVER=$$1 LEVEE_TEST_CLIENT=$$2 LEVEE_HTTP_SERVER=$$1 LEVEE_BACKEND_CLIENT=$$2 \
-	    go test -race -count=1 -skip 'TestComposeDemo' ./router ./api ./e2e || exit 1; \
+	    go test -race -count=1 -skip 'TestComposeDemo' ./router/... ./api ./e2e || exit 1; \
 	done
 	cd bench && go vet ./... && go test -count=1 ./...
 

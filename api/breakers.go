@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // breakerList is the GET /breakers answer.
 type breakerList struct {
-	Breakers []router.BreakerStatus `json:"breakers"`
+	Breakers []status.BreakerStatus `json:"breakers"`
 }
 
 func (s *Server) listBreakers(w http.ResponseWriter, r *http.Request, _ string) {
 	list := s.router.Breakers()
 	if list == nil {
-		list = []router.BreakerStatus{}
+		list = []status.BreakerStatus{}
 	}
 	writeJSON(w, http.StatusOK, breakerList{Breakers: list})
 }
@@ -40,7 +40,7 @@ func (s *Server) controlBreaker(w http.ResponseWriter, r *http.Request, who, act
 		return
 	}
 	if err := s.router.ControlBreaker(name, action, who); err != nil {
-		if errors.Is(err, router.ErrNotFound) {
+		if errors.Is(err, status.ErrNotFound) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)
 			return
 		}

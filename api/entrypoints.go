@@ -7,8 +7,8 @@ import (
 	"net/http"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // entrypointView is one entrypoint as GET shows it: the router's status
@@ -18,7 +18,7 @@ import (
 type entrypointView struct {
 	ID     string `json:"id"`
 	Source string `json:"source"`
-	router.EntrypointStatus
+	status.EntrypointStatus
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
@@ -27,7 +27,7 @@ type entrypointList struct {
 	Entrypoints []entrypointView `json:"entrypoints"`
 }
 
-func (s *Server) view(st router.EntrypointStatus) entrypointView {
+func (s *Server) view(st status.EntrypointStatus) entrypointView {
 	v := entrypointView{ID: st.Entrypoint.ID, Source: st.Entrypoint.Source, EntrypointStatus: st}
 	if v.Source == config.SourceAPI {
 		if e, ok := s.store.Get(v.ID); ok {

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // events streams the router's bus as Server-Sent Events until the client
@@ -73,7 +73,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 
 // writeEvent renders one SSE event. JSON never contains a raw newline, so
 // one data line holds it.
-func writeEvent(buf *bytes.Buffer, ev router.Event) error {
+func writeEvent(buf *bytes.Buffer, ev status.Event) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return err

@@ -20,8 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // seedPayload is the example from issue 6, exactly as written there.
@@ -37,12 +37,12 @@ type fakeRouter struct {
 	mu       sync.Mutex
 	sources  map[string][]config.Entrypoint
 	updates  []config.SourceUpdate
-	breakers map[string]*router.BreakerStatus
+	breakers map[string]*status.BreakerStatus
 	diags    []diagnostics.Diagnostic
 	controls []string // "route action who"
 	// controlErr, when set, is what ControlBreaker returns.
 	controlErr error
-	subs       []chan router.Event
+	subs       []chan status.Event
 	// subscribed receives once per Subscribe call.
 	subscribed chan struct{}
 	// unsubscribed receives once per cancelled subscription.
@@ -52,7 +52,7 @@ type fakeRouter struct {
 func newFakeRouter() *fakeRouter {
 	return &fakeRouter{
 		sources:      map[string][]config.Entrypoint{},
-		breakers:     map[string]*router.BreakerStatus{},
+		breakers:     map[string]*status.BreakerStatus{},
 		subscribed:   make(chan struct{}, 16),
 		unsubscribed: make(chan struct{}, 16),
 	}
@@ -74,25 +74,25 @@ func (f *fakeRouter) lastUpdate() (config.SourceUpdate, int) {
 	return f.updates[len(f.updates)-1], len(f.updates)
 }
 
-func (f *fakeRouter) Entrypoints() []router.EntrypointStatus {
+func (f *fakeRouter) Entrypoints() []status.EntrypointStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []router.EntrypointStatus
+	var out []status.EntrypointStatus
 	for _, src := range []string{config.SourceAPI, config.SourceDocker} {
 		for _, ep := range f.sources[src] {
-			out = append(out, router.EntrypointStatus{Entrypoint: ep, Backends: []router.BackendStatus{}})
+			out = append(out, status.EntrypointStatus{Entrypoint: ep, Backends: []status.BackendStatus{}})
 		}
 	}
 	return out
 }
 
-func (f *fakeRouter) Entrypoint(id string) (router.EntrypointStatus, bool) {
+func (f *fakeRouter) Entrypoint(id string) (status.EntrypointStatus, bool) {
 	for _, st := range f.Entrypoints() {
 		if st.Entrypoint.ID == id {
 			return st, true
 		}
 	}
-	return router.EntrypointStatus{}, false
+	return status.EntrypointStatus{}, false
 }
 
 func (f *fakeRouter) Diagnostics() []diagnostics.Diagnostic {
@@ -101,7 +101,7 @@ func (f *fakeRouter) Diagnostics() []diagnostics.Diagnostic {
 	return append([]diagnostics.Diagnostic(nil), f.diags...)
 }
 
-func (f *fakeRouter) Breakers() []router.BreakerStatus {
+func (f *fakeRouter) Breakers() []status.BreakerStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	names := make([]string, 0, len(f.breakers))
@@ -109,19 +109,19 @@ func (f *fakeRouter) Breakers() []router.BreakerStatus {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var out []router.BreakerStatus
+	var out []status.BreakerStatus
 	for _, n := range names {
 		out = append(out, *f.breakers[n])
 	}
 	return out
 }
 
-func (f *fakeRouter) Breaker(route string) (router.BreakerStatus, bool) {
+func (f *fakeRouter) Breaker(route string) (status.BreakerStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b, ok := f.breakers[route]
 	if !ok {
-		return router.BreakerStatus{}, false
+		return status.BreakerStatus{}, false
 	}
 	return *b, true
 }
@@ -131,7 +131,7 @@ func (f *fakeRouter) ControlBreaker(route, action, who string) error {
 	defer f.mu.Unlock()
 	b, ok := f.breakers[route]
 	if !ok {
-		return fmt.Errorf("route %q: %w", route, router.ErrNotFound)
+		return fmt.Errorf("route %q: %w", route, status.ErrNotFound)
 	}
 	if f.controlErr != nil {
 		return f.controlErr
@@ -148,8 +148,8 @@ func (f *fakeRouter) ControlBreaker(route, action, who string) error {
 	return nil
 }
 
-func (f *fakeRouter) Subscribe(buffer int) (<-chan router.Event, func()) {
-	ch := make(chan router.Event, buffer)
+func (f *fakeRouter) Subscribe(buffer int) (<-chan status.Event, func()) {
+	ch := make(chan status.Event, buffer)
 	f.mu.Lock()
 	f.subs = append(f.subs, ch)
 	f.mu.Unlock()
@@ -171,7 +171,7 @@ func (f *fakeRouter) Subscribe(buffer int) (<-chan router.Event, func()) {
 	}
 }
 
-func (f *fakeRouter) publish(e router.Event) {
+func (f *fakeRouter) publish(e status.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.subs {

@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 func TestHealth(t *testing.T) {
@@ -140,7 +140,7 @@ func TestDiagnosticsGroupedWithTotalsAndFilters(t *testing.T) {
 
 func TestBreakers(t *testing.T) {
 	h := newHarness(t, withTokens("adm", "rd"))
-	h.router.breakers["app"] = &router.BreakerStatus{Route: "app", Name: "app", State: "closed"}
+	h.router.breakers["app"] = &status.BreakerStatus{Route: "app", Name: "app", State: "closed"}
 	auth := []string{"Authorization", "Bearer adm"}
 
 	rec := h.do("GET", "/breakers", "", "", auth...)
@@ -167,7 +167,7 @@ func TestBreakers(t *testing.T) {
 
 	// A route that vanished between the check and the action is 404;
 	// another refusal is 409.
-	h.router.controlErr = fmt.Errorf("gone: %w", router.ErrNotFound)
+	h.router.controlErr = fmt.Errorf("gone: %w", status.ErrNotFound)
 	wantStatus(t, h.do("POST", "/breakers/app/open", "", "", auth...), 404)
 	h.router.controlErr = errors.New("refused")
 	wantStatus(t, h.do("POST", "/breakers/app/open", "", "", auth...), 409)
@@ -222,7 +222,7 @@ func TestEventsStream(t *testing.T) {
 		}
 	}()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	fr.publish(router.Event{Type: router.EventBreaker, Time: at, Data: router.BreakerEvent{Route: "app", Event: "opened", From: "closed", To: "open", Rule: "error_ratio", Generation: 1}})
+	fr.publish(status.Event{Type: status.EventBreaker, Time: at, Data: status.BreakerEvent{Route: "app", Event: "opened", From: "closed", To: "open", Rule: "error_ratio", Generation: 1}})
 
 	var event, data string
 	sawHeartbeat := false
@@ -268,7 +268,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 
 func TestWriteEventKeepsNameOnOneLine(t *testing.T) {
 	var buf bytes.Buffer
-	if err := writeEvent(&buf, router.Event{Type: "x\ndata: injected", Data: 1}); err != nil {
+	if err := writeEvent(&buf, status.Event{Type: "x\ndata: injected", Data: 1}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(buf.String(), "\n")

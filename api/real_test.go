@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // These tests run the API on the real validator (StandardCodec) and the
@@ -32,10 +32,9 @@ type realHarness struct {
 func newRealHarness(t testing.TB, path string) *realHarness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	// LEVEE_TEST_CLIENT=stdlib: the router behind the API sends through
-	// net/http's Transport (`make test` runs both).
-	rt := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg,
-		StandardTransport: os.Getenv("LEVEE_TEST_CLIENT") == "stdlib"})
+	// The API reads and controls the router; no request is proxied here,
+	// so the request path (router/proxy) is not wired.
+	rt := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg})
 	t.Cleanup(rt.Close)
 	st, err := OpenStore(StoreOptions{Path: path, Codec: StandardCodec(), Sink: rt})
 	if err != nil {
@@ -71,7 +70,7 @@ func TestRealSeedPayloadAsWritten(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	var view struct {
 		ID, Source string
-		router.EntrypointStatus
+		status.EntrypointStatus
 		Payload json.RawMessage
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &view); err != nil {
@@ -199,11 +198,11 @@ func TestRealEventsCarryABreakerTransition(t *testing.T) {
 				event = strings.TrimPrefix(l, "event: ")
 				continue
 			}
-			if event != router.EventBreaker || !strings.HasPrefix(l, "data: ") {
+			if event != status.EventBreaker || !strings.HasPrefix(l, "data: ") {
 				continue
 			}
 			var ev struct {
-				Data router.BreakerEvent `json:"data"`
+				Data status.BreakerEvent `json:"data"`
 			}
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &ev); err != nil {
 				t.Fatal(err)

@@ -2,36 +2,36 @@ package api
 
 import (
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // Router is the part of the router runtime the API reads and controls.
-// *router.Router satisfies it; tests use a fake.
+// *router.Router satisfies it (cmd/levee checks); tests use a fake.
 type Router interface {
 	// Entrypoints returns the merged entrypoints of every source, with
 	// backend health, breaker state and diagnostics.
-	Entrypoints() []router.EntrypointStatus
+	Entrypoints() []status.EntrypointStatus
 	// Entrypoint returns one merged entrypoint by id.
-	Entrypoint(id string) (router.EntrypointStatus, bool)
+	Entrypoint(id string) (status.EntrypointStatus, bool)
 	// Diagnostics returns the current diagnostics of every source,
 	// including those the router itself made (collisions).
 	Diagnostics() []diagnostics.Diagnostic
 	// Breakers returns the status of every breaker.
-	Breakers() []router.BreakerStatus
+	Breakers() []status.BreakerStatus
 	// Breaker returns a route's breaker.
-	Breaker(route string) (router.BreakerStatus, bool)
+	Breaker(route string) (status.BreakerStatus, bool)
 	// ControlBreaker applies "open", "close" or "reset" to a route's
 	// breakers; who is recorded in the router's log and events. An unknown
-	// route is an error wrapping router.ErrNotFound.
+	// route is an error wrapping status.ErrNotFound.
 	ControlBreaker(route, action, who string) error
 	// Subscribe returns a bounded event stream and a function that ends the
 	// subscription (and closes the channel).
-	Subscribe(buffer int) (<-chan router.Event, func())
+	Subscribe(buffer int) (<-chan status.Event, func())
 }
 
 // Sink receives the complete current set of API entrypoints after every
-// change; *router.Router satisfies it.
+// change; *router.Router satisfies it (cmd/levee checks).
 type Sink interface {
 	Update(u config.SourceUpdate)
 }
@@ -55,9 +55,3 @@ type Codec struct {
 func StandardCodec() Codec {
 	return Codec{Decode: config.DecodeEntrypoint, Encode: config.EncodeEntrypoint}
 }
-
-// The real router is what the lead wires in; keep it satisfying both.
-var (
-	_ Router = (*router.Router)(nil)
-	_ Sink   = (*router.Router)(nil)
-)

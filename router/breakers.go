@@ -1,24 +1,23 @@
 package router
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
-// guard is one breaker in the request path: a route's (scope=route) or one
+// Guard is one breaker in the request path: a route's (scope=route) or one
 // backend's (scope=backend). It lives in the state registry, so a new
 // snapshot re-attaches to it and only its parameters change.
-type guard struct {
+type Guard struct {
 	b       *breaker.Breaker
 	route   string
 	backend string // empty for scope=route
@@ -34,24 +33,32 @@ type guard struct {
 
 // name is the breaker's metric and event identity: the route id, or
 // "route@backend" for scope=backend.
-func (g *guard) name() string {
+func (g *Guard) name() string {
 	if g.backend == "" {
 		return g.route
 	}
 	return g.route + "@" + g.backend
 }
 
+// Breaker returns the guard's breaker: the request path asks it to admit
+// (Admit) and reports outcomes through the admission's token.
+func (g *Guard) Breaker() *breaker.Breaker { return g.b }
+
+// NoteRejected counts a request the breaker refused
+// (levee_breaker_rejected_total under the breaker's name).
+func (g *Guard) NoteRejected() { g.rejected.Inc() }
+
 // newGuard creates the breaker and wires its transitions to logs, metrics
 // and the event bus.
-func (r *Router) newGuard(route, backend string, p breaker.Params) *guard {
-	g := &guard{route: route, backend: backend}
+func (r *Router) newGuard(route, backend string, p breaker.Params) *Guard {
+	g := &Guard{route: route, backend: backend}
 	g.b = breaker.NewWithParams(g.name(), p, breaker.Options{Clock: r.clock})
 	g.rejected = r.metrics.rejected.WithLabelValues(g.name())
 	g.b.OnTransition(func(t breaker.Transition) { r.onTransition(g, t) })
 	return g
 }
 
-func (r *Router) onTransition(g *guard, t breaker.Transition) {
+func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 	if g.dropped.Load() {
 		return
 	}
@@ -78,7 +85,7 @@ func (r *Router) onTransition(g *guard, t breaker.Transition) {
 		Uint64("generation", t.Generation).
 		Msg("circuit breaker " + t.Event())
 	r.metrics.transitions.WithLabelValues(g.name(), t.To.String(), ruleLabel(t.Rule)).Inc()
-	r.bus.publish(Event{Type: EventBreaker, Time: t.At, Data: BreakerEvent{
+	r.bus.publish(status.Event{Type: status.EventBreaker, Time: t.At, Data: status.BreakerEvent{
 		Route: g.route, Backend: g.backend, Event: t.Event(),
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
 		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by,
@@ -87,7 +94,7 @@ func (r *Router) onTransition(g *guard, t breaker.Transition) {
 
 // configureGuards creates, updates or removes the breakers of a route state
 // to match its entrypoint. State carries on across parameter changes.
-func (r *Router) configureGuards(rs *routeState, ep *config.Entrypoint, bss []*backendState) {
+func (r *Router) configureGuards(rs *RouteState, ep *config.Entrypoint, bss []*BackendState) {
 	cb := ep.CircuitBreaker
 	wantRoute := cb != nil && cb.Scope != config.ScopeBackend
 	wantBackend := cb != nil && cb.Scope == config.ScopeBackend
@@ -102,7 +109,7 @@ func (r *Router) configureGuards(rs *routeState, ep *config.Entrypoint, bss []*b
 
 // setGuard makes slot hold a breaker with cb's parameters when want is
 // true, keeping an existing one (and its state), or empties it.
-func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend string, cb *config.CircuitBreaker) {
+func (r *Router) setGuard(slot *atomic.Pointer[Guard], want bool, route, backend string, cb *config.CircuitBreaker) {
 	g := slot.Load()
 	switch {
 	case want && g == nil:
@@ -117,45 +124,15 @@ func (r *Router) setGuard(slot *atomic.Pointer[guard], want bool, route, backend
 }
 
 // forgetGuard removes the breaker's metric series.
-func (r *Router) forgetGuard(g *guard) {
+func (r *Router) forgetGuard(g *Guard) {
 	name := g.name()
 	r.metrics.transitions.DeletePartialMatch(map[string]string{"route": name})
 	r.metrics.rejected.DeleteLabelValues(name)
 }
 
-// BreakerStatus is the state of one breaker as the API shows it.
-type BreakerStatus struct {
-	// Route is the entrypoint id.
-	Route string `json:"route"`
-	// Backend is "address:port" for scope=backend breakers.
-	Backend string `json:"backend,omitempty"`
-	// Name is the breaker's identity in metrics and events.
-	Name  string `json:"name"`
-	State string `json:"state"`
-	// Mode is "enforce" or "shadow".
-	Mode                string  `json:"mode"`
-	Generation          uint64  `json:"generation"`
-	Forced              bool    `json:"forced,omitempty"`
-	FailureRatio        float64 `json:"failure_ratio"`
-	SlowRatio           float64 `json:"slow_ratio"`
-	WindowTotal         int     `json:"window_total"`
-	WindowFailures      int     `json:"window_failures"`
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	Admitted            uint64  `json:"admitted"`
-	Rejected            uint64  `json:"rejected"`
-	Successes           uint64  `json:"successes"`
-	Failures            uint64  `json:"failures"`
-	Trips               int     `json:"trips"`
-	// RetryAfterSeconds is, while open, the whole seconds until half-open.
-	RetryAfterSeconds int        `json:"retry_after_seconds,omitempty"`
-	OpenedAt          *time.Time `json:"opened_at,omitempty"`
-	// LastTransition describes the most recent transition, if any.
-	LastTransition *BreakerEvent `json:"last_transition,omitempty"`
-}
-
-func statusOf(g *guard) BreakerStatus {
+func statusOf(g *Guard) status.BreakerStatus {
 	st := g.b.Stats()
-	bs := BreakerStatus{
+	bs := status.BreakerStatus{
 		Route: g.route, Backend: g.backend, Name: g.name(),
 		State: st.State.String(), Mode: st.Mode.String(), Generation: st.Generation, Forced: st.Forced,
 		FailureRatio: st.FailureRatio, SlowRatio: st.SlowRatio,
@@ -170,7 +147,7 @@ func statusOf(g *guard) BreakerStatus {
 		bs.OpenedAt = &t
 	}
 	if lt := st.LastTransition; !lt.At.IsZero() {
-		bs.LastTransition = &BreakerEvent{
+		bs.LastTransition = &status.BreakerEvent{
 			Route: g.route, Backend: g.backend, Event: lt.Event(), From: lt.From.String(), To: lt.To.String(),
 			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation,
 		}
@@ -180,26 +157,26 @@ func statusOf(g *guard) BreakerStatus {
 
 // guards returns the breakers of a route state: the route's, or its
 // backends' ordered by address.
-func (rs *routeState) guards() []*guard {
+func (rs *RouteState) guards() []*Guard {
 	if g := rs.guard.Load(); g != nil {
-		return []*guard{g}
+		return []*Guard{g}
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	var out []*guard
+	var out []*Guard
 	for _, s := range rs.backends {
 		if g := s.guard.Load(); g != nil {
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, func(a, b *guard) int { return strings.Compare(a.backend, b.backend) })
+	slices.SortFunc(out, func(a, b *Guard) int { return strings.Compare(a.backend, b.backend) })
 	return out
 }
 
 // Breakers returns the status of every breaker of every current route,
 // ordered by route id then backend.
-func (r *Router) Breakers() []BreakerStatus {
-	var out []BreakerStatus
+func (r *Router) Breakers() []status.BreakerStatus {
+	var out []status.BreakerStatus
 	for _, rt := range r.snap.Load().routes {
 		for _, g := range rt.state.guards() {
 			out = append(out, statusOf(g))
@@ -210,46 +187,36 @@ func (r *Router) Breakers() []BreakerStatus {
 
 // Breaker returns the status of a route's breaker. For scope=backend it
 // returns the first backend's breaker; use Breakers for all of them.
-func (r *Router) Breaker(route string) (BreakerStatus, bool) {
+func (r *Router) Breaker(route string) (status.BreakerStatus, bool) {
 	rt, ok := r.snap.Load().Route(route)
 	if !ok {
-		return BreakerStatus{}, false
+		return status.BreakerStatus{}, false
 	}
 	gs := rt.state.guards()
 	if len(gs) == 0 {
-		return BreakerStatus{}, false
+		return status.BreakerStatus{}, false
 	}
 	return statusOf(gs[0]), true
 }
-
-// Breaker control actions accepted by ControlBreaker.
-const (
-	ActionOpen  = "open"
-	ActionClose = "close"
-	ActionReset = "reset"
-)
-
-// ErrNotFound says a route (or its breaker) does not exist.
-var ErrNotFound = errors.New("not found")
 
 // ControlBreaker forces a route's breakers open or closed, or resets them
 // (every backend's for scope=backend). who is logged with the action.
 func (r *Router) ControlBreaker(route, action, who string) error {
 	rt, ok := r.snap.Load().Route(route)
 	if !ok {
-		return fmt.Errorf("controlling the breaker of route %q: route %w", route, ErrNotFound)
+		return fmt.Errorf("controlling the breaker of route %q: route %w", route, status.ErrNotFound)
 	}
 	gs := rt.state.guards()
 	if len(gs) == 0 {
-		return fmt.Errorf("controlling the breaker of route %q: the route has no circuit breaker: %w", route, ErrNotFound)
+		return fmt.Errorf("controlling the breaker of route %q: the route has no circuit breaker: %w", route, status.ErrNotFound)
 	}
 	var do func(*breaker.Breaker)
 	switch action {
-	case ActionOpen:
+	case status.ActionOpen:
 		do = (*breaker.Breaker).ForceOpen
-	case ActionClose:
+	case status.ActionClose:
 		do = (*breaker.Breaker).ForceClose
-	case ActionReset:
+	case status.ActionReset:
 		do = (*breaker.Breaker).Reset
 	default:
 		return fmt.Errorf("controlling the breaker of route %q: unknown action %q (want open, close or reset)", route, action)

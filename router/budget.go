@@ -5,20 +5,23 @@ import (
 	"time"
 )
 
-// retryBudget keeps retries from amplifying an outage: over a sliding
+// RetryBudget keeps retries from amplifying an outage: over a sliding
 // window, retries may add at most ratio extra attempts on top of the
 // requests seen, with a floor so that a quiet route can still retry.
 //
 // The window is two fixed halves (current and previous) weighted by how
 // far the current one has progressed, the usual cheap approximation of a
 // sliding window.
-type retryBudget struct {
+//
+// The budget is route state (it outlives snapshots); the request path
+// decides when to ask it.
+type RetryBudget struct {
 	mu        sync.Mutex
 	start     int64 // start of the current half, clock nanoseconds
 	cur, prev struct{ requests, retries int }
 }
 
-func (b *retryBudget) rotate(now int64, window time.Duration) (weight float64) {
+func (b *RetryBudget) rotate(now int64, window time.Duration) (weight float64) {
 	w := int64(window)
 	switch {
 	case now-b.start >= 2*w:
@@ -33,17 +36,17 @@ func (b *retryBudget) rotate(now int64, window time.Duration) (weight float64) {
 	return 1 - float64(now-b.start)/float64(w)
 }
 
-// request records a request of a route that may retry.
-func (b *retryBudget) request(now int64, window time.Duration) {
+// Request records a request of a route that may retry.
+func (b *RetryBudget) Request(now int64, window time.Duration) {
 	b.mu.Lock()
 	b.rotate(now, window)
 	b.cur.requests++
 	b.mu.Unlock()
 }
 
-// allow reports whether one more retry fits the budget, and records it
+// Allow reports whether one more retry fits the budget, and records it
 // when it does.
-func (b *retryBudget) allow(now int64, window time.Duration, ratio float64, floor int) bool {
+func (b *RetryBudget) Allow(now int64, window time.Duration, ratio float64, floor int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	wPrev := b.rotate(now, window)

@@ -1,6 +1,9 @@
-// Package router holds the route table and the data plane that proxies
-// requests. The config model it routes (config.Entrypoint, …) and the one
-// validator that produces it live in package router/config.
+// Package router turns the config sources' entrypoints into immutable
+// route tables and keeps the runtime state that outlives them. The config
+// model it routes (config.Entrypoint, …) and its one validator live in
+// router/config; the views it publishes (status, events) in router/status;
+// the request path that reads its snapshots in router/proxy, which this
+// package never imports.
 //
 // # Config to snapshot
 //
@@ -15,36 +18,35 @@
 //
 // # State outlives config
 //
-// Runtime state — breakers, balancer counters, in-flight counts, active
-// health and passive ejection — lives in a registry keyed by route id and
-// backend address, outside the snapshot. A new snapshot re-attaches to it
-// and applies new parameters (Breaker.SetParams); state of a route or
-// backend that disappeared is dropped only after a grace period, and a
-// route that vanished from a non-API source answers 503 no-healthy-backend
-// meanwhile instead of 404.
+// Runtime state — breakers (Guard) with their parameters and manual
+// control, balancer counters (BalancerState), in-flight counts, active
+// health, passive ejection records (EjectionState), the retry budget —
+// lives in a registry keyed by route id and backend address, outside the
+// snapshot. A new snapshot re-attaches to it and applies new parameters
+// (Breaker.SetParams); state of a route or backend that disappeared is
+// dropped only after a grace period, and a route that vanished from a
+// non-API source answers 503 no-healthy-backend meanwhile instead of 404.
 //
-// # A request
+// The request path reads and writes this state through exported accessors
+// (Route.State, Backend.State and their methods); it judges (when a
+// backend is ejected, when to retry), the router keeps the record.
+// Another layer's per-route data that must live and die with the state
+// (the request path's metric handles) is a RouteState Attachment.
 //
-// Match → the route's breaker admits (or the request is answered 503
-// circuit-open with Retry-After, and no backend sees it) → the balancer
-// picks among eligible backends (weight > 0, healthy, not ejected, breaker
-// not open, not yet tried; relaxed step by step, failing open when every
-// backend is out) → one attempt through a pooled keep-alive transport →
-// the outcome is classified at response headers and reported to the
-// breakers and to passive ejection → either the response streams to the
-// client, or, for a failure that may be repeated (idempotent, or never
-// sent; body small enough to have been buffered; retry budget left), the
-// next attempt goes to another backend.
+// # Active health checks
 //
-// Levee answers on its own behalf with an X-Levee-Diagnostic header:
-// no-route (404), no-healthy-backend (503), circuit-open (503 or the
-// configured code), backend-unreachable (502), backend-timeout (504).
+// Active health checks stay here rather than in router/proxy: a checker
+// is background work owned by a route's state — started, reconfigured and
+// stopped by Update and by the grace sweep, under the router's lock — and
+// its only output is the backend's down flag. In the request path it would
+// need to watch snapshot changes to know when to start and stop. Passive
+// health, which judges real requests, is the request path's.
 //
 // # Observability
 //
 // Breaker transitions, route changes and diagnostic changes are zerolog
 // events and go to a bounded, non-blocking event bus (Subscribe) that
-// counts what slow subscribers lose. Prometheus series are registered on
-// the injected Registerer; an optional access log writes one line per
-// request.
+// counts what slow subscribers lose. The router's Prometheus series
+// (breakers, backend rotation, diagnostics, dropped events) are registered
+// on the injected Registerer; the request metrics are router/proxy's.
 package router

@@ -3,23 +3,25 @@ package router
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // healthTarget is what a health checker checks: the route's current
 // health-check config and backends. It is swapped as a whole on reload.
 type healthTarget struct {
 	cfg      config.HealthCheck
-	backends []*backend
+	backends []*Backend
 }
 
 // healthChecker actively probes a route's backends and takes them out of
-// rotation (backendState.down) after Fall consecutive failed checks, and
+// rotation (BackendState.down) after Fall consecutive failed checks, and
 // back after Rise consecutive good ones. One goroutine per route with
 // checks; each round probes the backends concurrently.
 type healthChecker struct {
@@ -33,7 +35,7 @@ type healthChecker struct {
 }
 
 // configureHealth starts, updates or stops a route's active checks.
-func (r *Router) configureHealth(rs *routeState, rt *Route) {
+func (r *Router) configureHealth(rs *RouteState, rt *Route) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rt.ep.HealthCheck == nil || len(rt.backends) == 0 {
@@ -66,7 +68,7 @@ func (r *Router) configureHealth(rs *routeState, rt *Route) {
 	h := &healthChecker{
 		r: r, route: rs.id,
 		client: &http.Client{
-			Transport: r.transports.standard(0),
+			Transport: r.healthTransport,
 			// A redirect is an answer: judge its status, do not follow it.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -80,7 +82,7 @@ func (r *Router) configureHealth(rs *routeState, rt *Route) {
 }
 
 // stopHealth stops the route's checker, if any.
-func (rs *routeState) stopHealth() {
+func (rs *RouteState) stopHealth() {
 	rs.mu.Lock()
 	h := rs.health
 	rs.health = nil
@@ -131,7 +133,7 @@ func (h *healthChecker) round() {
 		}
 	}()
 	var wg sync.WaitGroup
-	seen := make(map[*backendState]bool, len(t.backends))
+	seen := make(map[*BackendState]bool, len(t.backends))
 	for _, b := range t.backends {
 		if seen[b.st] {
 			continue
@@ -142,7 +144,7 @@ func (h *healthChecker) round() {
 	wg.Wait()
 }
 
-func (h *healthChecker) check(ctx context.Context, b *backend, cfg config.HealthCheck) bool {
+func (h *healthChecker) check(ctx context.Context, b *Backend, cfg config.HealthCheck) bool {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.hostport+cfg.Path, nil)
@@ -164,7 +166,7 @@ func (h *healthChecker) check(ctx context.Context, b *backend, cfg config.Health
 
 // judge applies rise/fall. Only this checker's goroutines touch the
 // counters, one per backend per round.
-func (h *healthChecker) judge(b *backend, cfg config.HealthCheck, ok bool) {
+func (h *healthChecker) judge(b *Backend, cfg config.HealthCheck, ok bool) {
 	st := b.st
 	if ok {
 		st.hcFail = 0
@@ -185,55 +187,20 @@ func (h *healthChecker) judge(b *backend, cfg config.HealthCheck, ok bool) {
 	}
 }
 
-// passive feeds one attempt's result to passive ejection: EjectAfter
-// consecutive failures eject the backend for EjectTime·2^n (n = ejections
-// in a row, capped at EjectMaxTime), unless that would eject more than
-// EjectMaxShare of the route's backends. Ejection never touches breakers.
-func (r *Router) passive(rt *Route, b *backend, failed bool, now int64) {
-	st := b.st
-	if !failed {
-		if st.failures.Load() != 0 {
-			st.failures.Store(0)
-		}
-		// A backend that stays good for as long as it was last ejected
-		// starts its backoff from scratch.
-		if st.ejectionRun.Load() != 0 {
-			if u := st.ejectedUntil.Load(); now > u+st.lastEjection.Load() {
-				st.ejectionRun.Store(0)
-			}
-		}
-		return
+// newHealthTransport returns the net/http transport active health checks
+// use: never through HTTP_PROXY, no compression, bounded dial.
+func newHealthTransport(o Options) *http.Transport {
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                  nil, // never route backend traffic through HTTP_PROXY
+		DialContext:            d.DialContext,
+		MaxIdleConns:           0, // bounded per host instead
+		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
+		IdleConnTimeout:        o.IdleConnTimeout,
+		MaxResponseHeaderBytes: client.MaxResponseHeaderBytes, // as Levee's own client
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
+		WriteBufferSize:        32 << 10,
+		ReadBufferSize:         32 << 10,
 	}
-	if r.opts.EjectAfter < 0 || int(st.failures.Add(1)) < r.opts.EjectAfter {
-		return
-	}
-	rs := rt.state
-	rs.ejectMu.Lock()
-	defer rs.ejectMu.Unlock()
-	if st.ejected(now) {
-		return
-	}
-	ejected := 0
-	for _, o := range rt.backends {
-		if o.st != st && o.st.ejected(now) {
-			ejected++
-		}
-	}
-	limit := max(1, int(r.opts.EjectMaxShare*float64(len(rt.backends))))
-	if ejected+1 > limit {
-		return
-	}
-	n := st.ejectionRun.Load()
-	d := r.opts.EjectTime
-	for i := int32(0); i < n && d < r.opts.EjectMaxTime; i++ {
-		d *= 2
-	}
-	d = min(d, r.opts.EjectMaxTime)
-	st.ejectedUntil.Store(now + int64(d))
-	st.lastEjection.Store(int64(d))
-	st.ejectionRun.Add(1)
-	st.failures.Store(0)
-	r.log.Warn().Str("event", "backend_ejected").Str("route", rt.ep.ID).Str("backend", b.hostport).
-		Int("after_failures", r.opts.EjectAfter).Dur("for", d).Int32("ejections_in_a_row", n+1).
-		Msg("backend ejected after consecutive failures")
 }

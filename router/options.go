@@ -1,7 +1,6 @@
 package router
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,102 +10,49 @@ import (
 )
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
-// tests can drive them without sleeping.
+// tests can drive them without sleeping. The request path (package proxy)
+// must be given the same clock as the router.
 type Clock interface{ Now() time.Time }
 
-type realClock struct{}
+// RealClock is the wall clock.
+type RealClock struct{}
 
-func (realClock) Now() time.Time { return time.Now() }
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
 
-// Options are the Router's collaborators and data-plane tunables. Zero
-// values mean the documented defaults.
+// Options are the Router's collaborators and tunables. Zero values mean
+// the documented defaults. The request path's tunables are proxy.Options.
 type Options struct {
-	// Logger receives breaker transitions, route and diagnostic changes,
-	// health changes and (when AccessLog is set) one line per request.
+	// Logger receives breaker transitions, route and diagnostic changes
+	// and health changes.
 	Logger zerolog.Logger
 	// Registerer receives the router's metrics; nil keeps them in a
 	// private registry (nothing global is touched).
 	Registerer prometheus.Registerer
-	// Clock drives breakers, ejection and grace periods; nil = real time.
+	// Clock drives breakers and grace periods; nil = real time.
 	Clock Clock
 	// Diagnostics is the shared diagnostics store; nil = a private one.
 	Diagnostics *diagnostics.Store
-	// AccessLog logs one line per request.
-	AccessLog bool
-	// TrustedProxies are the peers (load balancers in front of Levee)
-	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
-	// From every other peer those headers are replaced.
-	TrustedProxies []netip.Prefix
 
-	// DialTimeout bounds connecting to a backend (default 5s).
+	// DialTimeout bounds an active health check's connect (default 5s).
 	DialTimeout time.Duration
-	// IdleConnTimeout closes pooled backend connections idle this long
-	// (default 90s).
+	// IdleConnTimeout closes health checks' pooled connections idle this
+	// long (default 90s).
 	IdleConnTimeout time.Duration
-	// MaxIdleConnsPerHost is the keep-alive pool size per backend
-	// (default 256).
+	// MaxIdleConnsPerHost is the health checks' keep-alive pool size per
+	// backend (default 256).
 	MaxIdleConnsPerHost int
-	// StandardTransport sends backend requests through net/http.Transport
-	// instead of Levee's lean HTTP/1.1 client (router/httpx/client): slower,
-	// kept as a fallback.
-	StandardTransport bool
-	// PlainSocketIO makes Levee's backend client read and write through
-	// net.Conn instead of raw system calls (sockio.Socket); for
-	// measurement.
-	PlainSocketIO bool
-
-	// RequestBodyTimeout is the longest wait for the next bytes of a
-	// client's request body (default 30s); a client that stalls longer is
-	// answered 408 and never counts against the backend.
-	RequestBodyTimeout time.Duration
-	// RequestBodyMinRate, when positive, is the average rate in bytes per
-	// second that a request body must keep once RequestBodyTimeout has
-	// passed since it started (a client trickling a byte just inside every
-	// timeout would otherwise hold its connection for ever).
-	RequestBodyMinRate int
-	// ResponseWriteTimeout is the longest wait for a client to take the
-	// next bytes of a response (default 60s); then the connection closes.
-	ResponseWriteTimeout time.Duration
-	// BackendBodyTimeout is the longest wait for the next bytes of a
-	// backend's response body (default 60s); then the response is cut
-	// short and the backend connection closed.
-	BackendBodyTimeout time.Duration
-	// TunnelIdleTimeout closes an upgraded connection (WebSocket) on which
-	// no byte moved in either direction for this long (default 5m).
-	TunnelIdleTimeout time.Duration
-	// UpgradeProtocols are the protocols a client may switch to through
-	// the proxy (Upgrade header, lower case; default websocket). A request
-	// to upgrade to anything else is forwarded as a plain request.
-	UpgradeProtocols []string
 
 	// RemovedRouteGrace is how long the state of a removed route (and of a
 	// removed backend address) is kept, and how long a route that vanished
 	// from a non-API source keeps answering 503 no-healthy-backend before
 	// it 404s (default 30s).
 	RemovedRouteGrace time.Duration
-
-	// EjectAfter consecutive failures eject a backend (default 5; negative
-	// disables passive ejection).
-	EjectAfter int
-	// EjectTime is the first ejection's length, doubled on each consecutive
-	// ejection (default 10s) up to EjectMaxTime (default 5m).
-	EjectTime    time.Duration
-	EjectMaxTime time.Duration
-	// EjectMaxShare caps the share of a route's backends ejected at once
-	// (default 0.5; at least one backend may always be ejected).
-	EjectMaxShare float64
-
-	// RetryBudget is the share of extra attempts allowed over
-	// RetryBudgetWindow (default 0.2), with at least RetryBudgetMin
-	// retries per window (default 10) so that quiet routes can retry.
-	RetryBudget       float64
-	RetryBudgetWindow time.Duration
-	RetryBudgetMin    int
 }
 
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
-		o.Clock = realClock{}
+		o.Clock = RealClock{}
 	}
 	if o.Diagnostics == nil {
 		o.Diagnostics = diagnostics.NewStore()
@@ -123,44 +69,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
-	if o.RequestBodyTimeout <= 0 {
-		o.RequestBodyTimeout = 30 * time.Second
-	}
-	if o.ResponseWriteTimeout <= 0 {
-		o.ResponseWriteTimeout = 60 * time.Second
-	}
-	if o.BackendBodyTimeout <= 0 {
-		o.BackendBodyTimeout = 60 * time.Second
-	}
-	if o.TunnelIdleTimeout <= 0 {
-		o.TunnelIdleTimeout = 5 * time.Minute
-	}
-	if o.UpgradeProtocols == nil {
-		o.UpgradeProtocols = []string{"websocket"}
-	}
 	if o.RemovedRouteGrace <= 0 {
 		o.RemovedRouteGrace = 30 * time.Second
-	}
-	if o.EjectAfter == 0 {
-		o.EjectAfter = 5
-	}
-	if o.EjectTime <= 0 {
-		o.EjectTime = 10 * time.Second
-	}
-	if o.EjectMaxTime < o.EjectTime {
-		o.EjectMaxTime = max(5*time.Minute, o.EjectTime)
-	}
-	if o.EjectMaxShare <= 0 || o.EjectMaxShare > 1 {
-		o.EjectMaxShare = 0.5
-	}
-	if o.RetryBudget <= 0 {
-		o.RetryBudget = 0.2
-	}
-	if o.RetryBudgetWindow <= 0 {
-		o.RetryBudgetWindow = 10 * time.Second
-	}
-	if o.RetryBudgetMin <= 0 {
-		o.RetryBudgetMin = 10
 	}
 	return o
 }

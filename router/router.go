@@ -2,8 +2,8 @@ package router
 
 import (
 	"maps"
+	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,14 +12,16 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // routerSource is the diagnostics store key of diagnostics the router
 // itself makes (collisions).
 const routerSource = "router"
 
-// Router is Levee's data plane: it merges the sources' entrypoints into
-// snapshots, keeps runtime state across them, and proxies requests.
+// Router merges the sources' entrypoints into snapshots and keeps the
+// runtime state that outlives them. Package proxy serves requests over
+// its snapshots.
 type Router struct {
 	opts    Options
 	log     zerolog.Logger
@@ -31,17 +33,16 @@ type Router struct {
 
 	snap atomic.Pointer[Snapshot]
 
-	transports transports
-	buffers    sync.Pool // *[]byte, for copying bodies
-	retryAfter [][]string
+	healthTransport *http.Transport // active health checks' connections
 
-	mu      sync.Mutex // serialises Update and sweeps
-	sources map[string][]config.Entrypoint
-	ghosts  map[string]ghost
-	regexes regexCache
-	sweep   *time.Timer
-	expiry  earliest // earliest removal stamp seen by the current rebuild
-	closed  bool
+	mu            sync.Mutex // serialises Update and sweeps
+	sources       map[string][]config.Entrypoint
+	ghosts        map[string]ghost
+	regexes       regexCache
+	newAttachment func(route string) Attachment // see SetAttachment
+	sweep         *time.Timer
+	expiry        earliest // earliest removal stamp seen by the current rebuild
+	closed        bool
 }
 
 // ghost is an entrypoint that vanished from its source and still answers
@@ -66,12 +67,7 @@ func New(opts Options) *Router {
 		ghosts:  make(map[string]ghost),
 	}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
-	r.buffers.New = func() any { b := make([]byte, 32<<10); return &b }
-	r.retryAfter = make([][]string, 601)
-	for i := range r.retryAfter {
-		r.retryAfter[i] = []string{strconv.Itoa(i)}
-	}
-	r.transports.init(opts)
+	r.healthTransport = newHealthTransport(opts)
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
 	}
@@ -80,8 +76,8 @@ func New(opts Options) *Router {
 	return r
 }
 
-// Close stops health checks and timers and closes idle backend
-// connections. The router still answers requests afterwards.
+// Close stops health checks and timers and closes the health checks' idle
+// connections. Snapshots stay readable afterwards.
 func (r *Router) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -92,7 +88,7 @@ func (r *Router) Close() {
 	for _, rs := range r.reg.all() {
 		rs.stopHealth()
 	}
-	r.transports.close()
+	r.healthTransport.CloseIdleConnections()
 }
 
 // Snapshot returns the route table requests currently use.
@@ -101,7 +97,7 @@ func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
 // Subscribe returns a channel of events with room for buffer of them and a
 // function that ends the subscription (and closes the channel). Events a
 // full channel cannot take are dropped and counted, never waited for.
-func (r *Router) Subscribe(buffer int) (<-chan Event, func()) { return r.bus.subscribe(buffer) }
+func (r *Router) Subscribe(buffer int) (<-chan status.Event, func()) { return r.bus.subscribe(buffer) }
 
 // Update replaces one source's entrypoints and diagnostics, rebuilds the
 // route table and swaps it in.
@@ -130,13 +126,13 @@ func (r *Router) replaceDiagnostics(source string, ds []diagnostics.Diagnostic) 
 	now := r.clock.Now()
 	for _, d := range added {
 		logDiagnostic(r.log, d)
-		r.bus.publish(Event{Type: EventDiagnostic, Time: now, Data: DiagnosticEvent{Change: "added", Diagnostic: d}})
+		r.bus.publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "added", Diagnostic: d}})
 	}
 	for _, d := range removed {
 		r.log.Info().Str("event", "diagnostic_resolved").Str("code", string(d.Code)).
 			Str("provider", d.Source.Provider).Str("object", d.Source.ObjectName).Str("key", d.Key).
 			Msg("diagnostic resolved: " + d.Message)
-		r.bus.publish(Event{Type: EventDiagnostic, Time: now, Data: DiagnosticEvent{Change: "removed", Diagnostic: d}})
+		r.bus.publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "removed", Diagnostic: d}})
 	}
 }
 
@@ -206,7 +202,7 @@ func (r *Router) rebuild() {
 		rt.ghost = true
 		rs, created := r.reg.attach(rt.ep.ID)
 		if created {
-			rs.series = r.metrics.series(rt.ep.ID)
+			r.initState(rs)
 		}
 		rs.mu.Lock()
 		rs.removedAt = g.removedAt
@@ -286,16 +282,16 @@ func (r *Router) attach(rt *Route, now time.Time) {
 	rs, created := r.reg.attach(rt.ep.ID)
 	rt.state = rs
 	if created {
-		rs.series = r.metrics.series(rt.ep.ID)
+		r.initState(rs)
 	}
 	// One allocation for the route's backends.
-	bs := make([]backend, len(rt.ep.Backends))
-	rt.backends = make([]*backend, len(rt.ep.Backends))
-	bss := make([]*backendState, 0, len(rt.ep.Backends))
+	bs := make([]Backend, len(rt.ep.Backends))
+	rt.backends = make([]*Backend, len(rt.ep.Backends))
+	bss := make([]*BackendState, 0, len(rt.ep.Backends))
 	for i, cfg := range rt.ep.Backends {
 		hp := hostPort(cfg)
-		st := rs.backendState(hp)
-		bs[i] = backend{cfg: cfg, hostport: hp, weight: cfg.Weight, st: st}
+		st := rs.backendFor(hp)
+		bs[i] = Backend{cfg: cfg, hostport: hp, weight: cfg.Weight, st: st}
 		rt.backends[i] = &bs[i]
 		if !slices.Contains(bss, st) {
 			bss = append(bss, st)
@@ -312,20 +308,43 @@ func (r *Router) attach(rt *Route, now time.Time) {
 	if cb := rt.ep.CircuitBreaker; cb != nil {
 		rt.cbParams, _ = cb.Params.Validate()
 	}
-	rt.balancer = rs.balancerFor(rt.ep.LoadBalancer)
-	rt.transport = r.transports.get(rt.ep.BackendTimeout)
 	r.configureGuards(rs, &rt.ep, bss)
 	r.configureHealth(rs, rt)
 }
 
+// initState readies a route state the registry just created: its metric
+// handles, and the attachment of the layer that asked for one. Callers
+// hold r.mu.
+func (r *Router) initState(rs *RouteState) {
+	rs.rejected = r.metrics.rejected.WithLabelValues(rs.id)
+	if r.newAttachment != nil {
+		rs.Attachment(r.newAttachment)
+	}
+}
+
+// SetAttachment makes create the factory of every route state's
+// Attachment (RouteState.Attachment): it is called at once for the states
+// that exist and then for each new one as it is created, so that what it
+// makes (the request path's metric series) exists from the moment the
+// route does, before any request.
+func (r *Router) SetAttachment(create func(route string) Attachment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.newAttachment = create
+	for _, rs := range r.reg.all() {
+		rs.Attachment(create)
+	}
+}
+
 // drop forgets the state of a route whose grace has expired.
-func (r *Router) drop(rs *routeState) {
+func (r *Router) drop(rs *RouteState) {
 	rs.stopHealth()
 	for _, g := range rs.guards() {
 		g.dropped.Store(true)
 		r.forgetGuard(g)
 	}
 	r.metrics.forget(rs.id)
+	rs.release()
 	r.log.Debug().Str("event", "route_state_dropped").Str("route", rs.id).Msg("route state dropped after grace period")
 }
 
@@ -354,7 +373,7 @@ func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 		r.log.Info().Str("event", "route_"+change).Str("route", rt.ep.ID).Str("source", rt.ep.Source).
 			Strs("hosts", rt.ep.Hosts).Str("path", rt.ep.Path).Int("backends", len(rt.ep.Backends)).
 			Msg("route " + change)
-		r.bus.publish(Event{Type: EventRoute, Time: now, Data: RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
+		r.bus.publish(status.Event{Type: status.EventRoute, Time: now, Data: status.RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
 	}
 	for _, rt := range cur.routes {
 		if rt.ghost {
@@ -394,4 +413,11 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		return false
 	}
 	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker)
+}
+
+// Tracks reports whether the router still keeps runtime state for route
+// id: while the route is present, and for its grace period after it left.
+func (r *Router) Tracks(id string) bool {
+	_, ok := r.reg.get(id)
+	return ok
 }

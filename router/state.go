@@ -7,40 +7,49 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/levee-proxy/levee/router/config"
 )
 
-// backend is one backend of one route in one snapshot: its configuration
+// Backend is one backend of one route in one snapshot: its configuration
 // (immutable) and a pointer to its runtime state (which outlives the
 // snapshot).
-type backend struct {
+type Backend struct {
 	cfg      config.Backend
 	hostport string // "address:port", the registry key and the dial target
 	weight   int
-	st       *backendState
+	st       *BackendState
 }
 
-// backendState is the runtime state of one backend of one route, kept by
+// Config returns the backend's configuration.
+func (b *Backend) Config() config.Backend { return b.cfg }
+
+// HostPort returns "address:port": the dial target and the backend's
+// identity in state, metrics and logs.
+func (b *Backend) HostPort() string { return b.hostport }
+
+// Weight returns the backend's balancing weight (0: never picked).
+func (b *Backend) Weight() int { return b.weight }
+
+// State returns the backend's runtime state, shared with every snapshot
+// that has the same route id and address.
+func (b *Backend) State() *BackendState { return b.st }
+
+// BackendState is the runtime state of one backend of one route, kept by
 // route id and backend address across snapshot swaps.
-type backendState struct {
+type BackendState struct {
 	key      string
 	inflight atomic.Int64
 	// down is set by active health checks; a backend starts up so that a
 	// new route serves at once.
 	down atomic.Bool
-	// ejectedUntil (clock nanoseconds, 0 = never) is set by passive
-	// ejection.
-	ejectedUntil atomic.Int64
-	// consecutive failures seen by passive ejection.
-	failures atomic.Int32
+	// ejection is passive ejection's record, judged by the request path.
+	ejection EjectionState
 
-	// current is the smooth round-robin weight (guarded by routeState.lbMu).
+	// current is the smooth round-robin weight (guarded by the route's
+	// BalancerState).
 	current int64
-
-	// ejectionRun counts consecutive ejections (the backoff exponent) and
-	// lastEjection is how long the last one lasted (nanoseconds).
-	ejectionRun  atomic.Int32
-	lastEjection atomic.Int64
 
 	// hcOK and hcFail are the active checker's consecutive results; only
 	// the route's health checker touches them.
@@ -48,65 +57,179 @@ type backendState struct {
 
 	// guard is the scope=backend breaker (nil otherwise); requests load
 	// it while updates replace it.
-	guard atomic.Pointer[guard]
+	guard atomic.Pointer[Guard]
 
 	// removedAt is when the address left the route's config (zero while
-	// present); guarded by routeState.mu.
+	// present); guarded by RouteState.mu.
 	removedAt time.Time
 }
 
-// ejected reports whether passive ejection currently holds the backend out.
-func (s *backendState) ejected(now int64) bool {
-	u := s.ejectedUntil.Load()
+// EjectionState is passive ejection's record of one backend. The request
+// path (package proxy) judges attempts and writes it; the router only
+// reads it (status views, metrics). Writers that eject hold the route's
+// ejection lock (RouteState.LockEjection), so that the share of ejected
+// backends is checked and changed at once.
+type EjectionState struct {
+	// Until (clock nanoseconds, 0 = never) is when the current ejection
+	// ends.
+	Until atomic.Int64
+	// Failures counts consecutive failed attempts.
+	Failures atomic.Int32
+	// Run counts consecutive ejections (the backoff exponent) and Last is
+	// how long the last one lasted (nanoseconds).
+	Run  atomic.Int32
+	Last atomic.Int64
+}
+
+// Ejected reports whether the ejection holds the backend out at now (clock
+// nanoseconds).
+func (e *EjectionState) Ejected(now int64) bool {
+	u := e.Until.Load()
 	return u != 0 && now < u
 }
 
-// routeState is the runtime state of one route id: balancer counters,
+// ejected reports whether passive ejection currently holds the backend out.
+func (s *BackendState) ejected(now int64) bool { return s.ejection.Ejected(now) }
+
+// Ejected reports whether passive ejection holds the backend out at now
+// (clock nanoseconds).
+func (s *BackendState) Ejected(now int64) bool { return s.ejection.Ejected(now) }
+
+// Ejection returns the backend's passive-ejection record.
+func (s *BackendState) Ejection() *EjectionState { return &s.ejection }
+
+// Down reports whether active health checks hold the backend out.
+func (s *BackendState) Down() bool { return s.down.Load() }
+
+// InFlight returns the number of requests under way to the backend.
+func (s *BackendState) InFlight() int64 { return s.inflight.Load() }
+
+// AddInFlight counts a request starting (1) or ending (-1).
+func (s *BackendState) AddInFlight(d int64) { s.inflight.Add(d) }
+
+// Guard returns the backend's breaker (scope=backend), nil without one.
+func (s *BackendState) Guard() *Guard { return s.guard.Load() }
+
+// RoundRobinWeight is the smooth round-robin balancer's running weight
+// for the backend; read and write it only while holding the route's
+// BalancerState.
+func (s *BackendState) RoundRobinWeight() *int64 { return &s.current }
+
+// RouteState is the runtime state of one route id: balancer counters,
 // breakers, health, retry budget, metric handles. It is created when the id
 // first appears and dropped a grace period after it disappears.
-type routeState struct {
+type RouteState struct {
 	id string
 
-	lbMu    sync.Mutex
+	lb      BalancerState
 	ejectMu sync.Mutex
 
 	mu       sync.Mutex // guards the fields below
-	backends map[string]*backendState
+	backends map[string]*BackendState
 	// removedAt is when the route left the config (zero while present).
 	removedAt time.Time
 	health    *healthChecker
-
-	lb     balancer
-	lbName string
+	// dropped is set once the state is gone (grace expired).
+	dropped bool
 
 	// guard is the scope=route breaker, nil when the route has none.
-	guard  atomic.Pointer[guard]
-	budget retryBudget
-	series *routeSeries
+	guard    atomic.Pointer[Guard]
+	budget   RetryBudget
+	rejected prometheus.Counter // levee_breaker_rejected_total{route=id}
+	attached atomic.Pointer[attachment]
 }
 
-// backendState returns (creating) the state of the backend at hostport.
-func (rs *routeState) backendState(hostport string) *backendState {
+// ID returns the route id the state belongs to.
+func (rs *RouteState) ID() string { return rs.id }
+
+// Guard returns the route's breaker (scope=route), nil without one.
+func (rs *RouteState) Guard() *Guard { return rs.guard.Load() }
+
+// RetryBudget returns the route's retry budget.
+func (rs *RouteState) RetryBudget() *RetryBudget { return &rs.budget }
+
+// Balancer returns the route's balancer state.
+func (rs *RouteState) Balancer() *BalancerState { return &rs.lb }
+
+// LockEjection and UnlockEjection serialise ejections among the route's
+// backends (see EjectionState).
+func (rs *RouteState) LockEjection()   { rs.ejectMu.Lock() }
+func (rs *RouteState) UnlockEjection() { rs.ejectMu.Unlock() }
+
+// NoteRejected counts a request that the route's breakers refused
+// (levee_breaker_rejected_total under the route id).
+func (rs *RouteState) NoteRejected() { rs.rejected.Inc() }
+
+// BalancerState is what balancing policies keep per route across
+// snapshots: a lock for policies that update per-backend weights
+// (BackendState.RoundRobinWeight) and a rotating start for scans.
+type BalancerState struct {
+	mu   sync.Mutex
+	next atomic.Uint32
+}
+
+// Lock and Unlock guard the route's per-backend balancer weights.
+func (b *BalancerState) Lock()   { b.mu.Lock() }
+func (b *BalancerState) Unlock() { b.mu.Unlock() }
+
+// Next advances and returns the rotating start.
+func (b *BalancerState) Next() uint32 { return b.next.Add(1) }
+
+// Attachment is data that another layer keeps per route id next to the
+// router's state — the request path's metric handles — so that it lives
+// as long as the state: Release is called once, when the state is dropped
+// after its grace period.
+type Attachment interface{ Release() }
+
+type attachment struct{ a Attachment }
+
+// Attachment returns the route state's attachment, creating it with
+// create on first use. A state already dropped (a late request on an old
+// snapshot) gets create's value without keeping it, and releases it at
+// once.
+func (rs *RouteState) Attachment(create func(route string) Attachment) Attachment {
+	if a := rs.attached.Load(); a != nil {
+		return a.a
+	}
+	return rs.attachSlow(create)
+}
+
+func (rs *RouteState) attachSlow(create func(route string) Attachment) Attachment {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if a := rs.attached.Load(); a != nil {
+		return a.a
+	}
+	a := create(rs.id)
+	if rs.dropped {
+		a.Release()
+		return a
+	}
+	rs.attached.Store(&attachment{a})
+	return a
+}
+
+// release marks the state dropped and releases its attachment.
+func (rs *RouteState) release() {
+	rs.mu.Lock()
+	rs.dropped = true
+	a := rs.attached.Swap(nil)
+	rs.mu.Unlock()
+	if a != nil {
+		a.a.Release()
+	}
+}
+
+// BackendState returns (creating) the state of the backend at hostport.
+func (rs *RouteState) backendFor(hostport string) *BackendState {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	s := rs.backends[hostport]
 	if s == nil {
-		s = &backendState{key: hostport}
+		s = &BackendState{key: hostport}
 		rs.backends[hostport] = s
 	}
 	return s
-}
-
-// balancerFor returns the route's balancer for policy, keeping the existing
-// one (and its counters) while the policy is unchanged.
-func (rs *routeState) balancerFor(policy string) balancer {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.lb == nil || rs.lbName != policy {
-		rs.lb = newBalancer(policy, rs)
-		rs.lbName = policy
-	}
-	return rs.lb
 }
 
 // registry holds every route's runtime state by id. Only Update (under the
@@ -114,20 +237,20 @@ func (rs *routeState) balancerFor(policy string) balancer {
 // through the snapshot's pointers.
 type registry struct {
 	mu     sync.Mutex
-	routes map[string]*routeState
+	routes map[string]*RouteState
 }
 
 func newRegistry() *registry {
-	return &registry{routes: make(map[string]*routeState)}
+	return &registry{routes: make(map[string]*RouteState)}
 }
 
 // attach returns the state for id, creating it, and marks it present.
-func (g *registry) attach(id string) (rs *routeState, created bool) {
+func (g *registry) attach(id string) (rs *RouteState, created bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	rs = g.routes[id]
 	if rs == nil {
-		rs = &routeState{id: id, backends: make(map[string]*backendState)}
+		rs = &RouteState{id: id, backends: make(map[string]*BackendState)}
 		g.routes[id] = rs
 		created = true
 	}
@@ -137,7 +260,7 @@ func (g *registry) attach(id string) (rs *routeState, created bool) {
 	return rs, created
 }
 
-func (g *registry) get(id string) (*routeState, bool) {
+func (g *registry) get(id string) (*RouteState, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	rs, ok := g.routes[id]
@@ -145,10 +268,10 @@ func (g *registry) get(id string) (*routeState, bool) {
 }
 
 // all returns every route state (present and within grace).
-func (g *registry) all() []*routeState {
+func (g *registry) all() []*RouteState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]*routeState, 0, len(g.routes))
+	out := make([]*RouteState, 0, len(g.routes))
 	for _, rs := range g.routes {
 		out = append(out, rs)
 	}
@@ -158,7 +281,7 @@ func (g *registry) all() []*routeState {
 // markAbsent stamps every route not in present as removed at now (keeping
 // the first stamp), removes those whose grace has expired and returns them,
 // with the earliest removal stamp among those still kept (zero if none).
-func (g *registry) markAbsent(present map[string]bool, now time.Time, grace time.Duration) (expired []*routeState, earliest time.Time) {
+func (g *registry) markAbsent(present map[string]bool, now time.Time, grace time.Duration) (expired []*RouteState, earliest time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for id, rs := range g.routes {
@@ -187,7 +310,7 @@ func (g *registry) markAbsent(present map[string]bool, now time.Time, grace time
 //
 // It also returns the earliest removal stamp among the removed backends
 // still kept (zero if none), for the sweep timer.
-func (rs *routeState) pruneBackends(keep []*backendState, now time.Time, grace time.Duration) (dropped []*backendState, earliest time.Time) {
+func (rs *RouteState) pruneBackends(keep []*BackendState, now time.Time, grace time.Duration) (dropped []*BackendState, earliest time.Time) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if len(rs.backends) == len(keep) {

@@ -24,10 +24,8 @@ type Route struct {
 	// lose to every live route.
 	ghost bool
 
-	state     *routeState
-	backends  []*backend // in Entrypoint.Backends order
-	balancer  balancer
-	transport backendTransport
+	state    *RouteState
+	backends []*Backend // in Entrypoint.Backends order
 	// cbParams are the validated breaker parameters, for classifying
 	// responses without asking the breaker.
 	cbParams breaker.Params

@@ -15,6 +15,7 @@ import (
 
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 // TestHeap10k explains the RSS of 10,000 routes: the live heap after the
@@ -57,8 +58,11 @@ func TestHeap10k(t *testing.T) {
 	base := live()
 	eps := apiEntrypoints(t, routeCount, backend.Listener.Addr().String())
 	afterDecode := live()
-	r := router.New(router.Options{Logger: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
+	reg := prometheus.NewRegistry()
+	r := router.New(router.Options{Logger: zerolog.Nop(), Registerer: reg})
 	defer r.Close()
+	p := proxy.New(r, proxy.Options{Logger: zerolog.Nop(), Registerer: reg})
+	defer p.Close()
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
 	loaded := live()
 	profile("heap-loaded.pprof")
@@ -67,7 +71,7 @@ func TestHeap10k(t *testing.T) {
 	for i := range routeCount {
 		req := httptest.NewRequest(http.MethodGet, "http://"+apiHost(i)+"/", nil)
 		clear(w.h)
-		r.ServeHTTP(w, req)
+		p.ServeHTTP(w, req)
 	}
 	served := live()
 	profile("heap-served.pprof")

@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
-	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/server"
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
@@ -105,7 +105,7 @@ func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) httpSe
 		}
 	}
 	return &server.Server{
-		RefusalHeader:     http.Header{router.HeaderDiagnostic: {router.DiagnosticBadRequest}},
+		RefusalHeader:     http.Header{proxy.HeaderDiagnostic: {proxy.DiagnosticBadRequest}},
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 // TestProxyServerRefusalsCarryTheDiagnostic: a request the proxy
@@ -21,7 +21,7 @@ import (
 func TestProxyServerRefusalsCarryTheDiagnostic(t *testing.T) {
 	for _, tc := range []struct {
 		kind, want string
-	}{{"levee", router.DiagnosticBadRequest}, {"stdlib", ""}} {
+	}{{"levee", proxy.DiagnosticBadRequest}, {"stdlib", ""}} {
 		t.Run(tc.kind, func(t *testing.T) {
 			handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				t.Errorf("the handler saw a malformed request: %v", r)
@@ -50,9 +50,9 @@ func TestProxyServerRefusalsCarryTheDiagnostic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(router.HeaderDiagnostic) != tc.want {
-				t.Errorf("got %d with %s %q, want 400 with %q", resp.StatusCode, router.HeaderDiagnostic,
-					resp.Header.Get(router.HeaderDiagnostic), tc.want)
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(proxy.HeaderDiagnostic) != tc.want {
+				t.Errorf("got %d with %s %q, want 400 with %q", resp.StatusCode, proxy.HeaderDiagnostic,
+					resp.Header.Get(proxy.HeaderDiagnostic), tc.want)
 			}
 		})
 	}

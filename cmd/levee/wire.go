@@ -13,6 +13,7 @@ import (
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 // app is a wired Levee: the two handlers and what runs beside them.
@@ -22,8 +23,10 @@ type app struct {
 	background []func(context.Context)
 }
 
-// build wires the sources, the router and the API. Data flows one way:
-// providers (docker, the API store) → router → proxied request.
+// build wires the sources, the router, the request path and the API. Data
+// flows one way: providers (docker, the API store) → router (snapshots and
+// state) → proxy (the request path) → backend. The API reads and controls
+// the router; it needs nothing from the proxy.
 func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *prometheus.Registry) (*app, error) {
 	if err := api.CheckListen(cfg.APIListen, cfg.APIToken); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
@@ -38,14 +41,23 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	routerLog := log.With().Str("component", "router").Logger()
 	rt := router.New(router.Options{
-		Logger:            log.With().Str("component", "router").Logger(),
+		Logger:            routerLog,
 		Registerer:        reg,
 		Diagnostics:       store,
-		AccessLog:         cfg.AccessLog,
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
+	})
+	// The request path reads the router's snapshots; it logs under the
+	// router's component, as one data plane.
+	handler := proxy.New(rt, proxy.Options{
+		Logger:            routerLog,
+		Registerer:        reg,
+		AccessLog:         cfg.AccessLog,
+		DialTimeout:       cfg.DialTimeout,
+		IdleConnTimeout:   cfg.IdleConnTimeout,
 		TrustedProxies:    trusted,
 		StandardTransport: cfg.BackendClient == "stdlib",
 
@@ -56,25 +68,29 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		TunnelIdleTimeout:    cfg.TunnelIdleTimeout,
 		UpgradeProtocols:     upgrades,
 	})
+	closeAll := func() {
+		rt.Close()
+		handler.Close()
+	}
 
 	codec := api.StandardCodec()
 	entrypoints, err := api.OpenStore(api.StoreOptions{Path: cfg.StateFile, Codec: codec, Sink: rt})
 	if err != nil {
-		rt.Close()
+		closeAll()
 		return nil, fmt.Errorf("loading API state: %w", err)
 	}
 
-	a := &app{proxy: rt}
+	a := &app{proxy: handler}
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
-		rt.Close()
+		closeAll()
 	})
 
 	var ready []api.ReadyCheck
 	if cfg.DockerEnabled {
 		prov, err := newDockerProvider(cfg, log, reg)
 		if err != nil {
-			rt.Close()
+			closeAll()
 			return nil, fmt.Errorf("docker provider: %w", err)
 		}
 		ready = append(ready, api.ReadyCheck{Name: "docker", Ready: prov.Synced, Connection: dockerConnection(prov)})
@@ -96,7 +112,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		Logger:     log.With().Str("component", "api").Logger(),
 	})
 	if err != nil {
-		rt.Close()
+		closeAll()
 		return nil, fmt.Errorf("API: %w", err)
 	}
 	a.api = srv

@@ -30,6 +30,7 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/httpx/server"
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 func main() {
@@ -63,7 +64,7 @@ func run() error {
 	serverKind := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
 	warmup := flag.Duration("warmup", 2*time.Second, "load time before profiling starts")
 	window := flag.Duration("duration", 10*time.Second, "profiling window")
-	plainIO := flag.Bool("plain-socket-io", false, "net.Conn's Read/Write instead of raw system calls, in the edge server and the backend client (server.Server.PlainSocketIO, router.Options.PlainSocketIO)")
+	plainIO := flag.Bool("plain-socket-io", false, "net.Conn's Read/Write instead of raw system calls, in the edge server and the backend client (server.Server.PlainSocketIO, proxy.Options.PlainSocketIO)")
 	requests := flag.Int64("requests", 0, "end the window after this many requests in all, warm-up included (0: no limit)")
 	cpuOut := flag.String("cpuprofile", "cpu.pprof", "CPU profile output (empty: no CPU profile)")
 	memOut := flag.String("memprofile", "allocs.pprof", "allocation profile output (empty: none)")
@@ -90,16 +91,16 @@ func run() error {
 	ep.ID, ep.Source = "bench", config.SourceAPI
 
 	// The same collaborators as `levee serve`: a Prometheus registry (the
-	// router's metrics are part of the request cost) and a logger at warn.
-	rt := router.New(router.Options{
-		Logger:        zerolog.New(os.Stderr).Level(zerolog.WarnLevel),
-		Registerer:    prometheus.NewRegistry(),
-		PlainSocketIO: *plainIO,
-	})
+	// metrics are part of the request cost) and a logger at warn.
+	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel)
+	reg := prometheus.NewRegistry()
+	rt := router.New(router.Options{Logger: log, Registerer: reg})
 	defer rt.Close()
+	handler := proxy.New(rt, proxy.Options{Logger: log, Registerer: reg, PlainSocketIO: *plainIO})
+	defer handler.Close()
 	rt.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
 
-	count := &counter{next: rt, limit: *requests, done: make(chan struct{})}
+	count := &counter{next: handler, limit: *requests, done: make(chan struct{})}
 	var srv interface {
 		Serve(net.Listener) error
 		Shutdown(context.Context) error

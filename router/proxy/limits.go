@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func (x *exchange) deadlines() deadliner { return x.dl }
 // armWrite bounds the next write to the client.
 func (x *exchange) armWrite() {
 	now := time.Now()
-	t := x.r.opts.ResponseWriteTimeout
+	t := x.p.opts.ResponseWriteTimeout
 	if !x.writeArmed.IsZero() && now.Sub(x.writeArmed) < min(t/8, maxWriteRearm) {
 		return
 	}
@@ -61,7 +61,7 @@ func (x *exchange) armWrite() {
 
 // armBodyRead bounds the next read of the request body.
 func (x *exchange) armBodyRead() {
-	o := &x.r.opts
+	o := &x.p.opts
 	now := time.Now()
 	if x.bodyStart.IsZero() {
 		x.bodyStart = now

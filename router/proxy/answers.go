@@ -1,4 +1,4 @@
-package router
+package proxy
 
 // Diagnostic header values: X-Levee-Diagnostic says why Levee itself
 // answered instead of a backend.

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bufio"
@@ -79,9 +79,9 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 	h.get("web.test", "/")
 	<-closed // the backend closed the connection now pooled
 	eventually(t, "a pooled connection", func() bool {
-		h.r.transports.mu.Lock()
-		defer h.r.transports.mu.Unlock()
-		for _, tr := range h.r.transports.m {
+		h.p.transports.mu.Lock()
+		defer h.p.transports.mu.Unlock()
+		for _, tr := range h.p.transports.m {
 			h1, ok := tr.(*client.Transport)
 			if !ok {
 				return true // LEVEE_TEST_CLIENT=stdlib: net/http's pool

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 // Every X-Levee-Diagnostic value has its row in docs/operations.md ("When
 // Levee answers itself"), so clients and log pipelines can look it up.
 func TestOperationsDocListsEveryDiagnostic(t *testing.T) {
-	doc, err := os.ReadFile("../docs/operations.md")
+	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}

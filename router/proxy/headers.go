@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"net"
@@ -16,7 +16,7 @@ import (
 func (x *exchange) prepareHeaders() {
 	req := x.req
 	h := req.Header
-	x.upgrade = x.r.allowedUpgrade(req)
+	x.upgrade = x.p.allowedUpgrade(req)
 	te := h["Te"]
 	removeHopByHop(h)
 	if x.upgrade != "" {
@@ -30,7 +30,7 @@ func (x *exchange) prepareHeaders() {
 	// from anyone else they are replaced, so that a client can spoof
 	// neither its address nor the scheme or host it used.
 	ip, _, err := net.SplitHostPort(req.RemoteAddr)
-	trusted := err == nil && x.r.trusts(ip)
+	trusted := err == nil && x.p.trusts(ip)
 	if !trusted {
 		removeSpoofable(h)
 	}
@@ -101,8 +101,8 @@ func removeHopByHop(h http.Header) {
 }
 
 // trusts reports whether the peer ip is one of Options.TrustedProxies.
-func (r *Router) trusts(ip string) bool {
-	if len(r.opts.TrustedProxies) == 0 {
+func (p *Handler) trusts(ip string) bool {
+	if len(p.opts.TrustedProxies) == 0 {
 		return false
 	}
 	addr, err := netip.ParseAddr(ip)
@@ -110,8 +110,8 @@ func (r *Router) trusts(ip string) bool {
 		return false
 	}
 	addr = addr.Unmap()
-	for _, p := range r.opts.TrustedProxies {
-		if p.Contains(addr) {
+	for _, pfx := range p.opts.TrustedProxies {
+		if pfx.Contains(addr) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/httpx/server"
 )
@@ -186,10 +187,12 @@ func newFrontOf(t testing.TB, handler http.Handler, stdlib bool) *testFront {
 	return f
 }
 
-// harness is a Router behind a real listener.
+// harness is a Router and the request path over it, behind a real
+// listener.
 type harness struct {
 	t     *testing.T
-	r     *Router
+	r     *router.Router
+	p     *Handler
 	front *testFront
 	clock *fakeClock
 	reg   *prometheus.Registry
@@ -215,22 +218,49 @@ func (s *syncBuffer) String() string {
 
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
+	return newHarnessWith(t, router.Options{}, opts)
+}
+
+// newHarnessWith is newHarness with the router's options too. Both share
+// the harness's clock (unless ro sets one), registry and log.
+func newHarnessWith(t *testing.T, ro router.Options, opts Options) *harness {
+	t.Helper()
 	h := &harness{t: t, clock: newFakeClock(), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
-	if opts.Clock == nil {
-		opts.Clock = h.clock
+	if ro.Clock == nil {
+		ro.Clock = h.clock
 	}
-	opts.Registerer = h.reg
-	opts.Logger = zerolog.New(h.logs)
+	if opts.Clock == nil {
+		opts.Clock = ro.Clock
+	}
+	ro.Registerer, opts.Registerer = h.reg, h.reg
+	ro.Logger = zerolog.New(h.logs)
+	opts.Logger = ro.Logger
 	if stdlibClient() {
 		opts.StandardTransport = true
 	}
-	h.r = New(opts)
-	h.front = newFront(t, h.r)
+	h.r = router.New(ro)
+	h.p = New(h.r, opts)
+	h.front = newFront(t, h.p)
 	t.Cleanup(func() {
 		h.front.Close()
 		h.r.Close()
+		h.p.Close()
 	})
 	return h
+}
+
+// epoch is the fake clock's start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// route returns a normalised entrypoint for tests.
+func route(id, path string, hosts ...string) config.Entrypoint {
+	ep := config.DefaultEntrypoint()
+	ep.ID, ep.Name, ep.Source = id, id, config.SourceAPI
+	ep.Path = path
+	ep.Hosts = hosts
+	ep.Created = epoch
+	ep.Backends = []config.Backend{{Address: "127.0.0.1", Port: 1, Weight: config.DefaultWeight}}
+	return ep
 }
 
 // dialFront opens a raw connection to the front, with a 10 s deadline,
@@ -304,4 +334,15 @@ func waitArrived(t *testing.T, b *testBackend) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no request reached %s", b.name)
 	}
+}
+
+// routeGuard returns the route's breaker (scope=route) in the current
+// snapshot.
+func routeGuard(t *testing.T, h *harness, id string) *router.Guard {
+	t.Helper()
+	rt, ok := h.r.Snapshot().Route(id)
+	if !ok || rt.State().Guard() == nil {
+		t.Fatalf("route %s has no breaker", id)
+	}
+	return rt.State().Guard()
 }

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"io"
@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -37,9 +38,13 @@ func benchBackend(b *testing.B) config.Backend {
 	return config.Backend{Address: host, Port: p, Weight: 1}
 }
 
-func benchRouter(b *testing.B, withBreaker bool, std ...bool) *Router {
-	r := New(Options{Logger: zerolog.Nop(), StandardTransport: len(std) > 0 && std[0]})
+// benchRouter returns the request path over a router with one route,
+// "bench" on bench.test.
+func benchRouter(b *testing.B, withBreaker bool, std ...bool) *Handler {
+	r := router.New(router.Options{Logger: zerolog.Nop()})
 	b.Cleanup(r.Close)
+	p := New(r, Options{Logger: zerolog.Nop(), StandardTransport: len(std) > 0 && std[0]})
+	b.Cleanup(p.Close)
 	e := ep("bench", benchBackend(b))
 	if withBreaker {
 		cb := config.DefaultCircuitBreaker()
@@ -47,7 +52,7 @@ func benchRouter(b *testing.B, withBreaker bool, std ...bool) *Router {
 		e.CircuitBreaker = &cb
 	}
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{e}})
-	return r
+	return p
 }
 
 // BenchmarkServeHTTP calls the handler directly (a real round trip to a
@@ -114,12 +119,12 @@ func BenchmarkProxyEndToEnd(b *testing.B) {
 // request: Admit + Report on the route's breaker, as ServeHTTP does them.
 func BenchmarkBreakerInRequestPath(b *testing.B) {
 	r := benchRouter(b, true)
-	rt, _ := r.Snapshot().Route("bench")
-	g := rt.state.guard.Load()
+	rt, _ := r.src.Snapshot().Route("bench")
+	g := rt.State().Guard()
 	b.ReportAllocs()
 	for b.Loop() {
-		d := g.b.Admit()
-		d.Token.Report(breaker.Outcome{Result: rt.classify(200)})
+		d := g.Breaker().Admit()
+		d.Token.Report(breaker.Outcome{Result: classify(rt, 200)})
 	}
 }
 

@@ -1,10 +1,9 @@
-package router
+package proxy
 
 import (
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -13,55 +12,65 @@ import (
 // knows the policy (weights, in-flight counts), the eligibility knows the
 // request (backends already tried, health, breakers).
 type eligibility interface {
-	eligible(b *backend) bool
+	eligible(b *router.Backend) bool
 }
 
 // balancer picks one backend among the eligible ones of a route, honouring
 // weights (weight 0 is never picked). It returns nil when none is eligible.
+// A balancer is stateless: what it keeps across requests and snapshots
+// (weights, a rotating start) is the route's router.BalancerState.
 type balancer interface {
-	pick(bs []*backend, e eligibility) *backend
+	pick(bs []*router.Backend, st *router.BalancerState, e eligibility) *router.Backend
 }
 
-// newBalancer returns the policy for name; unknown names (which the
+// The policies, shared by every route.
+var (
+	roundRobin   balancer = smoothRoundRobin{}
+	random       balancer = randomBalancer{}
+	twoChoices   balancer = powerOfTwo{}
+	fewestActive balancer = leastConnections{}
+)
+
+// balancerFor returns the policy for name; unknown names (which the
 // validator never lets through) get the default, round robin.
-func newBalancer(name string, rs *routeState) balancer {
+func balancerFor(name string) balancer {
 	switch name {
 	case config.Random:
-		return randomBalancer{}
+		return random
 	case config.PowerOfTwo:
-		return powerOfTwo{}
+		return twoChoices
 	case config.LeastConnections:
-		return &leastConnections{}
+		return fewestActive
 	default:
-		return &smoothRoundRobin{mu: &rs.lbMu}
+		return roundRobin
 	}
 }
 
 // smoothRoundRobin is nginx's smooth weighted round robin: weights 5,1,1
 // give a a b a c a a rather than a a a a a b c. Its per-backend "current
 // weight" lives in the backend state so it survives reloads.
-type smoothRoundRobin struct {
-	mu *sync.Mutex
-}
+type smoothRoundRobin struct{}
 
-func (p *smoothRoundRobin) pick(bs []*backend, e eligibility) *backend {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var best *backend
+func (smoothRoundRobin) pick(bs []*router.Backend, st *router.BalancerState, e eligibility) *router.Backend {
+	st.Lock()
+	defer st.Unlock()
+	var best *router.Backend
+	var bestCur *int64
 	total := int64(0)
 	for _, b := range bs {
-		if b.weight <= 0 || !e.eligible(b) {
+		if b.Weight() <= 0 || !e.eligible(b) {
 			continue
 		}
-		w := int64(b.weight)
-		b.st.current += w
+		w := int64(b.Weight())
+		cur := b.State().RoundRobinWeight()
+		*cur += w
 		total += w
-		if best == nil || b.st.current > best.st.current {
-			best = b
+		if best == nil || *cur > *bestCur {
+			best, bestCur = b, cur
 		}
 	}
 	if best != nil {
-		best.st.current -= total
+		*bestCur -= total
 	}
 	return best
 }
@@ -69,17 +78,17 @@ func (p *smoothRoundRobin) pick(bs []*backend, e eligibility) *backend {
 // randomBalancer picks with probability proportional to weight.
 type randomBalancer struct{}
 
-func (randomBalancer) pick(bs []*backend, e eligibility) *backend {
+func (randomBalancer) pick(bs []*router.Backend, _ *router.BalancerState, e eligibility) *router.Backend {
 	return weightedRandom(bs, e, nil)
 }
 
 // weightedRandom picks an eligible backend other than not, with
 // probability proportional to weight.
-func weightedRandom(bs []*backend, e eligibility, not *backend) *backend {
+func weightedRandom(bs []*router.Backend, e eligibility, not *router.Backend) *router.Backend {
 	total := 0
 	for _, b := range bs {
-		if b.weight > 0 && b != not && e.eligible(b) {
-			total += b.weight
+		if b.Weight() > 0 && b != not && e.eligible(b) {
+			total += b.Weight()
 		}
 	}
 	if total == 0 {
@@ -87,11 +96,11 @@ func weightedRandom(bs []*backend, e eligibility, not *backend) *backend {
 	}
 	n := rand.IntN(total)
 	for _, b := range bs {
-		if b.weight > 0 && b != not && e.eligible(b) {
-			if n < b.weight {
+		if b.Weight() > 0 && b != not && e.eligible(b) {
+			if n < b.Weight() {
 				return b
 			}
-			n -= b.weight
+			n -= b.Weight()
 		}
 	}
 	return nil // unreachable unless eligibility changed between the passes
@@ -101,7 +110,7 @@ func weightedRandom(bs []*backend, e eligibility, not *backend) *backend {
 // with fewer requests in flight per unit of weight.
 type powerOfTwo struct{}
 
-func (powerOfTwo) pick(bs []*backend, e eligibility) *backend {
+func (powerOfTwo) pick(bs []*router.Backend, _ *router.BalancerState, e eligibility) *router.Backend {
 	a := weightedRandom(bs, e, nil)
 	if a == nil {
 		return nil
@@ -115,20 +124,18 @@ func (powerOfTwo) pick(bs []*backend, e eligibility) *backend {
 
 // leastConnections picks the backend with the fewest requests in flight per
 // unit of weight; ties rotate so that an idle route still spreads load.
-type leastConnections struct {
-	next atomic.Uint32
-}
+type leastConnections struct{}
 
-func (p *leastConnections) pick(bs []*backend, e eligibility) *backend {
+func (leastConnections) pick(bs []*router.Backend, st *router.BalancerState, e eligibility) *router.Backend {
 	n := len(bs)
 	if n == 0 {
 		return nil
 	}
-	start := int(p.next.Add(1) % uint32(n))
-	var best *backend
+	start := int(st.Next() % uint32(n))
+	var best *router.Backend
 	for i := range n {
 		b := bs[(start+i)%n]
-		if b.weight <= 0 || !e.eligible(b) {
+		if b.Weight() <= 0 || !e.eligible(b) {
 			continue
 		}
 		if best == nil || lessLoaded(b, best) {
@@ -139,6 +146,6 @@ func (p *leastConnections) pick(bs []*backend, e eligibility) *backend {
 }
 
 // lessLoaded compares in-flight/weight without dividing.
-func lessLoaded(a, b *backend) bool {
-	return a.st.inflight.Load()*int64(b.weight) < b.st.inflight.Load()*int64(a.weight)
+func lessLoaded(a, b *router.Backend) bool {
+	return a.State().InFlight()*int64(b.Weight()) < b.State().InFlight()*int64(a.Weight())
 }

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"fmt"
@@ -6,46 +6,54 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 )
 
 type allEligible struct{}
 
-func (allEligible) eligible(*backend) bool { return true }
+func (allEligible) eligible(*router.Backend) bool { return true }
 
-type notDown struct{}
+// notDown holds out the backends marked down in it (as active health
+// checks would).
+type notDown map[*router.Backend]bool
 
-func (notDown) eligible(b *backend) bool { return !b.st.down.Load() }
+func (d notDown) eligible(b *router.Backend) bool { return !d[b] }
 
-func pool(weights ...int) []*backend {
-	bs := make([]*backend, len(weights))
+// pool returns the backends 10.0.0.1:80, 10.0.0.2:80, … of a route with
+// the weights, with fresh state.
+func pool(weights ...int) []*router.Backend {
+	e := config.Entrypoint{ID: "pool", Name: "pool", Hosts: []string{"pool.test"}, Path: "/"}
 	for i, w := range weights {
-		hp := fmt.Sprintf("10.0.0.%d:80", i+1)
-		bs[i] = &backend{hostport: hp, weight: w, st: &backendState{key: hp}}
+		e.Backends = append(e.Backends, config.Backend{Address: fmt.Sprintf("10.0.0.%d", i+1), Port: 80, Weight: w})
 	}
-	return bs
+	r := router.New(router.Options{})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{e}})
+	rt, _ := r.Snapshot().Route("pool")
+	return rt.Backends()
 }
 
-func counts(b balancer, bs []*backend, e eligibility, n int) map[string]int {
+func counts(b balancer, bs []*router.Backend, e eligibility, n int) map[string]int {
 	out := map[string]int{}
+	st := &router.BalancerState{}
 	for range n {
-		p := b.pick(bs, e)
+		p := b.pick(bs, st, e)
 		if p == nil {
 			out["<nil>"]++
 			continue
 		}
-		out[p.hostport]++
+		out[p.HostPort()]++
 	}
 	return out
 }
 
 func TestSmoothRoundRobinIsSmoothAndExact(t *testing.T) {
-	rs := &routeState{}
-	b := newBalancer(config.RoundRobin, rs)
+	b := balancerFor(config.RoundRobin)
 	bs := pool(5, 1, 1)
+	st := &router.BalancerState{}
 	var seq []string
 	for range 7 {
-		seq = append(seq, strings.TrimSuffix(strings.TrimPrefix(b.pick(bs, allEligible{}).hostport, "10.0.0."), ":80"))
+		seq = append(seq, strings.TrimSuffix(strings.TrimPrefix(b.pick(bs, st, allEligible{}).HostPort(), "10.0.0."), ":80"))
 	}
 	// nginx's smooth weighted round robin: a a b a c a a, spread out.
 	if got := strings.Join(seq, ""); got != "1121311" {
@@ -56,8 +64,7 @@ func TestSmoothRoundRobinIsSmoothAndExact(t *testing.T) {
 func TestBalancersHonourWeights(t *testing.T) {
 	for _, policy := range []string{config.RoundRobin, config.Random, config.PowerOfTwo, config.LeastConnections} {
 		t.Run(policy, func(t *testing.T) {
-			rs := &routeState{}
-			b := newBalancer(policy, rs)
+			b := balancerFor(policy)
 			bs := pool(300, 100, 0)
 			const n = 4000
 			got := counts(b, bs, allEligible{}, n)
@@ -83,9 +90,9 @@ func TestBalancersHonourWeights(t *testing.T) {
 func TestLeastLoadedPoliciesFollowInFlightPerWeight(t *testing.T) {
 	for _, policy := range []string{config.PowerOfTwo, config.LeastConnections} {
 		t.Run(policy, func(t *testing.T) {
-			b := newBalancer(policy, &routeState{})
+			b := balancerFor(policy)
 			bs := pool(100, 100)
-			bs[0].st.inflight.Store(10)
+			bs[0].State().AddInFlight(10)
 			got := counts(b, bs, allEligible{}, 200)
 			if got["10.0.0.2:80"] != 200 {
 				t.Fatalf("busy backend picked: %v", got)
@@ -93,8 +100,8 @@ func TestLeastLoadedPoliciesFollowInFlightPerWeight(t *testing.T) {
 			// Weight counts: 10 in flight on weight 1000 is less loaded
 			// than 1 on weight 10.
 			bs = pool(1000, 10)
-			bs[0].st.inflight.Store(10)
-			bs[1].st.inflight.Store(1)
+			bs[0].State().AddInFlight(10)
+			bs[1].State().AddInFlight(1)
 			got = counts(b, bs, allEligible{}, 100)
 			if got["10.0.0.1:80"] != 100 {
 				t.Fatalf("per-weight load ignored: %v", got)
@@ -106,15 +113,14 @@ func TestLeastLoadedPoliciesFollowInFlightPerWeight(t *testing.T) {
 func TestBalancersSkipIneligibleAndReturnNilWhenNone(t *testing.T) {
 	for _, policy := range []string{config.RoundRobin, config.Random, config.PowerOfTwo, config.LeastConnections} {
 		t.Run(policy, func(t *testing.T) {
-			b := newBalancer(policy, &routeState{})
+			b := balancerFor(policy)
 			bs := pool(100, 100, 100)
-			bs[0].st.down.Store(true)
-			bs[2].st.down.Store(true)
-			if got := counts(b, bs, notDown{}, 50); got["10.0.0.2:80"] != 50 {
+			down := notDown{bs[0]: true, bs[2]: true}
+			if got := counts(b, bs, down, 50); got["10.0.0.2:80"] != 50 {
 				t.Fatalf("picked an ineligible backend: %v", got)
 			}
-			bs[1].st.down.Store(true)
-			if got := counts(b, bs, notDown{}, 5); got["<nil>"] != 5 {
+			down[bs[1]] = true
+			if got := counts(b, bs, down, 5); got["<nil>"] != 5 {
 				t.Fatalf("picked with nothing eligible: %v", got)
 			}
 		})

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ var errUnaskedUpgrade = errors.New("backend switched protocols without being ask
 // that Options.UpgradeProtocols allows (RFC 9110 7.8), or "" when the
 // request is not an upgrade or asks for none of them; such a request is
 // sent as a plain one (a server may ignore Upgrade).
-func (r *Router) allowedUpgrade(req *http.Request) string {
+func (p *Handler) allowedUpgrade(req *http.Request) string {
 	if !isUpgrade(req) {
 		return ""
 	}
@@ -33,7 +33,7 @@ func (r *Router) allowedUpgrade(req *http.Request) string {
 			var tok string
 			tok, v = tokens.Next(v)
 			name, _, _ := strings.Cut(tok, "/") // protocol/version
-			if slices.Contains(r.opts.UpgradeProtocols, strings.ToLower(name)) {
+			if slices.Contains(p.opts.UpgradeProtocols, strings.ToLower(name)) {
 				keep = append(keep, tok)
 			}
 		}
@@ -103,7 +103,7 @@ func (x *exchange) switchProtocols(resp *http.Response) {
 	removeHopByHop(resp.Header)
 	resp.Header["Connection"] = valueUpgrade
 	resp.Header["Upgrade"] = []string{upgrade}
-	_ = conn.SetWriteDeadline(time.Now().Add(x.r.opts.ResponseWriteTimeout))
+	_ = conn.SetWriteDeadline(time.Now().Add(x.p.opts.ResponseWriteTimeout))
 	if err := resp.Write(brw); err != nil {
 		return
 	}
@@ -115,7 +115,7 @@ func (x *exchange) switchProtocols(resp *http.Response) {
 	last.Store(time.Now().UnixNano())
 	stop := make(chan struct{})
 	defer close(stop)
-	go tunnelIdle(x.r.opts.TunnelIdleTimeout, &last, stop, func() {
+	go tunnelIdle(x.p.opts.TunnelIdleTimeout, &last, stop, func() {
 		_ = conn.Close()
 		_ = backConn.Close()
 	})

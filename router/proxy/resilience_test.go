@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bufio"
@@ -20,7 +20,9 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // withBreaker adds a circuit breaker with params p to e.
@@ -527,7 +529,7 @@ func TestStateSurvivesReloads(t *testing.T) {
 }
 
 func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
-	h := newHarness(t, Options{RemovedRouteGrace: time.Minute})
+	h := newHarnessWith(t, router.Options{RemovedRouteGrace: time.Minute}, Options{})
 	a := newBackend(t, "a")
 	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()))
 	tripped(t, h, "web", "web.test")
@@ -545,7 +547,7 @@ func TestRemovedRouteAnswers503ThenDisappears(t *testing.T) {
 	if code, _, _ := h.get("web.test", "/"); code != 404 {
 		t.Fatalf("after the grace period: %d, want 404", code)
 	}
-	if _, ok := h.r.reg.get("web"); ok {
+	if h.r.Tracks("web") {
 		t.Fatal("state kept after the grace period")
 	}
 	// A new route with the same id starts fresh.
@@ -609,11 +611,11 @@ func TestControlBreaker(t *testing.T) {
 	h.set(config.SourceDocker, withBreaker(ep("web", a.backend()), ratioParams()), ep("plain", a.backend()))
 	events, cancel := h.r.Subscribe(16)
 	defer cancel()
-	if err := h.r.ControlBreaker("web", ActionOpen, "alice"); err != nil {
+	if err := h.r.ControlBreaker("web", status.ActionOpen, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	for e := range events {
-		if be, ok := e.Data.(BreakerEvent); ok {
+		if be, ok := e.Data.(status.BreakerEvent); ok {
 			if be.To != "open" || be.Rule != "manual" || be.By != "alice" {
 				t.Fatalf("manual opening event %+v", be)
 			}
@@ -624,13 +626,13 @@ func TestControlBreaker(t *testing.T) {
 	if code != 503 || a.hits.Load() != 0 {
 		t.Fatalf("forced open: %d, %d hits", code, a.hits.Load())
 	}
-	if err := h.r.ControlBreaker("web", ActionClose, "test"); err != nil {
+	if err := h.r.ControlBreaker("web", status.ActionClose, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, _ := h.get("web.test", "/"); code != 200 {
 		t.Fatalf("forced closed: %d", code)
 	}
-	for _, c := range []struct{ route, action string }{{"nope", ActionOpen}, {"plain", ActionOpen}} {
+	for _, c := range []struct{ route, action string }{{"nope", status.ActionOpen}, {"plain", status.ActionOpen}} {
 		if err := h.r.ControlBreaker(c.route, c.action, "test"); err == nil || !strings.Contains(err.Error(), "not found") {
 			t.Errorf("%s: err %v, want not found", c.route, err)
 		}
@@ -649,19 +651,19 @@ func TestEventsAndTransitionLogs(t *testing.T) {
 	tripped(t, h, "web", "web.test")
 
 	var types []string
-	var opened *BreakerEvent
+	var opened *status.BreakerEvent
 	for len(types) < 2 {
 		select {
 		case e := <-events:
 			types = append(types, e.Type)
-			if be, ok := e.Data.(BreakerEvent); ok {
+			if be, ok := e.Data.(status.BreakerEvent); ok {
 				opened = &be
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("events so far: %v", types)
 		}
 	}
-	if types[0] != EventRoute || opened == nil || opened.Event != "opened" || opened.Rule != "error_ratio" || opened.RetryAfter != 10 {
+	if types[0] != status.EventRoute || opened == nil || opened.Event != "opened" || opened.Rule != "error_ratio" || opened.RetryAfter != 10 {
 		t.Fatalf("events %v, breaker event %+v", types, opened)
 	}
 	if _, err := json.Marshal(opened); err != nil {
@@ -842,9 +844,9 @@ func TestClientGoneIsNeutral(t *testing.T) {
 	waitArrived(t, a)
 	cancel()
 	<-done
-	g := h.r.Snapshot().byID["web"].state.guard.Load()
-	eventually(t, "the cancelled request reported", func() bool { return g.b.Stats().Neutral == 1 })
-	if st := g.b.Stats(); st.State != breaker.Closed || st.Failures != 0 {
+	g := routeGuard(t, h, "web")
+	eventually(t, "the cancelled request reported", func() bool { return g.Breaker().Stats().Neutral == 1 })
+	if st := g.Breaker().Stats(); st.State != breaker.Closed || st.Failures != 0 {
 		t.Fatalf("a client going away counted against the backend: %+v", st)
 	}
 }
@@ -869,7 +871,7 @@ func TestBodyAbortedAfterHeadersKeepsTheOutcome(t *testing.T) {
 	if err == nil {
 		t.Fatal("the client got a complete-looking body from a broken backend response")
 	}
-	st := h.r.Snapshot().byID["web"].state.guard.Load().b.Stats()
+	st := routeGuard(t, h, "web").Breaker().Stats()
 	if st.State != breaker.Closed || st.Successes != 1 || st.Failures != 0 {
 		t.Fatalf("outcome changed after the headers: %+v", st)
 	}
@@ -928,8 +930,8 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 	}
 	select {
 	case e := <-events:
-		de, ok := e.Data.(DiagnosticEvent)
-		if e.Type != EventDiagnostic || !ok || de.Change != "added" || de.Diagnostic != d {
+		de, ok := e.Data.(status.DiagnosticEvent)
+		if e.Type != status.EventDiagnostic || !ok || de.Change != "added" || de.Diagnostic != d {
 			t.Fatalf("event %+v", e)
 		}
 	case <-time.After(10 * time.Second):
@@ -942,7 +944,7 @@ func TestDiagnosticsAreLoggedOnceAndPublished(t *testing.T) {
 }
 
 func TestGraceExpiresWithoutFurtherUpdates(t *testing.T) {
-	h := newHarness(t, Options{Clock: realClock{}, RemovedRouteGrace: 50 * time.Millisecond})
+	h := newHarnessWith(t, router.Options{Clock: router.RealClock{}, RemovedRouteGrace: 50 * time.Millisecond}, Options{})
 	a := newBackend(t, "a")
 	h.set(config.SourceDocker, ep("web", a.backend()))
 	h.set(config.SourceDocker)
@@ -951,7 +953,7 @@ func TestGraceExpiresWithoutFurtherUpdates(t *testing.T) {
 		return code == http.StatusNotFound
 	})
 	eventually(t, "its state to be dropped", func() bool {
-		_, ok := h.r.reg.get("web")
+		ok := h.r.Tracks("web")
 		return !ok
 	})
 }

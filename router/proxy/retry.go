@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
 		return false
 	}
 	rt := x.route
-	return rt.state.budget.allow(x.r.clock.Now().UnixNano(), x.r.opts.RetryBudgetWindow, x.r.opts.RetryBudget, x.r.opts.RetryBudgetMin)
+	return rt.State().RetryBudget().Allow(x.p.clock.Now().UnixNano(), x.p.opts.RetryBudgetWindow, x.p.opts.RetryBudget, x.p.opts.RetryBudgetMin)
 }
 
 // bufferBody reads a small request body into memory so that a retry can

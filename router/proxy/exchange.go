@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bytes"
@@ -13,22 +13,25 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router"
 )
 
 // exchange is one client request on its way through the proxy: the
 // attempts, the backends tried, what was answered. It is the eligibility
 // filter handed to the balancer.
 type exchange struct {
-	r     *Router
+	p     *Handler
 	w     http.ResponseWriter
 	req   *http.Request
-	route *Route
-	start time.Time
-	now   int64 // clock nanoseconds at the start, for ejection checks
+	route *router.Route
+	// transport is the backend client for the route's backend timeout.
+	transport backendTransport
+	start     time.Time
+	now       int64 // clock nanoseconds at the start, for ejection checks
 
 	status     int
 	headersAt  time.Duration
-	backend    *backend
+	backend    *router.Backend
 	attempts   int
 	breakerSt  breaker.State
 	guarded    bool
@@ -38,12 +41,12 @@ type exchange struct {
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
 	level     int
-	tried     [4]*backend
-	moreTried []*backend
+	tried     [4]*router.Backend
+	moreTried []*router.Backend
 	// excluded backends refused admission (scope=backend breaker) in this
 	// request: never picked again, whatever the level.
-	excluded     *backend
-	moreExcluded []*backend
+	excluded     *router.Backend
+	moreExcluded []*router.Backend
 
 	// openRetryAfter is the smallest Retry-After among open backend
 	// breakers met while picking (scope=backend).
@@ -69,36 +72,6 @@ type exchange struct {
 	xfh          [1]string
 }
 
-// ServeHTTP routes and proxies one request.
-func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	x := &exchange{r: r, w: w, req: req, start: time.Now()}
-	x.initDeadlines()
-	if req.Method == http.MethodConnect {
-		// An edge reverse proxy is not a forward proxy: no tunnels.
-		w.Header()["Allow"] = valueAllow
-		x.reply(http.StatusMethodNotAllowed, DiagnosticNoRoute, "CONNECT is not supported\n")
-		r.finish(x)
-		return
-	}
-	if !cleanPath(req.URL) {
-		x.reply(http.StatusBadRequest, DiagnosticBadPath, "request path with dot segments or an encoded slash\n")
-		r.finish(x)
-		return
-	}
-	x.route = r.snap.Load().Match(req.Method, req.Host, req.URL.Path)
-	if x.route == nil {
-		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
-	} else {
-		x.serve()
-	}
-	r.finish(x)
-	if x.abort {
-		// The response is already under way and the backend broke it:
-		// make the client see a truncated response, not a complete one.
-		panic(http.ErrAbortHandler)
-	}
-}
-
 // attemptResult is what one attempt produced.
 type attemptResult struct {
 	resp    *http.Response
@@ -115,7 +88,7 @@ type attemptResult struct {
 
 // attemptLoop is the state that serve's steps share, on serve's stack.
 type attemptLoop struct {
-	guard *guard        // the route's breaker (scope=route), nil without one
+	guard *router.Guard // the route's breaker (scope=route), nil without one
 	tok   breaker.Token // its admission of the next attempt
 	limit int           // the attempts allowed
 	last  attemptResult // the failure that the latest retry replaces
@@ -127,11 +100,12 @@ type attemptLoop struct {
 // backend is left to try.
 func (x *exchange) serve() {
 	rt := x.route
-	if rt.ghost || len(rt.backends) == 0 {
+	if rt.Removed() || len(rt.Backends()) == 0 {
 		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
 		return
 	}
-	x.now = x.r.clock.Now().UnixNano()
+	x.now = x.p.clock.Now().UnixNano()
+	x.transport = x.p.transports.get(rt.Config().BackendTimeout)
 	var l attemptLoop
 	if !x.admit(&l) {
 		return
@@ -157,12 +131,12 @@ func (x *exchange) serve() {
 // it refuses. Admission comes before anything else: an open breaker means
 // no pick, no retry, no backend sees the request.
 func (x *exchange) admit(l *attemptLoop) bool {
-	l.guard = x.route.state.guard.Load()
+	l.guard = x.route.State().Guard()
 	if l.guard == nil {
 		return true
 	}
 	x.guarded = true
-	d := l.guard.b.Admit()
+	d := l.guard.Breaker().Admit()
 	if !d.Admitted {
 		x.rejectOpen(l.guard, d.RetryAfter)
 		return false
@@ -176,12 +150,12 @@ func (x *exchange) admit(l *attemptLoop) bool {
 // retry budget.
 func (x *exchange) planAttempts(l *attemptLoop) {
 	rt := x.route
-	l.limit = max(1, rt.ep.Retry.Attempts)
+	l.limit = max(1, rt.Config().Retry.Attempts)
 	if x.upgrade != "" {
 		l.limit = 1
 	}
 	if l.limit > 1 {
-		rt.state.budget.request(x.now, x.r.opts.RetryBudgetWindow)
+		rt.State().RetryBudget().Request(x.now, x.p.opts.RetryBudgetWindow)
 	}
 }
 
@@ -209,17 +183,17 @@ func (x *exchange) readBody(l *attemptLoop) bool {
 // the attempt. A backend whose breaker refuses (half-open and its probe
 // slots taken) is excluded and another is picked. It returns nil when no
 // backend is left.
-func (x *exchange) next() (*backend, breaker.Token) {
+func (x *exchange) next() (*router.Backend, breaker.Token) {
 	for {
 		b := x.pick()
 		if b == nil {
 			return nil, breaker.Token{}
 		}
-		bg := b.st.guard.Load()
+		bg := b.State().Guard()
 		if bg == nil {
 			return b, breaker.Token{}
 		}
-		d := bg.b.Admit()
+		d := bg.Breaker().Admit()
 		if d.Admitted {
 			return b, d.Token
 		}
@@ -232,7 +206,7 @@ func (x *exchange) next() (*backend, breaker.Token) {
 // breakers and to passive ejection, then either the attempt is answered
 // to the client (try returns true) or, when the retry rules allow another
 // attempt, its failure is kept in l.last and the retry readied.
-func (x *exchange) try(l *attemptLoop, b *backend, btok breaker.Token) (answered bool) {
+func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (answered bool) {
 	rt := x.route
 	x.markTried(b)
 	x.attempts++
@@ -242,7 +216,7 @@ func (x *exchange) try(l *attemptLoop, b *backend, btok breaker.Token) (answered
 	l.tok.Report(o)
 	btok.Report(o)
 	if !res.clientGone && !res.badBody {
-		x.r.passive(rt, b, res.failed, x.r.clock.Now().UnixNano())
+		x.p.passive(rt, b, res.failed, x.p.clock.Now().UnixNano())
 	}
 	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
 		x.respond(b, &res)
@@ -252,7 +226,7 @@ func (x *exchange) try(l *attemptLoop, b *backend, btok breaker.Token) (answered
 	// and a breaker that opened meanwhile stops the retries (the failure
 	// at hand is then the answer).
 	if l.guard != nil {
-		d := l.guard.b.Admit()
+		d := l.guard.Breaker().Admit()
 		if !d.Admitted {
 			x.respond(b, &res)
 			return true
@@ -261,10 +235,10 @@ func (x *exchange) try(l *attemptLoop, b *backend, btok breaker.Token) (answered
 	}
 	if res.resp != nil {
 		discard(res.resp)
-		b.st.inflight.Add(-1)
+		b.State().AddInFlight(-1)
 	}
 	l.last = res
-	rt.state.series.retries.Inc()
+	x.series().retries.Inc()
 	return false
 }
 
@@ -300,12 +274,12 @@ type outbound struct {
 }
 
 // attempt sends the request to one backend and waits for its headers.
-func (x *exchange) attempt(b *backend) attemptResult {
+func (x *exchange) attempt(b *router.Backend) attemptResult {
 	in := x.req
 	o := &outbound{req: *in}
 	out := &o.req
-	path, raw := x.route.rewrite(in.URL)
-	o.url = url.URL{Scheme: "http", Host: b.hostport, Path: path, RawPath: raw, RawQuery: in.URL.RawQuery}
+	path, raw := x.route.Rewrite(in.URL)
+	o.url = url.URL{Scheme: "http", Host: b.HostPort(), Path: path, RawPath: raw, RawQuery: in.URL.RawQuery}
 	out.URL = &o.url
 	out.RequestURI = ""
 	out.Close = false
@@ -333,16 +307,16 @@ func (x *exchange) attempt(b *backend) attemptResult {
 	// closed after the answer, never reused for another client.
 	out.Close = in.Body != nil && in.Body != http.NoBody && in.ContentLength != 0 && !methodDefinesBody(in.Method)
 
-	b.st.inflight.Add(1)
+	b.State().AddInFlight(1)
 	t0 := time.Now()
-	resp, err := x.route.transport.RoundTripInformational(out, x)
+	resp, err := x.transport.RoundTripInformational(out, x)
 	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !x.upgradeAccepted(resp) {
 		_ = resp.Body.Close()
 		resp, err = nil, errUnaskedUpgrade
 	}
 	res := attemptResult{resp: resp, err: err, elapsed: time.Since(t0)}
 	if err != nil {
-		b.st.inflight.Add(-1)
+		b.State().AddInFlight(-1)
 		res.failed = true
 		var op *net.OpError
 		var ne net.Error
@@ -384,7 +358,7 @@ func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
 	case res.err != nil:
 		o.Result = breaker.Failure
 	default:
-		o.Result = x.route.classify(res.resp.StatusCode)
+		o.Result = classify(x.route, res.resp.StatusCode)
 		if o.Result == breaker.Failure {
 			res.failed = true
 			o.RetryAfter = retryAfterOf(res.resp.Header)
@@ -395,9 +369,9 @@ func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
 
 // classify judges a status with the route's breaker parameters, or as
 // "5xx is a failure" for routes without a breaker (passive ejection).
-func (rt *Route) classify(status int) breaker.Result {
-	if rt.ep.CircuitBreaker != nil {
-		return rt.cbParams.Classify(status)
+func classify(rt *router.Route, status int) breaker.Result {
+	if rt.Config().CircuitBreaker != nil {
+		return rt.BreakerParams().Classify(status)
 	}
 	if status >= 500 {
 		return breaker.Failure

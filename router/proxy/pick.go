@@ -1,6 +1,7 @@
-package router
+package proxy
 
 import (
+	"github.com/levee-proxy/levee/router"
 	"slices"
 	"time"
 
@@ -10,24 +11,24 @@ import (
 // eligible is the exchange's eligibility filter for the balancer: not
 // excluded, healthy and not ejected (level < 2), not tried yet (level < 1),
 // its breaker not open.
-func (x *exchange) eligible(b *backend) bool {
+func (x *exchange) eligible(b *router.Backend) bool {
 	if x.excluded != nil && x.excluded == b || x.moreExcluded != nil && slices.Contains(x.moreExcluded, b) {
 		return false
 	}
-	if x.level < 2 && (b.st.down.Load() || b.st.ejected(x.now)) {
+	if x.level < 2 && (b.State().Down() || b.State().Ejected(x.now)) {
 		return false
 	}
 	if x.level < 1 && x.wasTried(b) {
 		return false
 	}
-	if g := b.st.guard.Load(); g != nil && g.b.State() == breaker.Open {
+	if g := b.State().Guard(); g != nil && g.Breaker().State() == breaker.Open {
 		x.sawOpen = true
 		return false
 	}
 	return true
 }
 
-func (x *exchange) wasTried(b *backend) bool {
+func (x *exchange) wasTried(b *router.Backend) bool {
 	for _, t := range x.tried {
 		if t == b {
 			return true
@@ -41,7 +42,7 @@ func (x *exchange) wasTried(b *backend) bool {
 	return false
 }
 
-func (x *exchange) exclude(b *backend) {
+func (x *exchange) exclude(b *router.Backend) {
 	if x.excluded == nil {
 		x.excluded = b
 		return
@@ -49,7 +50,7 @@ func (x *exchange) exclude(b *backend) {
 	x.moreExcluded = append(x.moreExcluded, b)
 }
 
-func (x *exchange) markTried(b *backend) {
+func (x *exchange) markTried(b *router.Backend) {
 	for i := range x.tried {
 		if x.tried[i] == nil {
 			x.tried[i] = b
@@ -60,9 +61,11 @@ func (x *exchange) markTried(b *backend) {
 }
 
 // pick asks the balancer, relaxing eligibility step by step.
-func (x *exchange) pick() *backend {
+func (x *exchange) pick() *router.Backend {
+	lb := balancerFor(x.route.Config().LoadBalancer)
+	bs, st := x.route.Backends(), x.route.State().Balancer()
 	for x.level = 0; x.level < 3; x.level++ {
-		if b := x.route.balancer.pick(x.route.backends, x); b != nil {
+		if b := lb.pick(bs, st, x); b != nil {
 			return b
 		}
 	}

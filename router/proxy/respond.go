@@ -1,6 +1,7 @@
-package router
+package proxy
 
 import (
+	"github.com/levee-proxy/levee/router"
 	"io"
 	"net/http"
 	"slices"
@@ -11,12 +12,12 @@ import (
 )
 
 // respond sends the attempt's result to the client.
-func (x *exchange) respond(b *backend, res *attemptResult) {
+func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	if res.resp == nil {
 		x.respondError(res)
 		return
 	}
-	defer b.st.inflight.Add(-1)
+	defer b.State().AddInFlight(-1)
 	resp := res.resp
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		x.switchProtocols(resp)
@@ -79,8 +80,8 @@ func trailerNames(t http.Header) string {
 // response is a stream. It returns the backend's read error; a client
 // that went away just ends the copy.
 func (x *exchange) copyBody(src io.Reader, flush bool) error {
-	bp := x.r.buffers.Get().(*[]byte)
-	defer x.r.buffers.Put(bp)
+	bp := x.p.buffers.Get().(*[]byte)
+	defer x.p.buffers.Put(bp)
 	buf := *bp
 	flusher, _ := x.w.(http.Flusher)
 	if !flush {
@@ -93,7 +94,7 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 			if _, werr := x.w.Write(buf[:n]); werr != nil {
 				// The client left or stopped taking the response: the
 				// response is incomplete, so its connection ends now.
-				x.r.metrics.clientErrors.WithLabelValues(clientErrorWrite).Inc()
+				x.p.metrics.clientErrors.WithLabelValues(clientErrorWrite).Inc()
 				x.abort = true
 				return nil
 			}
@@ -135,11 +136,11 @@ func (x *exchange) respondError(res *attemptResult) {
 func (x *exchange) replyBadBody() {
 	x.w.Header()["Connection"] = valueClose
 	if x.bodyTimedOut.Load() {
-		x.r.metrics.clientErrors.WithLabelValues(clientErrorBodyTimeout).Inc()
+		x.p.metrics.clientErrors.WithLabelValues(clientErrorBodyTimeout).Inc()
 		x.reply(http.StatusRequestTimeout, DiagnosticClientTimeout, "request body not received in time\n")
 		return
 	}
-	x.r.metrics.clientErrors.WithLabelValues(clientErrorBadBody).Inc()
+	x.p.metrics.clientErrors.WithLabelValues(clientErrorBadBody).Inc()
 	x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
 }
 
@@ -161,9 +162,9 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 }
 
 // rejectOpen answers for an open route breaker.
-func (x *exchange) rejectOpen(g *guard, retryAfter time.Duration) {
+func (x *exchange) rejectOpen(g *router.Guard, retryAfter time.Duration) {
 	x.breakerSt = breaker.Open
-	g.rejected.Inc()
+	g.NoteRejected()
 	x.sendOpen(retryAfter)
 }
 
@@ -171,11 +172,11 @@ func (x *exchange) rejectOpen(g *guard, retryAfter time.Duration) {
 // open: the route is open, with the smallest Retry-After.
 func (x *exchange) rejectBackendsOpen() {
 	x.breakerSt = breaker.Open
-	x.route.state.series.rejected.Inc()
+	x.route.State().NoteRejected()
 	ra := x.openRetryAfter
-	for _, b := range x.route.backends {
-		if g := b.st.guard.Load(); g != nil {
-			if st := g.b.Stats(); st.State == breaker.Open && (ra == 0 || st.RetryAfter < ra) {
+	for _, b := range x.route.Backends() {
+		if g := b.State().Guard(); g != nil {
+			if st := g.Breaker().Stats(); st.State == breaker.Open && (ra == 0 || st.RetryAfter < ra) {
 				ra = st.RetryAfter
 			}
 		}
@@ -185,7 +186,7 @@ func (x *exchange) rejectBackendsOpen() {
 
 func (x *exchange) sendOpen(retryAfter time.Duration) {
 	code, body := http.StatusServiceUnavailable, "upstream circuit open"
-	if cb := x.route.ep.CircuitBreaker; cb != nil {
+	if cb := x.route.Config().CircuitBreaker; cb != nil {
 		if cb.ResponseCode != 0 {
 			code = cb.ResponseCode
 		}
@@ -194,6 +195,6 @@ func (x *exchange) sendOpen(retryAfter time.Duration) {
 		}
 	}
 	secs := int((retryAfter + time.Second - 1) / time.Second)
-	x.w.Header()["Retry-After"] = x.r.retryAfterValue(max(secs, 1))
+	x.w.Header()["Retry-After"] = x.p.retryAfterValue(max(secs, 1))
 	x.reply(code, DiagnosticCircuitOpen, body)
 }

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/router"
 )
 
 func TestRemoveHopByHop(t *testing.T) {
@@ -45,8 +47,8 @@ func TestRemoveHopByHopAllocs(t *testing.T) {
 // TE passes on as "trailers" when the client's list holds that token,
 // whatever its case and place in the list; nothing else passes.
 func TestTrailersTE(t *testing.T) {
-	r := New(Options{Logger: zerolog.Nop()})
-	defer r.Close()
+	p := New(router.New(router.Options{}), Options{Logger: zerolog.Nop()})
+	defer p.Close()
 	for te, want := range map[string]string{
 		"trailers":               "trailers",
 		"gzip, Trailers":         "trailers",
@@ -56,7 +58,7 @@ func TestTrailersTE(t *testing.T) {
 	} {
 		req := httptest.NewRequest(http.MethodGet, "http://web.test/", nil)
 		req.Header.Set("TE", te)
-		x := &exchange{r: r, req: req}
+		x := &exchange{p: p, req: req}
 		x.prepareHeaders()
 		if got := req.Header.Get("Te"); got != want {
 			t.Errorf("TE %q: backend gets %q, want %q", te, got, want)

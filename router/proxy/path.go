@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"net/url"
@@ -29,34 +29,4 @@ func cleanPath(u *url.URL) bool {
 		return false
 	}
 	return true
-}
-
-// rewrite applies StripPrefix and AddPrefix to the request path (decoded
-// and, when the client's encoding differs, raw).
-func (rt *Route) rewrite(u *url.URL) (path, raw string) {
-	path, raw = u.Path, u.RawPath
-	if rt.ep.StripPrefix && rt.prefix != "/" {
-		path = strings.TrimPrefix(path, rt.prefix)
-		if path == "" || path[0] != '/' {
-			path = "/" + path
-		}
-		if raw != "" {
-			if strings.HasPrefix(raw, rt.prefix) {
-				raw = raw[len(rt.prefix):]
-				if raw == "" || raw[0] != '/' {
-					raw = "/" + raw
-				}
-			} else {
-				raw = ""
-			}
-		}
-	}
-	if p := rt.ep.AddPrefix; p != "" && p != "/" {
-		p = strings.TrimSuffix(p, "/")
-		path = p + path
-		if raw != "" {
-			raw = p + raw
-		}
-	}
-	return path, raw
 }

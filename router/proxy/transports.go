@@ -1,9 +1,11 @@
-package router
+package proxy
 
 import (
+	"maps"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee-proxy/levee/router/httpx/client"
@@ -19,6 +21,9 @@ type transports struct {
 	opts Options
 	m    map[time.Duration]backendTransport
 	std  map[time.Duration]*http.Transport
+	// byTimeout is a copy of m that requests read without the lock; it is
+	// replaced (never changed) when a transport is added.
+	byTimeout atomic.Pointer[map[time.Duration]backendTransport]
 }
 
 // backendTransport is what an attempt needs from a backend client: a
@@ -32,10 +37,19 @@ func (t *transports) init(o Options) {
 	t.opts = o
 	t.m = make(map[time.Duration]backendTransport)
 	t.std = make(map[time.Duration]*http.Transport)
+	t.byTimeout.Store(&map[time.Duration]backendTransport{})
 }
 
 // get returns the backend transport for a header timeout (0 = none).
 func (t *transports) get(timeout time.Duration) backendTransport {
+	if tr := (*t.byTimeout.Load())[timeout]; tr != nil {
+		return tr
+	}
+	return t.add(timeout)
+}
+
+// add creates the transport for a timeout the first time it is asked for.
+func (t *transports) add(timeout time.Duration) backendTransport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tr := t.m[timeout]; tr != nil {
@@ -52,14 +66,8 @@ func (t *transports) get(timeout time.Duration) backendTransport {
 		})
 	}
 	t.m[timeout] = tr
+	t.byTimeout.Store(new(maps.Clone(t.m)))
 	return tr
-}
-
-// standard returns a net/http transport (health checks use one).
-func (t *transports) standard(timeout time.Duration) *http.Transport {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.standardLocked(timeout)
 }
 
 func (t *transports) standardLocked(timeout time.Duration) *http.Transport {

@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bufio"
@@ -332,7 +332,7 @@ func TestProxyWebSocketEcho(t *testing.T) {
 		}
 	}
 	// The upgrade was judged by its 101, while the connection is still open.
-	if st := h.r.Snapshot().byID["ws"].state.guard.Load().b.Stats(); st.Successes != 1 {
+	if st := routeGuard(t, h, "ws").Breaker().Stats(); st.Successes != 1 {
 		t.Fatalf("breaker after the upgrade: %+v, want one success", st)
 	}
 }

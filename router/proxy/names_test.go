@@ -1,4 +1,4 @@
-package router
+package proxy
 
 import (
 	"bufio"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // breakerCycle drives the breaker of route "web" through every transition
 // a user sees: opened by a rule, half-open after the cooldown (checked
 // while the probe hangs), closed by the probe, then opened and closed by
 // an operator. It returns the breaker events in order.
-func breakerCycle(t *testing.T, h *harness) []BreakerEvent {
+func breakerCycle(t *testing.T, h *harness) []status.BreakerEvent {
 	t.Helper()
 	events, cancel := h.r.Subscribe(64)
 	defer cancel()
@@ -43,7 +44,7 @@ func breakerCycle(t *testing.T, h *harness) []BreakerEvent {
 	if code := <-probe; code != http.StatusOK {
 		t.Fatalf("probe answered %d", code)
 	}
-	for _, action := range []string{ActionOpen, ActionClose} {
+	for _, action := range []string{status.ActionOpen, status.ActionClose} {
 		if err := h.r.ControlBreaker("web", action, "alice"); err != nil {
 			t.Fatal(err)
 		}
@@ -51,12 +52,12 @@ func breakerCycle(t *testing.T, h *harness) []BreakerEvent {
 
 	// Each transition publishes its event after logging and counting it,
 	// so once the fifth event is in, logs and metrics are complete.
-	var got []BreakerEvent
+	var got []status.BreakerEvent
 	deadline := time.After(10 * time.Second)
 	for len(got) < 5 {
 		select {
 		case e := <-events:
-			if be, ok := e.Data.(BreakerEvent); ok {
+			if be, ok := e.Data.(status.BreakerEvent); ok {
 				got = append(got, be)
 			}
 		case <-deadline:
@@ -163,3 +164,6 @@ func TestNoMetricSeriesHasAnEmptyLabelValue(t *testing.T) {
 		}
 	}
 }
+
+// noRule is the router's rule label for transitions no trip rule caused.
+const noRule = "none"

@@ -1,0 +1,62 @@
+// Package proxy is Levee's request path: the http.Handler that takes a
+// client request through the router's current snapshot to a backend and
+// back. It reads routes and runtime state from package router and writes
+// that state only through router's exported methods; the router never
+// calls into it.
+//
+// # A request
+//
+// One request is one exchange (exchange.go), in this order:
+//
+//  1. Match. The snapshot (router.Snapshot, one atomic load, no lock)
+//     gives the route for host, path and method; none is 404 no-route.
+//     CONNECT, and a path with dot segments or an encoded slash, are
+//     refused before matching.
+//  2. Breaker admission. With a scope=route breaker, its Admit comes
+//     before anything else: an open breaker answers 503 circuit-open (or
+//     the configured code) with Retry-After, and no backend sees the
+//     request.
+//  3. Pick. The balancer (lb.go: round robin, random, power of two,
+//     least connections; stateless, its counters are the route's
+//     router.BalancerState) chooses among eligible backends (pick.go:
+//     weight > 0, not down, not ejected, breaker not open, not yet tried),
+//     relaxing step by step so that a route whose backends are all out
+//     fails open. A scope=backend breaker admits the attempt; a refusal
+//     excludes that backend and the pick starts again.
+//  4. Attempt. The request, its headers prepared (headers.go), goes to
+//     the backend through the client for the route's backend timeout
+//     (transports.go: Levee's router/httpx/client, or net/http's).
+//  5. Outcome. At response headers the attempt is classified
+//     (exchange.go: outcome, classify) and reported to both breakers'
+//     tokens and to passive health (passive.go).
+//  6. Retry or respond. A failure may be tried again on another backend
+//     when the retry rules allow it (retry.go: attempts left, idempotent
+//     or never sent, body small enough to have been buffered, retry
+//     budget left); otherwise the response streams to the client
+//     (respond.go), or a 101 becomes a tunnel (upgrade.go).
+//
+// The request metrics and the access log line (accesslog.go) are
+// written when the exchange ends, whatever ended it.
+//
+// # Who is blamed for what
+//
+// A backend is blamed only for what it did: a transport error, a timeout
+// waiting for its headers, a status the route's breaker parameters call a
+// failure (5xx without a breaker), a 101 nobody asked for. A client that
+// went away, or whose body was malformed or too slow (400, 408; limits.go),
+// is neutral: the breakers and passive ejection do not hear of it, and
+// it is counted in levee_client_errors_total instead. Levee's own answers
+// carry X-Levee-Diagnostic (answers.go) so that a client can tell them
+// from a backend's.
+//
+// # Where traffic policies plug in
+//
+// The pieces around one exchange are kept apart so that a new policy is a
+// new piece, not a new branch in the loop, in the way Caddy's reverseproxy
+// composes its handler: eligibility (what may be picked for this attempt)
+// next to the balancer (which of those), the retry rules next to the
+// outcome classification, the answers apart from the streaming. Request
+// and response rewriting, rate limits or mirroring belong around the
+// exchange, before the pick and after the outcome, with the router
+// keeping any state they need across snapshots.
+package proxy

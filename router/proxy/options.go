@@ -1,0 +1,145 @@
+package proxy
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/router"
+)
+
+// Options are the request path's collaborators and tunables. Zero values
+// mean the documented defaults.
+type Options struct {
+	// Logger receives passive ejections and (when AccessLog is set) one
+	// line per request.
+	Logger zerolog.Logger
+	// Registerer receives the request path's metrics; nil keeps them in a
+	// private registry (nothing global is touched).
+	Registerer prometheus.Registerer
+	// Clock drives ejection and the retry budget; nil = real time. Give
+	// it the router's clock: ejection deadlines are read by both.
+	Clock router.Clock
+	// AccessLog logs one line per request.
+	AccessLog bool
+	// TrustedProxies are the peers (load balancers in front of Levee)
+	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
+	// From every other peer those headers are replaced.
+	TrustedProxies []netip.Prefix
+
+	// DialTimeout bounds connecting to a backend (default 5s).
+	DialTimeout time.Duration
+	// IdleConnTimeout closes pooled backend connections idle this long
+	// (default 90s).
+	IdleConnTimeout time.Duration
+	// MaxIdleConnsPerHost is the keep-alive pool size per backend
+	// (default 256).
+	MaxIdleConnsPerHost int
+	// StandardTransport sends backend requests through net/http.Transport
+	// instead of Levee's lean HTTP/1.1 client (router/httpx/client): slower,
+	// kept as a fallback.
+	StandardTransport bool
+	// PlainSocketIO makes Levee's backend client read and write through
+	// net.Conn instead of raw system calls (sockio.Socket); for
+	// measurement.
+	PlainSocketIO bool
+
+	// RequestBodyTimeout is the longest wait for the next bytes of a
+	// client's request body (default 30s); a client that stalls longer is
+	// answered 408 and never counts against the backend.
+	RequestBodyTimeout time.Duration
+	// RequestBodyMinRate, when positive, is the average rate in bytes per
+	// second that a request body must keep once RequestBodyTimeout has
+	// passed since it started (a client trickling a byte just inside every
+	// timeout would otherwise hold its connection for ever).
+	RequestBodyMinRate int
+	// ResponseWriteTimeout is the longest wait for a client to take the
+	// next bytes of a response (default 60s); then the connection closes.
+	ResponseWriteTimeout time.Duration
+	// BackendBodyTimeout is the longest wait for the next bytes of a
+	// backend's response body (default 60s); then the response is cut
+	// short and the backend connection closed.
+	BackendBodyTimeout time.Duration
+	// TunnelIdleTimeout closes an upgraded connection (WebSocket) on which
+	// no byte moved in either direction for this long (default 5m).
+	TunnelIdleTimeout time.Duration
+	// UpgradeProtocols are the protocols a client may switch to through
+	// the proxy (Upgrade header, lower case; default websocket). A request
+	// to upgrade to anything else is forwarded as a plain request.
+	UpgradeProtocols []string
+
+	// EjectAfter consecutive failures eject a backend (default 5; negative
+	// disables passive ejection).
+	EjectAfter int
+	// EjectTime is the first ejection's length, doubled on each consecutive
+	// ejection (default 10s) up to EjectMaxTime (default 5m).
+	EjectTime    time.Duration
+	EjectMaxTime time.Duration
+	// EjectMaxShare caps the share of a route's backends ejected at once
+	// (default 0.5; at least one backend may always be ejected).
+	EjectMaxShare float64
+
+	// RetryBudget is the share of extra attempts allowed over
+	// RetryBudgetWindow (default 0.2), with at least RetryBudgetMin
+	// retries per window (default 10) so that quiet routes can retry.
+	RetryBudget       float64
+	RetryBudgetWindow time.Duration
+	RetryBudgetMin    int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = router.RealClock{}
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.IdleConnTimeout <= 0 {
+		o.IdleConnTimeout = 90 * time.Second
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = 256
+	}
+	if o.RequestBodyTimeout <= 0 {
+		o.RequestBodyTimeout = 30 * time.Second
+	}
+	if o.ResponseWriteTimeout <= 0 {
+		o.ResponseWriteTimeout = 60 * time.Second
+	}
+	if o.BackendBodyTimeout <= 0 {
+		o.BackendBodyTimeout = 60 * time.Second
+	}
+	if o.TunnelIdleTimeout <= 0 {
+		o.TunnelIdleTimeout = 5 * time.Minute
+	}
+	if o.UpgradeProtocols == nil {
+		o.UpgradeProtocols = []string{"websocket"}
+	}
+	if o.EjectAfter == 0 {
+		o.EjectAfter = 5
+	}
+	if o.EjectTime <= 0 {
+		o.EjectTime = 10 * time.Second
+	}
+	if o.EjectMaxTime < o.EjectTime {
+		o.EjectMaxTime = max(5*time.Minute, o.EjectTime)
+	}
+	if o.EjectMaxShare <= 0 || o.EjectMaxShare > 1 {
+		o.EjectMaxShare = 0.5
+	}
+	if o.RetryBudget <= 0 {
+		o.RetryBudget = 0.2
+	}
+	if o.RetryBudgetWindow <= 0 {
+		o.RetryBudgetWindow = 10 * time.Second
+	}
+	if o.RetryBudgetMin <= 0 {
+		o.RetryBudgetMin = 10
+	}
+	return o
+}

@@ -1,0 +1,58 @@
+package status
+
+import (
+	"time"
+
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// Event types carried by the router's event bus.
+const (
+	EventBreaker    = "breaker"
+	EventRoute      = "route"
+	EventDiagnostic = "diagnostic"
+)
+
+// Event is one thing that happened in the data plane, for consumers such as
+// the API's server-sent events. Data is one of BreakerEvent, RouteEvent or
+// DiagnosticEvent and marshals to JSON.
+type Event struct {
+	Type string    `json:"type"`
+	Time time.Time `json:"time"`
+	Data any       `json:"data"`
+}
+
+// BreakerEvent is a breaker transition.
+type BreakerEvent struct {
+	Route string `json:"route"`
+	// Backend is set for scope=backend breakers.
+	Backend string `json:"backend,omitempty"`
+	// Event is "opened", "half-open" or "closed"; From and To are states
+	// ("closed", "open", "half-open"), spelled as in the API.
+	Event string `json:"event"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	// Rule is why it opened ("error_ratio", …) or "manual" for an operator
+	// action; absent otherwise (the metric label says "none" instead).
+	Rule string `json:"rule,omitempty"`
+	// RetryAfter is, for an opening, the seconds until half-open.
+	RetryAfter float64 `json:"retry_after,omitempty"`
+	Generation uint64  `json:"generation"`
+	// By names who forced a manual transition (API caller), if anyone.
+	By string `json:"by,omitempty"`
+}
+
+// RouteEvent says a route appeared, changed or went away.
+type RouteEvent struct {
+	Route  string `json:"route"`
+	Source string `json:"source"`
+	// Change is "added", "changed" or "removed".
+	Change string `json:"change"`
+}
+
+// DiagnosticEvent says a diagnostic appeared or went away.
+type DiagnosticEvent struct {
+	// Change is "added" or "removed".
+	Change     string                 `json:"change"`
+	Diagnostic diagnostics.Diagnostic `json:"diagnostic"`
+}
