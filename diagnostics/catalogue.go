@@ -45,6 +45,7 @@ const (
 	DuplicateKey      Code = "W035"
 	PathDefaulted     Code = "I001"
 	PortDefaulted     Code = "I002"
+	TraefikLabels     Code = "I003"
 )
 
 // catalogue is filled in catalogue_entries.go.

@@ -55,7 +55,7 @@ func entries() []Entry {
 		},
 		{
 			Code: UnknownKey, Severity: Warn, Title: "unknown key",
-			Effect:  "The label or JSON field is ignored; everything else applies. The hint suggests the closest known key.",
+			Effect:  "The label or JSON field is ignored; everything else applies. The hint suggests the closest known key; for a Traefik or Sōzune key (`tls`, `loadbalancer.server.port`) it says what Levee calls it, or that Levee does not support it (see docs/migrating.md).",
 			Fix:     "Correct the key: keys are camelCase in labels (`circuitBreaker.minRequests`) and snake_case in the API (`config.circuit_breaker.min_requests`), and match exactly.",
 			Example: "levee.http.app.circuitbreaker.threshold=0.5   # did you mean circuitBreaker.threshold?",
 		},
@@ -160,6 +160,12 @@ func entries() []Entry {
 			Effect:  "No port label: Levee used the container's only exposed port, else its lowest exposed port, else 80. The message says which and why.",
 			Fix:     "Set `<prefix>.http.<service>.port` to choose explicitly.",
 			Example: "a container exposing 8080 and 9090 with no port label (8080 is used)",
+		},
+		{
+			Code: TraefikLabels, Severity: Info, Title: "Traefik labels but no Levee labels",
+			Effect:  "Levee does not read `traefik.*` labels: nothing of the container is routed by them (with --docker-exposed-by-default it is enabled but defines no service). Reported once per container that carries `traefik.*` labels and no `<prefix>.*` label; a container that has both gets no I003.",
+			Fix:     "Write the labels under Levee's prefix: docs/migrating.md maps Traefik's labels to Levee's (`rule=Host(...)` → `host`, `loadbalancer.server.port` → `port`, …). Nothing to fix if the container is meant for Traefik only.",
+			Example: "traefik.enable=true, traefik.http.routers.app.rule=Host(`app.example.com`)   # and no levee.* label",
 		},
 	}
 }

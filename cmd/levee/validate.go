@@ -242,7 +242,14 @@ func buildReport(containers []labels.Container, eps []config.Entrypoint, ds []di
 
 func statusOf(r *serviceReport) string {
 	if r.Entrypoint == "" {
-		return statusSkipped
+		// A row with information only (I003: a container labelled for
+		// Traefik) is a container Levee does not route, not a failure.
+		for _, d := range r.Diagnostics {
+			if d.Severity >= diagnostics.Warn {
+				return statusSkipped
+			}
+		}
+		return statusIgnored
 	}
 	for _, d := range r.Diagnostics {
 		if d.Severity >= diagnostics.Warn {
@@ -285,14 +292,16 @@ func writeText(w io.Writer, rep validateReport) {
 // prefixHint looks for containers labelled with another prefix in Levee's
 // grammar (<p>.enable, <p>.http.<service>.<field>): the usual reason for a
 // compose file that validates to nothing is a Sōzune file checked without
-// --label-prefix sozune.
+// --label-prefix sozune. Traefik's prefix is never suggested.
 func prefixHint(containers []labels.Container, prefix string) string {
 	count := map[string]int{}
 	for _, c := range containers {
 		seen := map[string]bool{}
 		for k := range c.Labels {
 			p, rest, ok := strings.Cut(k, ".")
-			if !ok || p == prefix || seen[p] {
+			// Traefik's labels are not Levee's grammar under another
+			// prefix: I003 points those containers to docs/migrating.md.
+			if !ok || p == prefix || p == "traefik" || seen[p] {
 				continue
 			}
 			if rest == "enable" || strings.HasPrefix(rest, "http.") && strings.Count(rest, ".") >= 2 {

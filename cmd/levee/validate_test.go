@@ -227,3 +227,22 @@ func TestValidateHintsAtTheLabelPrefix(t *testing.T) {
 		t.Fatalf("a hint although services are enabled:\n%s", out)
 	}
 }
+
+// A compose file written for Traefik: the Traefik-only container is not
+// routed, says so once (I003, pointing to docs/migrating.md) and is not a
+// failure; the container that also carries Levee labels gets no I003, and
+// the prefix hint never suggests --label-prefix traefik.
+func TestValidateTraefikLabels(t *testing.T) {
+	out, _, code := validate(t, "testdata/traefik.yml")
+	if code != 0 || !hasRow(out, "ignored", "whoami", "-") || !hasRow(out, "routed", "app", "app") {
+		t.Fatalf("exit %d, want whoami ignored and app routed:\n%s", code, out)
+	}
+	if strings.Count(out, "I003") != 1 || !strings.Contains(out, `I003 info traefik.enable="true"`) ||
+		!strings.Contains(out, "see docs/migrating.md") {
+		t.Fatalf("want one I003 for whoami pointing to docs/migrating.md:\n%s", out)
+	}
+	out, _, code = validate(t, "--label-prefix", "sozune", "testdata/traefik.yml")
+	if code != 0 || strings.Count(out, "I003") != 2 || strings.Contains(out, "--label-prefix traefik") {
+		t.Fatalf("prefix sozune: exit %d, want two I003 and no prefix hint at traefik:\n%s", code, out)
+	}
+}

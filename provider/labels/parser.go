@@ -95,7 +95,7 @@ var otherProtocols = map[string]bool{"tcp": true, "udp": true, "tls": true, "htt
 
 // parseContainer applies the grammar to one container's labels.
 func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diagnostics.Diagnostic) {
-	var diags []diagnostics.Diagnostic
+	diags := traefikOnly(prefix, c)
 	src := source(c, "")
 	enableKey := prefix + ".enable"
 	enabled := p.ExposedByDefault
@@ -111,9 +111,10 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	}
 	if !enabled {
 		// Not opted in: not a diagnostic, whatever else it carries, so
-		// unrelated containers never produce noise. The one exception is a
-		// near miss of the enable label itself (levee.Enable=true): the
-		// operator meant to opt in and would otherwise get silence.
+		// unrelated containers never produce noise. The exceptions are a
+		// near miss of the enable label itself (levee.Enable=true) and a
+		// container labelled for Traefik only (I003, above): the operator
+		// meant to opt in and would otherwise get silence.
 		return nil, append(diags, misspelledEnable(prefix, c)...)
 	}
 
@@ -143,8 +144,10 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 		otherLabels = true
 		parts := strings.SplitN(rest, ".", 3)
 		if len(parts) < 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-			hint := ""
-			if len(parts) == 1 {
+			// A Traefik or Sōzune key straight under the prefix
+			// (levee.tls=true) gets the foreign-key table's hint first.
+			hint := config.ForeignLabelHint(rest, func(field string) string { return prefix + ".http.<service>." + field })
+			if hint == "" && len(parts) == 1 {
 				hint = diagnostics.DidYouMean(rest, globalKeys)
 				if hint != "" {
 					hint = "did you mean " + prefix + "." + strings.TrimSuffix(strings.TrimPrefix(hint, "did you mean "), "?") + "?"
@@ -203,6 +206,33 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 		cands = append(cands, candidate{c: c, svc: sk.svc, proto: sk.proto, cfg: cfg, fields: fields, net: net})
 	}
 	return cands, diags
+}
+
+// traefikPrefix starts the labels of Traefik, the proxy most compose files
+// Levee meets were written for.
+const traefikPrefix = "traefik."
+
+// traefikOnly reports a container that carries traefik.* labels and no
+// label under Levee's prefix: it was written for Traefik, Levee reads none
+// of it, and the operator would otherwise get silence. It is one info
+// diagnostic per container, keyed by its first traefik label, never one per
+// label; a container with Levee labels too is being migrated and gets none.
+func traefikOnly(prefix string, c *Container) []diagnostics.Diagnostic {
+	first := ""
+	for k := range c.Labels {
+		if strings.HasPrefix(k, prefix+".") {
+			return nil
+		}
+		if strings.HasPrefix(k, traefikPrefix) && (first == "" || k < first) {
+			first = k
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.TraefikLabels, source(c, ""), first, c.Labels[first], "",
+		fmt.Sprintf("the container carries traefik.* labels and no %s.* label: Levee does not read Traefik's labels, so they route nothing", prefix),
+		"see "+config.MigratingDoc+" for Levee's names of Traefik's labels")}
 }
 
 func misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {

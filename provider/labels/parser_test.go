@@ -360,3 +360,72 @@ func TestParseDeterministic(t *testing.T) {
 		t.Errorf("input modified")
 	}
 }
+
+// A container labelled for Traefik only gets one I003, whatever the number
+// of its traefik labels and whether it is enabled; one that also carries
+// Levee labels (being migrated) and one with neither get none.
+func TestParseTraefikOnly(t *testing.T) {
+	traefik := []string{"traefik.enable=true", "traefik.http.routers.app.rule=Host(`a.com`)",
+		"traefik.http.services.app.loadbalancer.server.port=8080"}
+	cases := []struct {
+		name   string
+		parser Parser
+		labels []string
+		want   int
+	}{
+		{"traefik only", Parser{}, traefik, 1},
+		{"traefik only, exposed by default", Parser{ExposedByDefault: true}, traefik, 1},
+		{"traefik and levee", Parser{}, append([]string{"levee.enable=false"}, traefik...), 0},
+		{"traefik and levee, routed", Parser{}, append([]string{"levee.enable=true", "levee.http.app.host=a.com", "levee.http.app.port=80"}, traefik...), 0},
+		{"traefik, other prefix", Parser{Prefix: "sozune"}, append([]string{"levee.enable=true"}, traefik...), 1},
+		{"prefix traefik", Parser{Prefix: "traefik"}, traefik, 0},
+		{"neither", Parser{}, []string{"com.docker.compose.service=db"}, 0},
+		{"neither, exposed by default", Parser{ExposedByDefault: true}, nil, 0},
+	}
+	for _, c := range cases {
+		_, ds := c.parser.Parse([]Container{ctr("1", 0, c.labels...)})
+		got := only(ds, diagnostics.TraefikLabels)
+		if len(got) != c.want {
+			t.Errorf("%s: %d I003 in %v, want %d", c.name, len(got), ds, c.want)
+			continue
+		}
+		if c.want == 0 {
+			continue
+		}
+		d := got[0]
+		prefix := c.parser.Prefix
+		if prefix == "" {
+			prefix = DefaultPrefix
+		}
+		if d.Severity != diagnostics.Info || d.Source.ObjectName != "c-1" || d.Source.Service != "" ||
+			d.Key != "traefik.enable" || d.Value != "true" ||
+			!strings.Contains(d.Message, "no "+prefix+".* label") || !strings.Contains(d.Hint, "docs/migrating.md") {
+			t.Errorf("%s: %+v", c.name, d)
+		}
+	}
+}
+
+// Traefik's keys moved under Levee's prefix get the foreign-key table's
+// hint, in a service and straight under the prefix.
+func TestParseForeignKeyHints(t *testing.T) {
+	c := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com", "levee.http.app.port=80",
+		"levee.http.app.tls.certresolver=le", "levee.http.app.loadbalancer.server.port=8080", "levee.tls=true")
+	_, ds := Parser{}.Parse([]Container{c})
+	hints := map[string]string{}
+	for _, d := range only(ds, diagnostics.UnknownKey) {
+		hints[d.Key] = d.Hint
+	}
+	want := map[string]string{
+		"levee.http.app.tls.certresolver":         "tls.certresolver is a Traefik and Sōzune key: not supported by Levee",
+		"levee.http.app.loadbalancer.server.port": "loadbalancer.server.port is a Traefik key: Levee calls this levee.http.app.port (see docs/migrating.md)",
+		"levee.tls": "tls is a Traefik and Sōzune key: not supported by Levee",
+	}
+	if len(hints) != len(want) {
+		t.Fatalf("W013 hints %v", hints)
+	}
+	for k, w := range want {
+		if !strings.HasPrefix(hints[k], w) {
+			t.Errorf("%s: hint %q, want %q…", k, hints[k], w)
+		}
+	}
+}

@@ -173,18 +173,15 @@ var labelNames = func() []string {
 // DecodeLabels decodes one service's label fields (the part after
 // <prefix>.<protocol>.<service>.) through the field table. key renders a
 // field name as the full label key for diagnostics. Unknown fields are W013
-// with a did-you-mean; bad values fall back per field.
+// with a hint (what Levee calls a Traefik or Sōzune key, else a
+// did-you-mean); bad values fall back per field.
 func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(field string) string) (LabelConfig, []diagnostics.Diagnostic) {
 	d := newDraft(src, func(f *Field) string { return key(f.Label) })
 	var items []fieldValue
 	for name, value := range fields {
 		idx, alias, ok := lookupLabel(name)
 		if !ok {
-			hint := ""
-			if c, ok := diagnostics.Closest(name, labelNames); ok {
-				hint = "did you mean " + key(c) + "?"
-			}
-			d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), hint)
+			d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), unknownLabelHint(name, key))
 			continue
 		}
 		items = append(items, fieldValue{field: idx, alias: alias, key: key(name), value: value})

@@ -29,9 +29,11 @@ Both go through one field table and one validator, so the same mistake gives the
 
 - ` + "`<prefix>`" + ` is ` + "`levee`" + ` by default (` + "`--label-prefix`" + `), so a compose file written for Sōzune works with ` + "`--label-prefix sozune`" + `.
 - ` + "`<protocol>`" + ` is ` + "`http`" + ` (others are W012 and ignored). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
-- Keys are camelCase and match exactly; a near miss is W013 with a did-you-mean.
+- Keys are camelCase and match exactly; a near miss is W013 with a did-you-mean, and a Traefik or Sōzune key is W013 with what Levee
+  calls it or that Levee does not support it ([migrating.md](migrating.md#keys-levee-names-differently-or-does-not-have)).
 - ` + "`<prefix>.enable`" + ` accepts the booleans below (W028 when invalid: the --docker-exposed-by-default setting applies).
-  A container that is not enabled produces no diagnostic.
+  A container that is not enabled produces no diagnostic, except I003 (info, once) when it carries ` + "`traefik.*`" + ` labels and no ` + "`<prefix>.*`" + ` label
+  (see [migrating.md](migrating.md)).
 - ` + "`<prefix>.network`" + `: when the container is not attached to it, W009 and Levee chooses: a network shared with Levee's own
   container, else the first by name. A container without an address on the chosen network is not a backend (W010).
 - Replicas (containers with the same service name and the same hosts) form one entrypoint with one backend each; when their labels
@@ -83,5 +85,37 @@ one without ` + "`address`" + ` is dropped (W010). Unknown fields are W013, neve
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` | [%s](diagnostics.md#%s) | %s |\n",
 			label, js, kind, f.Default, f.Example, f.Code, strings.ToLower(string(f.Code)), strings.ReplaceAll(f.Doc, "|", "\\|"))
 	}
+	return b.Bytes()
+}
+
+// The markers around the part of docs/migrating.md that ForeignKeysMarkdown
+// generates; the text between them is replaced whole.
+const (
+	ForeignKeysBegin = "<!-- BEGIN foreign keys: generated from the foreign-key table (config.ForeignKeysMarkdown); regenerate: go test ./router/config -run TestMigratingInSync -update -->\n"
+	ForeignKeysEnd   = "<!-- END foreign keys -->\n"
+)
+
+// ForeignKeysMarkdown renders the foreign-key table for docs/migrating.md,
+// markers included, so that the document says exactly what the W013 hints
+// say.
+func ForeignKeysMarkdown() []byte {
+	var b bytes.Buffer
+	b.WriteString(ForeignKeysBegin)
+	b.WriteString("\n| key under `<prefix>.http.<service>.` | from | in Levee |\n|---|---|---|\n")
+	for _, fk := range foreignTable {
+		levee := "not supported"
+		if len(fk.Fields) > 0 {
+			names := make([]string, len(fk.Fields))
+			for i, f := range fk.Fields {
+				names[i] = "`" + f + "`"
+			}
+			levee = joinAnd(names)
+		}
+		if fk.Note != "" {
+			levee += "; " + fk.Note
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", fk.Key, fk.Proxy, strings.ReplaceAll(levee, "|", "\\|"))
+	}
+	b.WriteString("\n" + ForeignKeysEnd)
 	return b.Bytes()
 }

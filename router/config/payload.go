@@ -128,7 +128,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	}
 	for _, k := range sortedConfigKeys(obj) {
 		if !hasString(topLevelKeys, k) {
-			d.add(diagnostics.UnknownKey, k, displayValue(obj[k]), "", fmt.Sprintf("unknown field %q", k), didYouMean(k, topLevelKeys))
+			d.add(diagnostics.UnknownKey, k, displayValue(obj[k]), "", fmt.Sprintf("unknown field %q", k), unknownJSONHint(k, topLevelKeys))
 		}
 	}
 
@@ -258,7 +258,8 @@ func decodeName(v any) (string, error) {
 
 // flattenConfig walks the config object and collects leaf fields; objects
 // recurse only where the table has a group (retry, health_check,
-// circuit_breaker). Unknown keys are W013 with a did-you-mean.
+// circuit_breaker). Unknown keys are W013 with a hint: what Levee calls a
+// Traefik or Sōzune key, else a did-you-mean.
 func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValue) {
 	for _, k := range sortedConfigKeys(obj) {
 		v := obj[k]
@@ -279,7 +280,7 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 		}
 		idx, alias, ok := lookupJSON(p)
 		if !ok {
-			d.add(diagnostics.UnknownKey, p, displayValue(v), "", fmt.Sprintf("unknown field %q", p), didYouMean(p, jsonNames))
+			d.add(diagnostics.UnknownKey, p, displayValue(v), "", fmt.Sprintf("unknown field %q", p), unknownJSONHint(p, jsonNames))
 			continue
 		}
 		*items = append(*items, fieldValue{field: idx, alias: alias, key: p, value: v})

@@ -1,0 +1,215 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// MigratingDoc is the document the hints of foreign keys point to, as a path
+// from the repository root (where operators read it).
+const MigratingDoc = "docs/migrating.md"
+
+// ForeignKey is a key another proxy (Traefik, Sōzune) uses for something
+// Levee names differently or does not do. Operators who move a compose file
+// over write these keys under Levee's prefix; an edit-distance suggestion
+// cannot help them (`tls` is close to no Levee field), so an unknown key is
+// first looked up in this table and the hint says what Levee does instead.
+type ForeignKey struct {
+	// Key is the foreign field as it would follow <prefix>.http.<service>.
+	// ("loadbalancer.server.port"). "x.*" matches x and every key under
+	// it; "x*" matches every key starting with x.
+	Key string
+	// Proxy names whose key it is: "Traefik", "Sōzune" or both.
+	Proxy string
+	// Fields are the labels of the Levee fields that do the same job;
+	// empty when Levee does not have the feature.
+	Fields []string
+	// Note completes the hint: how the fields are used, or what to do
+	// instead. It states what Levee does today and promises nothing.
+	Note string
+}
+
+// The proxies named in the table.
+const (
+	proxyTraefik = "Traefik"
+	proxySozune  = "Sōzune"
+	proxyBoth    = "Traefik and Sōzune"
+)
+
+// foreignTable is the one table of foreign keys: the unknown-key hints of
+// labels and API payloads and the generated part of docs/migrating.md all
+// derive from it. More specific keys come before the patterns that would
+// also match them. A key that differs from a Levee field only in case
+// (Traefik's circuitbreaker.responsecode) is left to the did-you-mean.
+var foreignTable = []ForeignKey{
+	// Traefik routers.
+	{Key: "rule", Proxy: proxyTraefik, Fields: []string{"host", "path", "pathRegex", "methods"},
+		Note: "Host(`a`) is host=a, PathPrefix(`/p`) is path=/p, PathRegexp is pathRegex, Method is methods"},
+	{Key: "entrypoints", Proxy: proxyTraefik,
+		Note: "Levee serves every route on its one proxy listener (--http-listen)"},
+	{Key: "middlewares", Proxy: proxyTraefik,
+		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, retry.attempts, circuitBreaker.*"},
+	{Key: "tls.*", Proxy: proxyBoth,
+		Note: "Levee serves plain HTTP: terminate TLS in front of it"},
+	// Traefik services.
+	{Key: "loadbalancer.server.port", Proxy: proxyTraefik, Fields: []string{"port"}},
+	{Key: "loadbalancer.server.scheme", Proxy: proxyTraefik,
+		Note: "Levee speaks plain HTTP to backends"},
+	{Key: "loadbalancer.passhostheader", Proxy: proxyTraefik,
+		Note: "Levee always passes the client's Host header to the backend"},
+	{Key: "loadbalancer.sticky.*", Proxy: proxyTraefik,
+		Note: "Levee has no sticky sessions"},
+	{Key: "loadbalancer.healthcheck.path", Proxy: proxyTraefik, Fields: []string{"healthCheck.path"}},
+	{Key: "loadbalancer.healthcheck.interval", Proxy: proxyTraefik, Fields: []string{"healthCheck.interval"}},
+	{Key: "loadbalancer.healthcheck.timeout", Proxy: proxyTraefik, Fields: []string{"healthCheck.timeout"}},
+	{Key: "loadbalancer.healthcheck.status", Proxy: proxyTraefik, Fields: []string{"healthCheck.status"}},
+	{Key: "loadbalancer.healthcheck.*", Proxy: proxyTraefik,
+		Note: "Levee's health check has path, status, timeout, interval, rise and fall (healthCheck.*)"},
+	// Traefik middlewares.
+	{Key: "circuitbreaker.expression", Proxy: proxyTraefik, Fields: []string{"circuitBreaker.threshold", "circuitBreaker.failureStatuses"},
+		Note: "ResponseCodeRatio(500, 600, 0, 600) > 0.5 is threshold=0.5; failures are 5xx and transport errors unless failureStatuses says otherwise"},
+	{Key: "circuitbreaker.checkperiod", Proxy: proxyTraefik, Fields: []string{"circuitBreaker.window"},
+		Note: "Levee judges every outcome, by default over the last circuitBreaker.minRequests outcomes"},
+	{Key: "circuitbreaker.fallbackduration", Proxy: proxyTraefik, Fields: []string{"circuitBreaker.cooldown"}},
+	{Key: "stripprefix.prefixes", Proxy: proxyTraefik, Fields: []string{"stripPrefix"},
+		Note: "stripPrefix=true strips the route's path"},
+	{Key: "addprefix.prefix", Proxy: proxyTraefik, Fields: []string{"addPrefix"}},
+	{Key: "basicauth.*", Proxy: proxyTraefik},
+	// Features both proxies have and Levee does not.
+	{Key: "headers.*", Proxy: proxyBoth},
+	{Key: "ratelimit.*", Proxy: proxyBoth},
+	{Key: "forwardAuth.*", Proxy: proxyBoth},
+	{Key: "compress", Proxy: proxyBoth},
+	{Key: "redirect*", Proxy: proxyBoth},
+	// Sōzune's own keys.
+	{Key: "httpsRedirect", Proxy: proxySozune,
+		Note: "Levee serves plain HTTP: redirect where TLS is terminated"},
+	{Key: "auth.*", Proxy: proxySozune},
+	{Key: "stickySession", Proxy: proxySozune,
+		Note: "Levee has no sticky sessions"},
+}
+
+// ForeignKeys returns the table of foreign keys, in documentation order.
+func ForeignKeys() []ForeignKey {
+	out := make([]ForeignKey, len(foreignTable))
+	for i, fk := range foreignTable {
+		fk.Fields = append([]string(nil), fk.Fields...)
+		out[i] = fk
+	}
+	return out
+}
+
+// foldKey is the form keys are compared in: Traefik's labels ignore case,
+// and a JSON path spells httpsRedirect https_redirect, so case, '_' and '-'
+// do not count.
+func foldKey(s string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+}
+
+// matches reports whether the folded name is covered by the entry's key.
+func (fk ForeignKey) matches(folded string) bool {
+	k := foldKey(fk.Key)
+	if base, ok := strings.CutSuffix(k, ".*"); ok {
+		return folded == base || strings.HasPrefix(folded, base+".")
+	}
+	if base, ok := strings.CutSuffix(k, "*"); ok {
+		return strings.HasPrefix(folded, base)
+	}
+	return folded == k
+}
+
+// lookupForeign finds the entry for an unknown name and the part of the
+// name it matched. The name is tried whole, then without its leading
+// segments, longest first: a Traefik label moved under Levee's prefix keeps
+// its router or service name (levee.http.routers.web.rule gives the field
+// "web.rule"), which must not hide the key.
+func lookupForeign(name string) (ForeignKey, string, bool) {
+	rest := name
+	for {
+		folded := foldKey(rest)
+		for _, fk := range foreignTable {
+			if fk.matches(folded) {
+				return fk, rest, true
+			}
+		}
+		_, after, ok := strings.Cut(rest, ".")
+		if !ok || after == "" {
+			return ForeignKey{}, "", false
+		}
+		rest = after
+	}
+}
+
+// hint renders the entry for the key as matched, naming Levee's fields the
+// way the operator writes them (render: a label key or a JSON path).
+func (fk ForeignKey) hint(matched string, render func(f *Field) string) string {
+	var b strings.Builder
+	b.WriteString(matched + " is a " + fk.Proxy + " key: ")
+	if len(fk.Fields) == 0 {
+		b.WriteString("not supported by Levee")
+	} else {
+		names := make([]string, len(fk.Fields))
+		for i, label := range fk.Fields {
+			names[i] = render(fieldByLabel(label))
+		}
+		b.WriteString("Levee calls this " + joinAnd(names))
+	}
+	if fk.Note != "" {
+		b.WriteString("; " + fk.Note)
+	}
+	b.WriteString(" (see " + MigratingDoc + ")")
+	return b.String()
+}
+
+// joinAnd joins names as prose: "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// ForeignLabelHint returns the hint for an unknown label field that another
+// proxy uses, or "" when the table has no entry for it. name is the field
+// after <prefix>.<protocol>.<service>.; key renders a Levee field label as
+// the full label key.
+func ForeignLabelHint(name string, key func(field string) string) string {
+	fk, matched, ok := lookupForeign(name)
+	if !ok {
+		return ""
+	}
+	return fk.hint(matched, func(f *Field) string { return key(f.Label) })
+}
+
+// foreignJSONHint is ForeignLabelHint for an API payload: path is the JSON
+// path as reported ("config.tls", "config.circuit_breaker.expression"), and
+// Levee's fields are named by their JSON paths.
+func foreignJSONHint(path string) string {
+	fk, matched, ok := lookupForeign(strings.TrimPrefix(path, "config."))
+	if !ok {
+		return ""
+	}
+	return fk.hint(matched, func(f *Field) string { return f.JSON })
+}
+
+// unknownLabelHint is the hint of an unknown label field: the foreign-key
+// table first (it knows what the operator meant), then the closest Levee
+// field.
+func unknownLabelHint(name string, key func(field string) string) string {
+	if h := ForeignLabelHint(name, key); h != "" {
+		return h
+	}
+	if c, ok := diagnostics.Closest(name, labelNames); ok {
+		return "did you mean " + key(c) + "?"
+	}
+	return ""
+}
+
+// unknownJSONHint is unknownLabelHint for an API payload path.
+func unknownJSONHint(path string, candidates []string) string {
+	if h := foreignJSONHint(path); h != "" {
+		return h
+	}
+	return didYouMean(path, candidates)
+}
