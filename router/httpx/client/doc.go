@@ -1,0 +1,24 @@
+// Package client is Levee's HTTP/1.1 client for backend traffic. It knows
+// nothing of routes: the proxy hands it a request whose URL names the
+// backend, and gets the response with its head read.
+//
+// The model: a Transport keeps an idle pool of keep-alive connections per
+// backend (host:port) and runs each exchange on the caller's goroutine:
+// write the request head (and a small body), wait for the response head
+// under a read deadline, hand back a body that streams from the
+// connection. A request body that may block (large or of unknown length)
+// is written by a goroutine of its own, so that a backend answering early
+// does not deadlock the exchange. The header timeout runs from the last
+// byte of the request sent: a slow upload is not a slow backend.
+//
+// A connection goes back to the pool only after an answer framed exactly,
+// read to its end, with nothing left over in the buffer (a byte there would
+// be taken for the next request's answer); after answers whose framing
+// backends often get wrong, and after an idle period, it is peeked at
+// before reuse. Interim answers (1xx) reach an Informer; a 101 hands the
+// connection over. Standard puts net/http's Transport under the same
+// contract.
+//
+// Files: client.go (Transport and its pool), conn.go (one connection and
+// its exchange), response.go (reading answers and their bodies).
+package client
