@@ -81,7 +81,7 @@ type conn struct {
 	watchFinished bool
 	watchAborting atomic.Bool
 	watchDone     chan struct{}
-	cur           *exchange
+	cur           *transaction
 }
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
@@ -203,7 +203,7 @@ func (c *conn) release() {
 
 // serveRequest runs the handler for one request and completes the
 // response. It reports whether the connection may serve another request.
-func (c *conn) serveRequest(ex *exchange) (keep bool) {
+func (c *conn) serveRequest(ex *transaction) (keep bool) {
 	c.watchMu.Lock()
 	c.cur, c.watchWanted, c.watchStarted, c.watchFinished = ex, false, false, false
 	c.watchMu.Unlock()
@@ -247,7 +247,7 @@ func (c *conn) serveRequest(ex *exchange) (keep bool) {
 }
 
 // runHandler calls the handler and reports false if it panicked.
-func (c *conn) runHandler(ex *exchange) (ok bool) {
+func (c *conn) runHandler(ex *transaction) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			ok = false
@@ -264,7 +264,7 @@ func (c *conn) runHandler(ex *exchange) (ok bool) {
 }
 
 // endRequest cancels the request's context and stops the background read.
-func (c *conn) endRequest(ex *exchange) {
+func (c *conn) endRequest(ex *transaction) {
 	ex.ctx.cancel()
 	c.stopWatch()
 }
@@ -358,7 +358,7 @@ func isTimeout(err error) bool {
 
 // wantWatch asks for the background read of the current request; it
 // starts as soon as the request body has been read to its end.
-func (c *conn) wantWatch(ex *exchange) {
+func (c *conn) wantWatch(ex *transaction) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if c.cur != ex || c.watchFinished {
@@ -371,7 +371,7 @@ func (c *conn) wantWatch(ex *exchange) {
 }
 
 // bodyDone is called when the request body reached its end.
-func (c *conn) bodyDone(ex *exchange) {
+func (c *conn) bodyDone(ex *transaction) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if c.cur == ex && c.watchWanted && !c.watchFinished {
@@ -432,7 +432,7 @@ func (c *conn) stopWatch() {
 // returns, when a write to the client fails, and, once somebody has asked
 // for Done, when the client closes its connection.
 type requestContext struct {
-	ex   *exchange
+	ex   *transaction
 	base context.Context
 	mu   sync.Mutex
 	done chan struct{}

@@ -66,7 +66,7 @@ func FuzzFastRequest(f *testing.F) {
 		if end == 0 || bare {
 			return
 		}
-		ex := &exchange{c: &conn{remoteAddr: "192.0.2.1:1234"}}
+		ex := &transaction{c: &conn{remoteAddr: "192.0.2.1:1234"}}
 		ex.ctx = requestContext{ex: ex}
 		if !ex.parseFast(in[:end]) {
 			return
@@ -148,7 +148,7 @@ func TestFastPathTakesCommonRequests(t *testing.T) {
 			}
 			continue
 		}
-		ex := &exchange{c: &conn{}}
+		ex := &transaction{c: &conn{}}
 		if got := ex.parseFast([]byte(tc.head[:end])); got != tc.fast {
 			t.Errorf("%q: fast path %v, want %v", tc.head, got, tc.fast)
 		}

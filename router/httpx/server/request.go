@@ -15,8 +15,9 @@ import (
 	"time"
 )
 
-// exchange is everything one request needs, in one allocation.
-type exchange struct {
+// transaction is one request on a connection and its response: everything
+// the request needs, in one allocation.
+type transaction struct {
 	c   *conn
 	req *http.Request
 	url url.URL
@@ -44,8 +45,8 @@ func (e *statusError) Error() string { return e.text }
 // between requests).
 var errQuiet = errors.New("server: connection ended between requests")
 
-// readRequest reads the next request head and prepares its exchange.
-func (c *conn) readRequest() (*exchange, error) {
+// readRequest reads the next request head and prepares its transaction.
+func (c *conn) readRequest() (*transaction, error) {
 	s := c.srv
 	c.cr.limit = int64(s.maxHeaderBytes()) + 4096
 	c.cr.hitLimit = false
@@ -76,7 +77,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex := &exchange{c: c}
+	ex := &transaction{c: c}
 	ex.ctx = requestContext{ex: ex, base: c.base}
 	ok := false
 	if head != nil {
@@ -234,120 +235,16 @@ func headEnd(b []byte) (end int, bare bool) {
 // parseFast parses a request head of the plain kind (see the package
 // doc) and reports false, having changed nothing that matters, for any
 // other head.
-func (ex *exchange) parseFast(head []byte) bool {
-	// The request line.
-	sp := bytes.IndexByte(head, ' ')
-	if sp <= 0 || !allTokens(head[:sp]) {
+func (ex *transaction) parseFast(head []byte) bool {
+	sp, target, pathEnd, lines, ok := plainRequestLine(head)
+	if !ok {
 		return false
 	}
-	rest := head[sp+1:]
-	sp2 := bytes.IndexByte(rest, ' ')
-	if sp2 <= 0 || rest[0] != '/' {
-		return false
-	}
-	target := rest[:sp2]
-	rest = rest[sp2+1:]
-	if !bytes.HasPrefix(rest, []byte("HTTP/1.1\r\n")) {
-		return false
-	}
-	pathEnd := len(target)
-	for i, ch := range target {
-		if ch == '?' {
-			pathEnd = i
-			break
-		}
-		if !pathByte[ch] {
-			return false
-		}
-	}
-	if pathEnd < len(target) {
-		if pathEnd == len(target)-1 {
-			return false // a lone '?' (ForceQuery): rare, leave it to net/url
-		}
-		for _, ch := range target[pathEnd+1:] {
-			if ch <= ' ' || ch >= 0x7f {
-				return false
-			}
-		}
-	}
-	lines := rest[len("HTTP/1.1\r\n"):]
-
-	// Count the header lines first: one map, one value slab.
-	n := bytes.Count(lines, []byte("\r\n")) - 1
 	s := string(head) // every string below is a slice of this one
-	off := len(head) - len(lines)
-	h := make(http.Header, n)
-	var slab []string
-	if n <= len(ex.values) {
-		slab = ex.values[:n]
-	} else {
-		slab = make([]string, n)
-	}
-	var host string
-	hosts, lengths := 0, 0
-	var contentLength int64
-	closeReq := false
-	for off < len(head)-2 {
-		eol := strings.Index(s[off:], "\r\n") + off
-		line := s[off:eol]
-		off = eol + 2
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 {
-			return false
-		}
-		name := line[:colon]
-		for i := 0; i < len(name); i++ {
-			if !tokenByte[name[i]] {
-				return false
-			}
-		}
-		value := line[colon+1:]
-		for i := 0; i < len(value); i++ {
-			if ch := value[i]; ch < ' ' && ch != '\t' || ch == 0x7f {
-				return false
-			}
-		}
-		value = strings.Trim(value, " \t")
-		key := textproto.CanonicalMIMEHeaderKey(name)
-		switch key {
-		case "Host":
-			hosts++
-			for i := 0; i < len(value); i++ {
-				if !hostByte[value[i]] {
-					return false
-				}
-			}
-			host = value
-			continue
-		case "Content-Length":
-			lengths++
-			if lengths > 1 || len(value) == 0 || len(value) > 18 {
-				return false
-			}
-			for i := 0; i < len(value); i++ {
-				if value[i] < '0' || value[i] > '9' {
-					return false
-				}
-				contentLength = contentLength*10 + int64(value[i]-'0')
-			}
-		case "Transfer-Encoding", "Expect", "Pragma", "Trailer":
-			return false
-		case "Connection":
-			closeReq = closeReq || headerValuesContainsToken([]string{value}, "close")
-		}
-		if vv := h[key]; vv != nil {
-			h[key] = append(vv, value)
-			continue
-		}
-		vv := slab[:1:1]
-		slab = slab[1:]
-		vv[0] = value
-		h[key] = vv
-	}
-	if hosts != 1 || host == "" {
+	f, ok := ex.plainFields(s, len(head)-len(lines), bytes.Count(lines, []byte("\r\n"))-1)
+	if !ok {
 		return false
 	}
-
 	u := &ex.url
 	target2 := s[sp+1 : sp+1+len(target)]
 	u.Path = target2[:pathEnd]
@@ -358,15 +255,15 @@ func (ex *exchange) parseFast(head []byte) bool {
 	req.Method = s[:sp]
 	req.URL = u
 	req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
-	req.Header = h
-	req.Host = host
+	req.Header = f.header
+	req.Host = f.host
 	req.RequestURI = target2
 	req.RemoteAddr = ex.c.remoteAddr
-	req.Close = closeReq
-	req.ContentLength = contentLength
+	req.Close = f.closeReq
+	req.ContentLength = f.contentLength
 	req.Body = http.NoBody
-	if contentLength > 0 {
-		ex.bodyStore = body{ex: ex, remain: contentLength}
+	if f.contentLength > 0 {
+		ex.bodyStore = body{ex: ex, remain: f.contentLength}
 		ex.body = &ex.bodyStore
 		req.Body = ex.body
 	}
@@ -374,9 +271,137 @@ func (ex *exchange) parseFast(head []byte) bool {
 	return true
 }
 
+// plainRequestLine reads a request line of the plain kind: a token method,
+// an origin-form target of ordinary characters (no lone '?'), HTTP/1.1.
+// It returns the method's end, the target, where its path ends, and the
+// header lines that follow.
+func plainRequestLine(head []byte) (sp int, target []byte, pathEnd int, lines []byte, ok bool) {
+	sp = bytes.IndexByte(head, ' ')
+	if sp <= 0 || !allTokens(head[:sp]) {
+		return 0, nil, 0, nil, false
+	}
+	rest := head[sp+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 <= 0 || rest[0] != '/' {
+		return 0, nil, 0, nil, false
+	}
+	target = rest[:sp2]
+	rest = rest[sp2+1:]
+	if !bytes.HasPrefix(rest, []byte("HTTP/1.1\r\n")) {
+		return 0, nil, 0, nil, false
+	}
+	pathEnd = len(target)
+	for i, ch := range target {
+		if ch == '?' {
+			pathEnd = i
+			break
+		}
+		if !pathByte[ch] {
+			return 0, nil, 0, nil, false
+		}
+	}
+	if pathEnd < len(target) {
+		if pathEnd == len(target)-1 {
+			return 0, nil, 0, nil, false // a lone '?' (ForceQuery): rare, leave it to net/url
+		}
+		for _, ch := range target[pathEnd+1:] {
+			if ch <= ' ' || ch >= 0x7f {
+				return 0, nil, 0, nil, false
+			}
+		}
+	}
+	return sp, target, pathEnd, rest[len("HTTP/1.1\r\n"):], true
+}
+
+// plainHead is what the fields of a plain request head say.
+type plainHead struct {
+	header        http.Header
+	host          string
+	contentLength int64
+	closeReq      bool
+}
+
+// plainFields reads the n header lines of s from off: token names,
+// visible values, exactly one Host of ordinary characters, at most one
+// Content-Length of digits, none of the fields whose rules are net/http's
+// to apply. The map and its values come from one slab.
+func (ex *transaction) plainFields(s string, off, n int) (f plainHead, ok bool) {
+	f.header = make(http.Header, n)
+	var slab []string
+	if n <= len(ex.values) {
+		slab = ex.values[:n]
+	} else {
+		slab = make([]string, n)
+	}
+	hosts, lengths := 0, 0
+	for off < len(s)-2 {
+		eol := strings.Index(s[off:], "\r\n") + off
+		line := s[off:eol]
+		off = eol + 2
+		colon := strings.IndexByte(line, ':')
+		if colon <= 0 || !allTokenString(line[:colon]) {
+			return f, false
+		}
+		value := line[colon+1:]
+		for i := 0; i < len(value); i++ {
+			if ch := value[i]; ch < ' ' && ch != '\t' || ch == 0x7f {
+				return f, false
+			}
+		}
+		value = strings.Trim(value, " \t")
+		key := textproto.CanonicalMIMEHeaderKey(line[:colon])
+		switch key {
+		case "Host":
+			hosts++
+			for i := 0; i < len(value); i++ {
+				if !hostByte[value[i]] {
+					return f, false
+				}
+			}
+			f.host = value
+			continue
+		case "Content-Length":
+			lengths++
+			if lengths > 1 || len(value) == 0 || len(value) > 18 {
+				return f, false
+			}
+			for i := 0; i < len(value); i++ {
+				if value[i] < '0' || value[i] > '9' {
+					return f, false
+				}
+				f.contentLength = f.contentLength*10 + int64(value[i]-'0')
+			}
+		case "Transfer-Encoding", "Expect", "Pragma", "Trailer":
+			return f, false
+		case "Connection":
+			f.closeReq = f.closeReq || headerValuesContainsToken([]string{value}, "close")
+		}
+		if vv := f.header[key]; vv != nil {
+			f.header[key] = append(vv, value)
+			continue
+		}
+		vv := slab[:1:1]
+		slab = slab[1:]
+		vv[0] = value
+		f.header[key] = vv
+	}
+	return f, hosts == 1 && f.host != ""
+}
+
+// allTokenString reports whether name is a non-empty run of token
+// characters.
+func allTokenString(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if !tokenByte[name[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // readSlow reads the request with net/http's parser and applies net/http's
 // server-side checks.
-func (ex *exchange) readSlow() error {
+func (ex *transaction) readSlow() error {
 	c := ex.c
 	req, err := http.ReadRequest(c.br)
 	if err != nil {
@@ -440,7 +465,7 @@ func (ex *exchange) readSlow() error {
 // for any other framing. It records its end for the background read and
 // sends 100 Continue on the first read when the client asked for it.
 type body struct {
-	ex     *exchange
+	ex     *transaction
 	mu     sync.Mutex
 	remain int64     // bytes left (fast path); -1 when src frames the body
 	src    io.Reader // a chunkedReader or net/http's body reader

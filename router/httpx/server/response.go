@@ -18,14 +18,14 @@ import (
 // (net/http holds 2 KiB for the same purpose).
 const maxPending = 4 << 10
 
-// response is the http.ResponseWriter of one exchange. The head is
+// response is the http.ResponseWriter of one transaction. The head is
 // serialised once, when the body's framing is known: at the first Write
 // when the handler set a Content-Length, otherwise at the first Flush, when
 // the held-back body exceeds maxPending (then chunked), or when the
 // handler returns (then with the held-back body's length).
 type response struct {
 	c  *conn
-	ex *exchange
+	ex *transaction
 
 	header      http.Header
 	status      int
