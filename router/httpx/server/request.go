@@ -56,8 +56,8 @@ func (c *conn) readRequest() (*transaction, error) {
 		// Let the other connections' work run first: by the time this
 		// one reads, its next request has usually arrived, and the read
 		// does not come back empty (EAGAIN) to be made again after the
-		// poller (reads per request 2.82 -> 2.01 with the backend side's
-		// yield, docs/performance.md).
+		// poller: a wasted system call per request otherwise
+		// (docs/performance.md: the yield before reading the next request).
 		runtime.Gosched()
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, errQuiet
