@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router/config"
-	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // healthTarget is what a health checker checks: the route's current
@@ -187,6 +186,10 @@ func (h *healthChecker) judge(b *Backend, cfg config.HealthCheck, ok bool) {
 	}
 }
 
+// maxHealthHeaderBytes bounds a health check answer's head: a probe reads
+// only its status, and a backend must not make the prober buffer more.
+const maxHealthHeaderBytes = 64 << 10
+
 // newHealthTransport returns the net/http transport active health checks
 // use: never through HTTP_PROXY, no compression, bounded dial.
 func newHealthTransport(o Options) *http.Transport {
@@ -197,7 +200,7 @@ func newHealthTransport(o Options) *http.Transport {
 		MaxIdleConns:           0, // bounded per host instead
 		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
 		IdleConnTimeout:        o.IdleConnTimeout,
-		MaxResponseHeaderBytes: client.MaxResponseHeaderBytes, // as Levee's own client
+		MaxResponseHeaderBytes: maxHealthHeaderBytes,
 		ExpectContinueTimeout:  time.Second,
 		DisableCompression:     true,
 		WriteBufferSize:        32 << 10,
