@@ -44,8 +44,11 @@ func (s *Server) controlBreaker(w http.ResponseWriter, r *http.Request, who, act
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no breaker for route %q", name), nil)
 			return
 		}
-		s.log.Warn().Err(err).Str("route", name).Str("action", action).Str("who", who).Msg("breaker control refused")
-		writeError(w, http.StatusConflict, fmt.Sprintf("%s breaker of route %q: %v", action, name, err), nil)
+		// The router refuses only an action it does not know, and the
+		// route table sends only open, close and reset: a bug, not a
+		// conflict the client could resolve.
+		s.log.Error().Err(err).Str("route", name).Str("action", action).Str("who", who).Msg("breaker control refused")
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("%s breaker of route %q: %v", action, name, err), nil)
 		return
 	}
 	// Manual control overrides what the breaker judged: warn, so it stands

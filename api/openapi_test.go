@@ -2,6 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,5 +99,84 @@ func TestIssueEndpointsAreRegistered(t *testing.T) {
 	}
 	if len(have) != len(want) {
 		t.Errorf("%d routes registered, issue lists %d", len(have), len(want))
+	}
+}
+
+// TestDocsTableMatchesOpenAPI pins docs/api.md's endpoint table to the
+// statuses the OpenAPI document gives each operation (401 and 403 aside:
+// the table leaves the authentication answers to the text below it), and
+// the breaker actions to exactly what their handler can answer.
+func TestDocsTableMatchesOpenAPI(t *testing.T) {
+	h := newHarness(t)
+	rec := h.do("GET", "/openapi.json", "", "")
+	wantStatus(t, rec, 200)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	documented := func(method, path string) []string {
+		var out []string
+		for code := range doc.Paths[path][strings.ToLower(method)].Responses {
+			out = append(out, code)
+		}
+		slices.Sort(out)
+		return out
+	}
+	withoutAuth := func(codes []string) []string {
+		return slices.DeleteFunc(slices.Clone(codes), func(c string) bool { return c == "401" || c == "403" })
+	}
+
+	// Each operation documents exactly the statuses its route declares.
+	for _, rt := range h.srv.routes {
+		var declared []string
+		for _, r := range rt.responses {
+			declared = append(declared, strconv.Itoa(r.status))
+		}
+		slices.Sort(declared)
+		declared = slices.Compact(declared)
+		if got := documented(rt.method, rt.path); !slices.Equal(got, declared) {
+			t.Errorf("%s: OpenAPI responses %v, route declares %v", rt.pattern(), got, declared)
+		}
+	}
+
+	// The breaker actions: 200, 404, 500 (a router refusal is a bug), and
+	// the admin routes' 401 and 403; never 409.
+	for _, action := range []string{"open", "close", "reset"} {
+		got := documented("POST", "/breakers/{route}/"+action)
+		if want := []string{"200", "401", "403", "404", "500"}; !slices.Equal(got, want) {
+			t.Errorf("POST /breakers/{route}/%s: OpenAPI responses %v, want %v", action, got, want)
+		}
+	}
+
+	// docs/api.md's table row of every operation, status for status.
+	md, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `([A-Z]+) (/[^`]*)` \\|.*\\| ([0-9, ]+) \\|$")
+	rows := 0
+	for _, line := range strings.Split(string(md), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		rows++
+		if _, ok := doc.Paths[m[2]][strings.ToLower(m[1])]; !ok {
+			t.Errorf("docs/api.md lists %s %s, the OpenAPI document does not", m[1], m[2])
+			continue
+		}
+		table := strings.Split(strings.ReplaceAll(m[3], " ", ""), ",")
+		slices.Sort(table)
+		want := withoutAuth(documented(m[1], m[2]))
+		if !slices.Equal(withoutAuth(table), want) {
+			t.Errorf("docs/api.md: %s %s answers %v, the OpenAPI document %v (401 and 403 aside)", m[1], m[2], table, want)
+		}
+	}
+	if rows != len(h.srv.routes) {
+		t.Errorf("docs/api.md's table has %d rows, %d routes are registered", rows, len(h.srv.routes))
 	}
 }

@@ -117,8 +117,8 @@ func (s *Server) breakerControl(action, summary string) route {
 		access: accessWrite,
 		responses: with(accessWrite,
 			response{200, schemaBreaker, "done; the breaker after the action"},
-			response{404, schemaError, "no such breaker"},
-			response{409, schemaError, "the router refused the action"}),
+			response{404, schemaError, "no such breaker (no such route, or a route without circuit_breaker settings)"},
+			response{500, schemaError, "the router refused the action (a bug)"}),
 		handler: func(w http.ResponseWriter, r *http.Request, who string) { s.controlBreaker(w, r, who, action) },
 	}
 }
