@@ -15,11 +15,19 @@ import (
 // (entrypoint, backends with health, breakers, diagnostics) with its id and
 // owning source on top, and, for API entrypoints, the stored payload, which
 // can be edited and sent back with PUT.
+//
+// Entrypoint is the effective config as routed, encoded by the codec in the
+// payload's own shape (every field explicit, durations as Go duration
+// strings), whichever source built it: a client reads one shape everywhere
+// and can POST what it read. It shadows the embedded status field, whose Go
+// form would show durations as nanoseconds and hide the breaker's
+// parameters.
 type entrypointView struct {
 	ID     string `json:"id"`
 	Source string `json:"source"`
 	status.EntrypointStatus
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Entrypoint json.RawMessage `json:"entrypoint"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
 // entrypointList is the GET /entrypoints answer.
@@ -27,20 +35,30 @@ type entrypointList struct {
 	Entrypoints []entrypointView `json:"entrypoints"`
 }
 
-func (s *Server) view(st status.EntrypointStatus) entrypointView {
+func (s *Server) view(st status.EntrypointStatus) (entrypointView, error) {
 	v := entrypointView{ID: st.Entrypoint.ID, Source: st.Entrypoint.Source, EntrypointStatus: st}
+	ep, err := s.codec.Encode(st.Entrypoint)
+	if err != nil {
+		return entrypointView{}, fmt.Errorf("view of entrypoint %q: %w", v.ID, err)
+	}
+	v.Entrypoint = ep
 	if v.Source == config.SourceAPI {
 		if e, ok := s.store.Get(v.ID); ok {
 			v.Payload = e.Payload
 		}
 	}
-	return v
+	return v, nil
 }
 
 func (s *Server) listEntrypoints(w http.ResponseWriter, r *http.Request, _ string) {
 	list := entrypointList{Entrypoints: []entrypointView{}}
 	for _, st := range s.router.Entrypoints() {
-		list.Entrypoints = append(list.Entrypoints, s.view(st))
+		v, err := s.view(st)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error(), nil)
+			return
+		}
+		list.Entrypoints = append(list.Entrypoints, v)
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -52,7 +70,12 @@ func (s *Server) getEntrypoint(w http.ResponseWriter, r *http.Request, _ string)
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no entrypoint %q", id), nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.view(st))
+	v, err := s.view(st)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // owner says who owns id: "" when nobody, config.SourceAPI when the store

@@ -180,13 +180,15 @@ func (s *Store) load(codec Codec) error {
 			return fmt.Errorf("entrypoint %q: stored payload decodes to id %q", rec.ID, ep.ID)
 		}
 		ep.Created = rec.Created
-		// The file is indented for people; in memory the payload is the
-		// compact canonical form, as the encoder makes it.
-		var payload bytes.Buffer
-		if err := json.Compact(&payload, rec.Payload); err != nil {
+		// The payload is encoded again from what the validator made of the
+		// stored one: the canonical form of this version, with the values in
+		// force (fields added since, a timeout Levee shortens), as a create
+		// would store it. The next write puts it in the file.
+		e, err := s.entry(ep, ds)
+		if err != nil {
 			return fmt.Errorf("entrypoint %q: %w", rec.ID, err)
 		}
-		s.entries[rec.ID] = Entry{Entrypoint: ep, Payload: payload.Bytes(), Diagnostics: ds}
+		s.entries[rec.ID] = e
 	}
 	return nil
 }

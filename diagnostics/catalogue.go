@@ -43,9 +43,13 @@ const (
 	BadRewrite        Code = "W033"
 	NoBackends        Code = "W034"
 	DuplicateKey      Code = "W035"
+	BadPassiveHealth  Code = "W036"
 	PathDefaulted     Code = "I001"
 	PortDefaulted     Code = "I002"
 	TraefikLabels     Code = "I003"
+	// HealthTimeoutAdjusted is a value Levee changed to make it work, not
+	// a mistake it rejected: the route runs with the value shown.
+	HealthTimeoutAdjusted Code = "I004"
 )
 
 // catalogue is filled in catalogue_entries.go.

@@ -78,6 +78,12 @@ func entries() []Entry {
 			Example: "levee.http.app.healthCheck.interval=often",
 		},
 		{
+			Code: BadPassiveHealth, Severity: Warn, Title: "invalid passive-health setting",
+			Effect:  "That passive-health field falls back to its default (consecutiveFailures 5, ejectTime 10s, maxEjectTime 5m or ejectTime if longer, maxEjectedShare 0.5); passive ejection stays on.",
+			Fix:     "See docs/labels.md for the `passiveHealth.*` fields: consecutiveFailures is a whole number from 1 to 1000, ejectTime and maxEjectTime are positive durations with maxEjectTime >= ejectTime, maxEjectedShare is a number in (0, 1].",
+			Example: "levee.http.app.passiveHealth.maxEjectedShare=2",
+		},
+		{
 			Code: BadLoadBalancer, Severity: Warn, Title: "unknown load-balancing policy",
 			Effect:  "The policy falls back to round_robin.",
 			Fix:     "Use round_robin (rr), random, power_of_two (p2c) or least_connections (leastconn).",
@@ -160,6 +166,12 @@ func entries() []Entry {
 			Effect:  "No port label: Levee used the container's only exposed port, else its lowest exposed port, else 80. The message says which and why.",
 			Fix:     "Set `<prefix>.http.<service>.port` to choose explicitly.",
 			Example: "a container exposing 8080 and 9090 with no port label (8080 is used)",
+		},
+		{
+			Code: HealthTimeoutAdjusted, Severity: Info, Title: "health-check timeout shortened",
+			Effect:  "A probe must end before the next one is due, so a health-check timeout longer than the interval (written, or the 5s default against a shorter interval) is shortened to the smaller of 2s and the interval. The route runs with the shortened timeout, and every view (`GET /entrypoints`, the stored payload) shows it.",
+			Fix:     "Set `healthCheck.timeout` at most `healthCheck.interval`.",
+			Example: "levee.http.app.healthCheck.interval=3s   # the 5s default timeout becomes 2s",
 		},
 		{
 			Code: TraefikLabels, Severity: Info, Title: "Traefik labels but no Levee labels",

@@ -47,15 +47,9 @@ func (r *Router) configureHealth(rs *RouteState, rt *Route) {
 		}
 		return
 	}
-	t := &healthTarget{cfg: *rt.ep.HealthCheck, backends: rt.backends}
-	if t.cfg.Interval <= 0 {
-		t.cfg.Interval = 10 * time.Second
-	}
-	if t.cfg.Timeout <= 0 || t.cfg.Timeout > t.cfg.Interval {
-		t.cfg.Timeout = min(2*time.Second, t.cfg.Interval)
-	}
-	t.cfg.Rise = max(t.cfg.Rise, 1)
-	t.cfg.Fall = max(t.cfg.Fall, 1)
+	// The validator already applied Effective's rules (and said so, I004);
+	// they are applied again for entrypoints built without it.
+	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends}
 	if rs.health != nil {
 		rs.health.target.Store(t)
 		select {

@@ -158,6 +158,33 @@ var fieldCases = []fieldCase{
 	{field: "healthCheck.fall", get: func(d cfgDecoded) any { return cfgHealth(d).Fall },
 		valid:   []validCase{{"5", "5", 5}},
 		invalid: []invalidCase{{label: "x", code: diagnostics.BadHealthCheck}}},
+	{field: "passiveHealth.consecutiveFailures", get: func(d cfgDecoded) any { return d.ep.PassiveHealth.ConsecutiveFailures },
+		valid: []validCase{{"2", "2", 2}, {"1000", `"1000"`, 1000}},
+		invalid: []invalidCase{
+			{label: "0", json: "0", code: diagnostics.BadPassiveHealth}, {label: "1001", json: "1001", code: diagnostics.BadPassiveHealth},
+			{label: "-1", json: "-1", code: diagnostics.BadPassiveHealth}, {label: "many", code: diagnostics.BadPassiveHealth},
+			{label: "2.5", json: "2.5", code: diagnostics.BadPassiveHealth}, {label: "true", json: "true", code: diagnostics.BadPassiveHealth},
+		}},
+	{field: "passiveHealth.ejectTime", get: func(d cfgDecoded) any { return d.ep.PassiveHealth.EjectTime },
+		valid: []validCase{{"30s", "", 30 * time.Second}, {"20", "20", 20 * time.Second}},
+		invalid: []invalidCase{
+			{label: "0", json: "0", code: diagnostics.BadPassiveHealth}, {label: "-5s", code: diagnostics.BadPassiveHealth},
+			{label: "soon", code: diagnostics.BadPassiveHealth},
+		}},
+	{field: "passiveHealth.maxEjectTime", get: func(d cfgDecoded) any { return d.ep.PassiveHealth.MaxEjectTime },
+		valid: []validCase{{"10m", "", 10 * time.Minute}, {"10s", "", 10 * time.Second}},
+		invalid: []invalidCase{
+			{label: "0", json: "0", code: diagnostics.BadPassiveHealth}, {label: "later", code: diagnostics.BadPassiveHealth},
+			// Below the default ejectTime (10s): the cross-field rule.
+			{label: "5s", code: diagnostics.BadPassiveHealth},
+		}},
+	{field: "passiveHealth.maxEjectedShare", get: func(d cfgDecoded) any { return d.ep.PassiveHealth.MaxEjectedShare },
+		valid: []validCase{{"0.3", "0.3", 0.3}, {"1", "1", 1.0}},
+		invalid: []invalidCase{
+			{label: "0", json: "0", code: diagnostics.BadPassiveHealth}, {label: "1.5", json: "1.5", code: diagnostics.BadPassiveHealth},
+			{label: "-0.2", json: "-0.2", code: diagnostics.BadPassiveHealth}, {label: "half", code: diagnostics.BadPassiveHealth},
+			{label: "NaN", code: diagnostics.BadPassiveHealth},
+		}},
 	{field: "circuitBreaker.enabled", get: func(d cfgDecoded) any { return d.ep.CircuitBreaker != nil },
 		valid:   []validCase{{"true", "true", true}, {"off", "", false}},
 		invalid: []invalidCase{{label: "maybe", code: diagnostics.BadBool}}},
@@ -753,5 +780,69 @@ func TestLongInvalidNameIsQuotedClipped(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) || ie.Status != 422 || len(ie.Message) > 300 || !strings.Contains(ie.Message, "invalid name") {
 		t.Fatalf("error %v (%d bytes), want a short 422 message", err, len(fmt.Sprint(err)))
+	}
+}
+
+// A health-check timeout longer than the interval runs shortened: the
+// decoded entrypoint (and so the stored payload and every view) holds the
+// effective value, and I004 names what was written, by labels and JSON.
+func TestHealthTimeoutAdjusted(t *testing.T) {
+	check := func(how string, ep Entrypoint, ds []diagnostics.Diagnostic, key, value string) {
+		t.Helper()
+		if ep.HealthCheck == nil || ep.HealthCheck.Timeout != 2*time.Second {
+			t.Fatalf("%s: health check %+v, want timeout 2s", how, ep.HealthCheck)
+		}
+		got := cfgWithCode(ds, diagnostics.HealthTimeoutAdjusted)
+		if len(got) != 1 || len(ds) != 1 {
+			t.Fatalf("%s: want one I004, got %v", how, ds)
+		}
+		if g := got[0]; g.Key != key || g.Value != value || g.Fallback != "2s" || g.Severity != diagnostics.Info {
+			t.Errorf("%s: got %+v, want key %q value %q fallback 2s, info", how, g, key, value)
+		}
+		out, err := EncodeEntrypoint(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), `"timeout":"2s","interval":"3s"`) {
+			t.Errorf("%s: encoded %s, want the effective timeout", how, out)
+		}
+	}
+	// The 5s default against a 3s interval.
+	cfg, ds := DecodeLabels(map[string]string{"host": "app.example.com", "healthCheck.interval": "3s"}, cfgSrc, cfgLabelKey)
+	check("label default", cfg.Entrypoint, ds, cfgLabelKey("healthCheck.timeout"), "5s")
+	// A written timeout.
+	cfg, ds = DecodeLabels(map[string]string{"host": "app.example.com", "healthCheck.interval": "3s", "healthCheck.timeout": "8"}, cfgSrc, cfgLabelKey)
+	check("label", cfg.Entrypoint, ds, cfgLabelKey("healthCheck.timeout"), "8")
+	body := `{"name":"app","backends":[{"address":"10.0.0.5","port":8080}],
+	  "config":{"hostnames":["app.example.com"],"health_check":{"timeout":"5s","interval":"3s"}}}`
+	ep, ds, err := DecodeEntrypoint(FormatJSON, []byte(body), diagnostics.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("JSON", ep, ds, "config.health_check.timeout", "5s")
+	// The stored payload decodes to itself, without I004 again.
+	out, _ := EncodeEntrypoint(ep)
+	again, ds, err := DecodeEntrypoint(FormatJSON, out, diagnostics.Source{})
+	if err != nil || len(ds) != 0 || again.HealthCheck.Timeout != 2*time.Second {
+		t.Errorf("stored payload: %+v %v %v", again.HealthCheck, ds, err)
+	}
+}
+
+// A bad value reported once is not reported again by a cross-field rule
+// that sees the default in its place.
+func TestCrossFieldRulesSeeTheFallback(t *testing.T) {
+	_, ds := DecodeLabels(map[string]string{"host": "app.example.com",
+		"passiveHealth.ejectTime": "10m", "passiveHealth.maxEjectTime": "later"}, cfgSrc, cfgLabelKey)
+	if len(ds) != 1 || ds[0].Value != "later" {
+		t.Errorf("want one W036 for the bad value, got %v", ds)
+	}
+	cfg, ds := DecodeLabels(map[string]string{"host": "app.example.com", "passiveHealth.ejectTime": "10m"}, cfgSrc, cfgLabelKey)
+	if len(ds) != 0 || cfg.Entrypoint.PassiveHealth.MaxEjectTime != 10*time.Minute {
+		t.Errorf("a default cap below ejectTime follows it silently: %v %v", cfg.Entrypoint.PassiveHealth, ds)
+	}
+	_, ds = DecodeLabels(map[string]string{"host": "app.example.com", "healthCheck.interval": "3s", "healthCheck.timeout": "soon"}, cfgSrc, cfgLabelKey)
+	adj := cfgWithCode(ds, diagnostics.HealthTimeoutAdjusted)
+	if len(ds) != 2 || len(cfgWithCode(ds, diagnostics.BadHealthCheck)) != 1 || len(adj) != 1 || adj[0].Value != "5s" {
+		t.Errorf("want W021 for soon and I004 for the 5s default it fell back to, got %v", ds)
 	}
 }

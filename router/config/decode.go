@@ -28,6 +28,9 @@ type draft struct {
 
 	hc    HealthCheck
 	hcSet bool
+	// given maps a field's label to the key and value the operator wrote,
+	// for the cross-field rules' diagnostics.
+	given map[string]givenValue
 
 	cb        CircuitBreaker // Params hold only the given fields (zero = default)
 	cbSet     bool
@@ -59,6 +62,7 @@ func newDraft(src diagnostics.Source, keyOf func(f *Field) string) *draft {
 		hc:      DefaultHealthCheck(),
 		cb:      cb,
 		cbGiven: map[string]givenValue{},
+		given:   map[string]givenValue{},
 	}
 }
 
@@ -68,6 +72,8 @@ func (d *draft) add(code diagnostics.Code, key, value, fallback, msg, hint strin
 
 // bad reports that field f's value is invalid and its default applies.
 func (d *draft) bad(f *Field, key string, v any, reason string) {
+	// The default applies, so the cross-field rules see no given value.
+	delete(d.given, f.Label)
 	d.add(f.Code, key, displayValue(v), f.Default, fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
 }
 
@@ -95,6 +101,7 @@ func (d *draft) apply(items []fieldValue) {
 		if it.value == nil {
 			continue // JSON null: not given
 		}
+		d.given[f.Label] = givenValue{it.key, displayValue(it.value)}
 		f.set(d, f, it.key, it.value)
 	}
 }
@@ -109,9 +116,10 @@ func (d *draft) finish() (Entrypoint, bool) {
 		routable = false
 	}
 	if d.hcSet {
-		hc := d.hc
+		hc := d.healthCheck()
 		d.ep.HealthCheck = &hc
 	}
+	d.passiveHealth()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled
@@ -136,6 +144,46 @@ func (d *draft) finish() (Entrypoint, bool) {
 	}
 	diagnostics.Sort(d.diags)
 	return d.ep, routable
+}
+
+// healthCheck is the health check as the prober will run it
+// (HealthCheck.Effective): a value Levee adjusts shows adjusted in every
+// view, with I004 naming the value written and the one in force.
+func (d *draft) healthCheck() HealthCheck {
+	hc := d.hc.Effective()
+	if hc.Timeout != d.hc.Timeout {
+		g := d.givenOr("healthCheck.timeout", d.hc.Timeout.String())
+		d.add(diagnostics.HealthTimeoutAdjusted, g.key, g.value, hc.Timeout.String(),
+			fmt.Sprintf("health-check timeout %s is longer than the interval %s: shortened to %s", d.hc.Timeout, hc.Interval, hc.Timeout),
+			"set healthCheck.timeout at most healthCheck.interval")
+	}
+	return hc
+}
+
+// passiveHealth applies the cross-field rule of passive ejection: the cap
+// of the ejection time is not below the first ejection. A cap the operator
+// gave that is too small is W036 and falls back as Options did; a default
+// cap below a long ejectTime silently follows it.
+func (d *draft) passiveHealth() {
+	ph := &d.ep.PassiveHealth
+	if ph.MaxEjectTime >= ph.EjectTime {
+		return
+	}
+	fallback := max(DefaultMaxEjectTime, ph.EjectTime)
+	if g, ok := d.given["passiveHealth.maxEjectTime"]; ok {
+		d.add(diagnostics.BadPassiveHealth, g.key, g.value, fallback.String(),
+			fmt.Sprintf("invalid passiveHealth.maxEjectTime: below ejectTime %s", ph.EjectTime), "")
+	}
+	ph.MaxEjectTime = fallback
+}
+
+// givenOr is what the operator wrote for the field with label, or its
+// default key and value when nothing was written.
+func (d *draft) givenOr(label, value string) givenValue {
+	if g, ok := d.given[label]; ok {
+		return g
+	}
+	return givenValue{key: d.keyOf(fieldByLabel(label)), value: value}
 }
 
 func fieldByLabel(label string) *Field {
@@ -490,6 +538,32 @@ func setHealthCount(ptr func(*HealthCheck) *int) func(d *draft, f *Field, key st
 		if n, ok := decode(d, f, key, v, toInt, between(1, 100, "1-100")); ok {
 			*ptr(&d.hc) = n
 		}
+	}
+}
+
+func setPassiveFailures(d *draft, f *Field, key string, v any) {
+	if n, ok := decode(d, f, key, v, toInt, between(1, MaxConsecutiveFailures, fmt.Sprintf("1-%d", MaxConsecutiveFailures))); ok {
+		d.ep.PassiveHealth.ConsecutiveFailures = n
+	}
+}
+
+func setPassiveDuration(ptr func(*PassiveHealth) *time.Duration) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		if t, ok := decode(d, f, key, v, toDuration, positive); ok {
+			*ptr(&d.ep.PassiveHealth) = t
+		}
+	}
+}
+
+func setPassiveShare(d *draft, f *Field, key string, v any) {
+	share, ok := decode(d, f, key, v, toFloat, func(x float64) error {
+		if x <= 0 || x > 1 {
+			return fmt.Errorf("must be a share in (0, 1]")
+		}
+		return nil
+	})
+	if ok {
+		d.ep.PassiveHealth.MaxEjectedShare = share
 	}
 }
 

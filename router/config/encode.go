@@ -37,6 +37,7 @@ type wireConfig struct {
 	BackendTimeout string       `json:"backend_timeout"`
 	Retry          wireRetry    `json:"retry"`
 	HealthCheck    *wireHealth  `json:"health_check,omitempty"`
+	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
 }
 
@@ -51,6 +52,13 @@ type wireHealth struct {
 	Interval string `json:"interval"`
 	Rise     int    `json:"rise"`
 	Fall     int    `json:"fall"`
+}
+
+type wirePassive struct {
+	ConsecutiveFailures int     `json:"consecutive_failures"`
+	EjectTime           string  `json:"eject_time"`
+	MaxEjectTime        string  `json:"max_eject_time"`
+	MaxEjectedShare     float64 `json:"max_ejected_share"`
 }
 
 type wireBreaker struct {
@@ -109,6 +117,13 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 	if h := ep.HealthCheck; h != nil {
 		w.Config.HealthCheck = &wireHealth{Path: h.Path, Status: h.Status.String(), Timeout: h.Timeout.String(),
 			Interval: h.Interval.String(), Rise: h.Rise, Fall: h.Fall}
+	}
+	// The validator fills every passive-health field; an entrypoint built
+	// without it leaves them zero, which is not a payload value, so the
+	// group is left out and the request path's defaults apply.
+	if ph := ep.PassiveHealth; !ph.IsZero() {
+		w.Config.PassiveHealth = &wirePassive{ConsecutiveFailures: ph.ConsecutiveFailures, EjectTime: ph.EjectTime.String(),
+			MaxEjectTime: ph.MaxEjectTime.String(), MaxEjectedShare: ph.MaxEjectedShare}
 	}
 	if cb := ep.CircuitBreaker; cb != nil {
 		p := cb.Params

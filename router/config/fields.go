@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"time"
@@ -32,6 +33,16 @@ const (
 	DefaultHealthRise     = 2
 	DefaultHealthFall     = 3
 
+	// The passive-ejection defaults: 5 failures in a row eject a backend
+	// for 10s, doubled on each ejection in a row up to 5m, and at most half
+	// of a route's backends are ejected at once.
+	DefaultConsecutiveFailures = 5
+	DefaultEjectTime           = 10 * time.Second
+	DefaultMaxEjectTime        = 5 * time.Minute
+	DefaultMaxEjectedShare     = 0.5
+	// MaxConsecutiveFailures bounds passiveHealth.consecutiveFailures.
+	MaxConsecutiveFailures = 1000
+
 	// MaxRetryAttempts bounds retry.attempts.
 	MaxRetryAttempts = 10
 	// MaxWeight bounds a backend's weight.
@@ -47,6 +58,18 @@ func DefaultEntrypoint() Entrypoint {
 		LoadBalancer:   DefaultLoadBalancer,
 		BackendTimeout: DefaultBackendTimeout,
 		Retry:          Retry{Attempts: DefaultRetryAttempts},
+		PassiveHealth:  DefaultPassiveHealth(),
+	}
+}
+
+// DefaultPassiveHealth returns the passive-ejection settings of a route
+// that sets none.
+func DefaultPassiveHealth() PassiveHealth {
+	return PassiveHealth{
+		ConsecutiveFailures: DefaultConsecutiveFailures,
+		EjectTime:           DefaultEjectTime,
+		MaxEjectTime:        DefaultMaxEjectTime,
+		MaxEjectedShare:     DefaultMaxEjectedShare,
 	}
 }
 
@@ -199,7 +222,7 @@ func buildFieldTable() []Field {
 			Doc:     "Statuses that count as healthy.",
 			Example: "200-299", set: setHealthStatus},
 		{Label: "healthCheck.timeout", JSON: "config.health_check.timeout", Kind: KindDuration, Default: DefaultHealthTimeout.String(), Code: diagnostics.BadHealthCheck,
-			Doc:     "Timeout of one probe.",
+			Doc:     "Timeout of one probe. A probe must end before the next is due: a timeout longer than the interval is shortened to the smaller of 2s and the interval (I004), and every view shows the shortened value.",
 			Example: "2s", set: setHealthDuration(func(h *HealthCheck) *time.Duration { return &h.Timeout })},
 		{Label: "healthCheck.interval", JSON: "config.health_check.interval", Kind: KindDuration, Default: DefaultHealthInterval.String(), Code: diagnostics.BadHealthCheck,
 			Doc:     "Time between probes of one backend.",
@@ -210,6 +233,19 @@ func buildFieldTable() []Field {
 		{Label: "healthCheck.fall", JSON: "config.health_check.fall", Kind: KindInt, Default: strconv.Itoa(DefaultHealthFall), Code: diagnostics.BadHealthCheck,
 			Doc:     "Consecutive failed probes that mark a backend down (1-100).",
 			Example: "3", set: setHealthCount(func(h *HealthCheck) *int { return &h.Fall })},
+		// Passive health.
+		{Label: "passiveHealth.consecutiveFailures", JSON: "config.passive_health.consecutive_failures", Kind: KindInt, Default: strconv.Itoa(DefaultConsecutiveFailures), Code: diagnostics.BadPassiveHealth,
+			Doc:     fmt.Sprintf("Failed attempts in a row (transport error, timeout, failure status) that eject a backend from the route's rotation (1-%d). Passive health is always on; a route whose backends are all ejected fails open (they are tried anyway).", MaxConsecutiveFailures),
+			Example: "3", set: setPassiveFailures},
+		{Label: "passiveHealth.ejectTime", JSON: "config.passive_health.eject_time", Kind: KindDuration, Default: DefaultEjectTime.String(), Code: diagnostics.BadPassiveHealth,
+			Doc:     "Length of a first ejection; each ejection in a row doubles it, up to maxEjectTime. A backend that then stays good as long as its last ejection starts again from this.",
+			Example: "30s", set: setPassiveDuration(func(p *PassiveHealth) *time.Duration { return &p.EjectTime })},
+		{Label: "passiveHealth.maxEjectTime", JSON: "config.passive_health.max_eject_time", Kind: KindDuration, Default: DefaultMaxEjectTime.String(), Code: diagnostics.BadPassiveHealth,
+			Doc:     "Cap of the doubled ejection time; not below ejectTime (a smaller value falls back to the larger of 5m and ejectTime).",
+			Example: "10m", set: setPassiveDuration(func(p *PassiveHealth) *time.Duration { return &p.MaxEjectTime })},
+		{Label: "passiveHealth.maxEjectedShare", JSON: "config.passive_health.max_ejected_share", Kind: KindFloat, Default: ratioText(DefaultMaxEjectedShare), Code: diagnostics.BadPassiveHealth,
+			Doc:     "Largest share in (0,1] of the route's backends ejected at once; one backend may always be ejected. A failing backend over the share stays in rotation.",
+			Example: "0.3", set: setPassiveShare},
 		// Circuit breaker.
 		{Label: "circuitBreaker.enabled", JSON: "config.circuit_breaker.enabled", Kind: KindBool, Default: "true once any circuitBreaker.* field is set", Code: diagnostics.BadBool,
 			Doc:     "Turns the breaker on with all defaults (`true`) or off although other circuitBreaker.* fields are set (`false`).",

@@ -65,6 +65,7 @@ type Entrypoint struct {
 	BackendTimeout time.Duration   `json:"backend_timeout"`
 	Retry          Retry           `json:"retry"`
 	HealthCheck    *HealthCheck    `json:"health_check,omitempty"`
+	PassiveHealth  PassiveHealth   `json:"passive_health"`
 	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
 
 	// Created orders entrypoints deterministically when two collide: the
@@ -98,6 +99,40 @@ type HealthCheck struct {
 	Rise int `json:"rise"`
 	Fall int `json:"fall"`
 }
+
+// Effective returns the health check as the prober runs it. A probe must
+// end before the next one is due, so a timeout longer than the interval is
+// shortened to min(2s, interval); the validator applies this rule and says
+// so (I004), and the router applies it again for entrypoints built without
+// the validator. Non-positive fields take their defaults.
+func (h HealthCheck) Effective() HealthCheck {
+	if h.Interval <= 0 {
+		h.Interval = DefaultHealthInterval
+	}
+	if h.Timeout <= 0 || h.Timeout > h.Interval {
+		h.Timeout = min(2*time.Second, h.Interval)
+	}
+	h.Rise = max(h.Rise, 1)
+	h.Fall = max(h.Fall, 1)
+	return h
+}
+
+// PassiveHealth configures passive ejection: the request path ejects a
+// backend after ConsecutiveFailures failed attempts in a row, for EjectTime
+// doubled on each ejection in a row up to MaxEjectTime, unless that would
+// hold out more than MaxEjectedShare of the route's backends (one may
+// always be). A route whose backends are all ejected fails open. The
+// validator fills every field; a zero field (an entrypoint built without
+// it) takes the request path's default.
+type PassiveHealth struct {
+	ConsecutiveFailures int           `json:"consecutive_failures"`
+	EjectTime           time.Duration `json:"eject_time"`
+	MaxEjectTime        time.Duration `json:"max_eject_time"`
+	MaxEjectedShare     float64       `json:"max_ejected_share"`
+}
+
+// IsZero reports whether no field is set.
+func (p PassiveHealth) IsZero() bool { return p == PassiveHealth{} }
 
 // CircuitBreaker configures the breaker that guards a route.
 type CircuitBreaker struct {

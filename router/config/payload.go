@@ -61,13 +61,14 @@ var jsonNames = func() []string {
 			out = append(out, f.JSONAliases...)
 		}
 	}
-	return append(out, "config.retry", "config.health_check", "config.circuit_breaker")
+	return append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
 }()
 
 // jsonGroups are config paths whose value is an object of fields.
 var jsonGroups = map[string]diagnostics.Code{
 	"config.retry":           diagnostics.BadRetry,
 	"config.health_check":    diagnostics.BadHealthCheck,
+	"config.passive_health":  diagnostics.BadPassiveHealth,
 	"config.circuit_breaker": diagnostics.BadCircuitBreaker,
 }
 

@@ -260,6 +260,9 @@ func route(id, path string, hosts ...string) config.Entrypoint {
 	ep.Hosts = hosts
 	ep.Created = epoch
 	ep.Backends = []config.Backend{{Address: "127.0.0.1", Port: 1, Weight: config.DefaultWeight}}
+	// Passive ejection comes from the harness's Options unless a test sets
+	// the route's own (a zero field takes the Options value).
+	ep.PassiveHealth = config.PassiveHealth{}
 	return ep
 }
 

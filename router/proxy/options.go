@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Options are the request path's collaborators and tunables. Zero values
@@ -70,15 +71,18 @@ type Options struct {
 	// to upgrade to anything else is forwarded as a plain request.
 	UpgradeProtocols []string
 
-	// EjectAfter consecutive failures eject a backend (default 5; negative
-	// disables passive ejection).
-	EjectAfter int
-	// EjectTime is the first ejection's length, doubled on each consecutive
-	// ejection (default 10s) up to EjectMaxTime (default 5m).
-	EjectTime    time.Duration
-	EjectMaxTime time.Duration
+	// Passive ejection is set per route (config.PassiveHealth, which the
+	// validator always fills); these are the values for a route field left
+	// zero, i.e. an entrypoint built without the validator, and default to
+	// the validator's defaults. EjectAfter consecutive failures eject a
+	// backend (default 5; negative turns passive ejection off for every
+	// route). EjectTime is the first ejection's length, doubled on each
+	// consecutive ejection (default 10s) up to EjectMaxTime (default 5m).
 	// EjectMaxShare caps the share of a route's backends ejected at once
 	// (default 0.5; at least one backend may always be ejected).
+	EjectAfter    int
+	EjectTime     time.Duration
+	EjectMaxTime  time.Duration
 	EjectMaxShare float64
 
 	// RetryBudget is the share of extra attempts allowed over
@@ -121,16 +125,16 @@ func (o Options) withDefaults() Options {
 		o.UpgradeProtocols = []string{"websocket"}
 	}
 	if o.EjectAfter == 0 {
-		o.EjectAfter = 5
+		o.EjectAfter = config.DefaultConsecutiveFailures
 	}
 	if o.EjectTime <= 0 {
-		o.EjectTime = 10 * time.Second
+		o.EjectTime = config.DefaultEjectTime
 	}
 	if o.EjectMaxTime < o.EjectTime {
-		o.EjectMaxTime = max(5*time.Minute, o.EjectTime)
+		o.EjectMaxTime = max(config.DefaultMaxEjectTime, o.EjectTime)
 	}
 	if o.EjectMaxShare <= 0 || o.EjectMaxShare > 1 {
-		o.EjectMaxShare = 0.5
+		o.EjectMaxShare = config.DefaultMaxEjectedShare
 	}
 	if o.RetryBudget <= 0 {
 		o.RetryBudget = 0.2

@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/levee-proxy/levee/router"
+import (
+	"time"
+
+	"github.com/levee-proxy/levee/router"
+)
 
 // Passive health: the request path judges every attempt (see outcome and
 // classify for what counts as a failure) and ejects a backend from the
@@ -8,10 +12,44 @@ import "github.com/levee-proxy/levee/router"
 // router's backend state (router.EjectionState), so that it outlives
 // snapshots and shows in the status views; only this file writes it.
 
-// passive feeds one attempt's result to passive ejection: EjectAfter
-// consecutive failures eject the backend for EjectTime·2^n (n = ejections
-// in a row, capped at EjectMaxTime), unless that would eject more than
-// EjectMaxShare of the route's backends. Ejection never touches breakers.
+// ejection is the passive-ejection policy in force for one route.
+type ejection struct {
+	after    int
+	time     time.Duration
+	maxTime  time.Duration
+	maxShare float64
+}
+
+// ejectionOf is rt's policy: the route's own passiveHealth fields, which
+// the validator always fills, and for a field left zero (an entrypoint
+// built without the validator) the handler's Options.
+func (p *Handler) ejectionOf(rt *router.Route) ejection {
+	ph := rt.Config().PassiveHealth
+	e := ejection{after: ph.ConsecutiveFailures, time: ph.EjectTime, maxTime: ph.MaxEjectTime, maxShare: ph.MaxEjectedShare}
+	if e.after <= 0 {
+		e.after = p.opts.EjectAfter
+	}
+	if e.time <= 0 {
+		e.time = p.opts.EjectTime
+	}
+	if e.maxTime <= 0 {
+		e.maxTime = p.opts.EjectMaxTime
+	}
+	// The cap is never below the first ejection.
+	e.maxTime = max(e.maxTime, e.time)
+	if e.maxShare <= 0 || e.maxShare > 1 {
+		e.maxShare = p.opts.EjectMaxShare
+	}
+	return e
+}
+
+// passive feeds one attempt's result to passive ejection: the route's
+// consecutive failures eject the backend for its eject time·2^n (n =
+// ejections in a row, capped at its max eject time), unless that would
+// eject more than the route's max ejected share of its backends; the
+// eligibility filter fails open when every backend is ejected. A negative
+// Options.EjectAfter turns passive ejection off for every route. Ejection
+// never touches breakers.
 func (p *Handler) passive(rt *router.Route, b *router.Backend, failed bool, now int64) {
 	st := b.State().Ejection()
 	if !failed {
@@ -27,7 +65,11 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed bool, now 
 		}
 		return
 	}
-	if p.opts.EjectAfter < 0 || int(st.Failures.Add(1)) < p.opts.EjectAfter {
+	if p.opts.EjectAfter < 0 {
+		return
+	}
+	pol := p.ejectionOf(rt)
+	if int(st.Failures.Add(1)) < pol.after {
 		return
 	}
 	rs := rt.State()
@@ -43,21 +85,21 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed bool, now 
 			ejected++
 		}
 	}
-	limit := max(1, int(p.opts.EjectMaxShare*float64(len(bs))))
+	limit := max(1, int(pol.maxShare*float64(len(bs))))
 	if ejected+1 > limit {
 		return
 	}
 	n := st.Run.Load()
-	d := p.opts.EjectTime
-	for i := int32(0); i < n && d < p.opts.EjectMaxTime; i++ {
+	d := pol.time
+	for i := int32(0); i < n && d < pol.maxTime; i++ {
 		d *= 2
 	}
-	d = min(d, p.opts.EjectMaxTime)
+	d = min(d, pol.maxTime)
 	st.Until.Store(now + int64(d))
 	st.Last.Store(int64(d))
 	st.Run.Add(1)
 	st.Failures.Store(0)
 	p.log.Warn().Str("event", "backend_ejected").Str("route", rt.Config().ID).Str("backend", b.HostPort()).
-		Int("after_failures", p.opts.EjectAfter).Dur("for", d).Int32("ejections_in_a_row", n+1).
+		Int("after_failures", pol.after).Dur("for", d).Int32("ejections_in_a_row", n+1).
 		Msg("backend ejected after consecutive failures")
 }

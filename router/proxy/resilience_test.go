@@ -996,3 +996,57 @@ func TestRetryReplaysSmallBodiesOnly(t *testing.T) {
 		t.Fatalf("large POSTs %v: the one that met the dead backend must not be retried", codes)
 	}
 }
+
+// A route's own consecutiveFailures applies over the handler's default (5).
+func TestPassiveEjectionPerRouteConsecutiveFailures(t *testing.T) {
+	h := newHarness(t, Options{})
+	a := newBackend(t, "a")
+	web := ep("web", a.backend())
+	web.PassiveHealth = config.PassiveHealth{ConsecutiveFailures: 2, EjectTime: 30 * time.Second,
+		MaxEjectTime: time.Minute, MaxEjectedShare: 0.5}
+	h.set(config.SourceDocker, web)
+	h.get("web.test", "/fail")
+	if es, _ := h.r.Entrypoint("web"); es.Backends[0].Ejected {
+		t.Fatal("ejected after 1 failure, want 2")
+	}
+	h.get("web.test", "/fail")
+	es, _ := h.r.Entrypoint("web")
+	if !es.Backends[0].Ejected {
+		t.Fatal("not ejected after 2 failures (route's consecutiveFailures=2)")
+	}
+	if want := h.clock.Now().Add(30 * time.Second); !es.Backends[0].EjectedUntil.Equal(want) {
+		t.Fatalf("ejected until %v, want %v (route's ejectTime)", es.Backends[0].EjectedUntil, want)
+	}
+}
+
+// A route's own maxEjectedShare caps how many of its backends are ejected.
+func TestPassiveEjectionPerRouteMaxShare(t *testing.T) {
+	for _, tc := range []struct {
+		share float64
+		want  int
+	}{{0.75, 3}, {0, 2}} { // 0: the handler's default, half
+		h := newHarness(t, Options{})
+		var bs []config.Backend
+		for _, name := range []string{"a", "b", "c", "d"} {
+			b := newBackend(t, name)
+			b.mode.Store(modeFail)
+			bs = append(bs, b.backend())
+		}
+		web := ep("web", bs...)
+		web.PassiveHealth = config.PassiveHealth{ConsecutiveFailures: 1, MaxEjectedShare: tc.share}
+		h.set(config.SourceDocker, web)
+		for i := 0; i < 12; i++ {
+			h.get("web.test", "/")
+		}
+		es, _ := h.r.Entrypoint("web")
+		ejected := 0
+		for _, b := range es.Backends {
+			if b.Ejected {
+				ejected++
+			}
+		}
+		if ejected != tc.want {
+			t.Errorf("maxEjectedShare %v: %d of 4 ejected, want %d", tc.share, ejected, tc.want)
+		}
+	}
+}

@@ -21,6 +21,9 @@ type BackendStatus struct {
 
 // EntrypointStatus is an entrypoint as routed, with its runtime state.
 type EntrypointStatus struct {
+	// Entrypoint is the effective config. Its Go JSON form is not a view:
+	// the API shows it through the canonical encoder (config.EncodeEntrypoint),
+	// the payload's own shape with durations as Go duration strings.
 	Entrypoint config.Entrypoint `json:"entrypoint"`
 	Backends   []BackendStatus   `json:"backends"`
 	// Breakers holds the route's breaker, or one per backend for
