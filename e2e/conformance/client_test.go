@@ -67,12 +67,6 @@ func (c *rawClient) send(s string) error {
 	return err
 }
 
-// next reads one response to a request of method, within timeout.
-func (c *rawClient) next(method string, timeout time.Duration) (*message, error) {
-	_ = c.c.SetReadDeadline(time.Now().Add(timeout))
-	return readResponse(c.br, method)
-}
-
 // final reads responses until a final one (status >= 200, or 101),
 // within timeout, and returns the interim (1xx) ones before it.
 func (c *rawClient) final(method string, timeout time.Duration) (interim []*message, m *message, err error) {

@@ -90,10 +90,9 @@ func TestLeftoverBackendBytesNeverReachAnotherClient(t *testing.T) {
 // its answer to the next client.
 func TestGetBodyIsNeverASecondRequest(t *testing.T) {
 	var conns atomic.Int64
-	be := scriptedBackend(t, &conns, func(p string) string { return answerOK(p) })
-	// scriptedBackend discards bodies; this one reads GET bodies as the
-	// next request, as Python's http.server does.
-	be = rawBackend(t, func(c net.Conn) {
+	// Unlike scriptedBackend, which discards bodies, this backend reads a
+	// GET body as the next request, as Python's http.server does.
+	be := rawBackend(t, func(c net.Conn) {
 		conns.Add(1)
 		br := bufio.NewReader(c)
 		for {
