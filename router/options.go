@@ -50,6 +50,14 @@ type Options struct {
 	RemovedRouteGrace time.Duration
 }
 
+// Defaults of the backend connection settings, shared by the router's
+// health checks and the request path's clients (router/proxy).
+const (
+	DefaultDialTimeout         = 5 * time.Second
+	DefaultIdleConnTimeout     = 90 * time.Second
+	DefaultMaxIdleConnsPerHost = 256
+)
+
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = RealClock{}
@@ -61,13 +69,13 @@ func (o Options) withDefaults() Options {
 		o.Registerer = prometheus.NewRegistry()
 	}
 	if o.DialTimeout <= 0 {
-		o.DialTimeout = 5 * time.Second
+		o.DialTimeout = DefaultDialTimeout
 	}
 	if o.IdleConnTimeout <= 0 {
-		o.IdleConnTimeout = 90 * time.Second
+		o.IdleConnTimeout = DefaultIdleConnTimeout
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 256
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 	}
 	if o.RemovedRouteGrace <= 0 {
 		o.RemovedRouteGrace = 30 * time.Second

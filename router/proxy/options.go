@@ -101,13 +101,13 @@ func (o Options) withDefaults() Options {
 		o.Registerer = prometheus.NewRegistry()
 	}
 	if o.DialTimeout <= 0 {
-		o.DialTimeout = 5 * time.Second
+		o.DialTimeout = router.DefaultDialTimeout
 	}
 	if o.IdleConnTimeout <= 0 {
-		o.IdleConnTimeout = 90 * time.Second
+		o.IdleConnTimeout = router.DefaultIdleConnTimeout
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 256
+		o.MaxIdleConnsPerHost = router.DefaultMaxIdleConnsPerHost
 	}
 	if o.RequestBodyTimeout <= 0 {
 		o.RequestBodyTimeout = 30 * time.Second
