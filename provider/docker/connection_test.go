@@ -81,9 +81,14 @@ func TestSilentEngineTimesOutThenConnects(t *testing.T) {
 	}
 	waitState(t, h.p, StateConnected)
 	wantConnection(t, h.p, h.reg, StateConnected)
-	if st := h.p.Status(); st.LastError != "" || st.Reconnects != 1 || !st.Synced || !st.Since.Equal(started.Add(DefaultRetryMin)) {
-		t.Errorf("status = %+v, want no error, 1 reconnect, synced, since the retry", st)
-	}
+	// Synced is set once the sink's Update returns; the recorder sees the
+	// call from inside it, so wait for it rather than read it at once.
+	dockertest.Eventually(t, waitLimit, func() error {
+		if st := h.p.Status(); st.LastError != "" || st.Reconnects != 1 || !st.Synced || !st.Since.Equal(started.Add(DefaultRetryMin)) {
+			return fmt.Errorf("status = %+v, want no error, 1 reconnect, synced, since the retry", st)
+		}
+		return nil
+	})
 	if v := metricValue(t, h.reg, "levee_provider_reconnects_total", map[string]string{"provider": config.SourceDocker}); v != 1 {
 		t.Errorf("levee_provider_reconnects_total = %v, want 1", v)
 	}
@@ -111,9 +116,12 @@ func TestHungEventStreamStillSyncsThenConnects(t *testing.T) {
 		t.Fatalf("sync without a stream = %s, want web", names(call.containers))
 	}
 	wantConnection(t, h.p, h.reg, StateDisconnected)
-	if !h.p.Synced() {
-		t.Error("Synced() = false after the sync without a stream")
-	}
+	dockertest.Eventually(t, waitLimit, func() error {
+		if !h.p.Synced() {
+			return fmt.Errorf("Synced() = false after the sync without a stream")
+		}
+		return nil
+	})
 
 	// The next retry syncs again: web went away meanwhile.
 	started := h.clock.Now()
