@@ -174,49 +174,60 @@ func TestStress(t *testing.T) {
 		}
 	}()
 
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range ops {
-				calls.Add(1)
-				d := b.Admit()
-				if !d.Admitted {
-					rejected.Add(1)
-					continue
-				}
-				admitted.Add(1)
-				tok := d.Token
-				if tok.Probe() {
-					probeMu.Lock()
-					inflight[tok.gen]++
-					if inflight[tok.gen] > probes {
-						bad.Store("more concurrent probes than halfOpenProbes")
+	// Rounds of load until the state machine has gone through a few
+	// transitions: on a loaded machine the clock goroutine may advance
+	// little during one round.
+	for round := 0; round < 50; round++ {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range ops {
+					calls.Add(1)
+					d := b.Admit()
+					if !d.Admitted {
+						rejected.Add(1)
+						continue
 					}
-					probeMu.Unlock()
+					admitted.Add(1)
+					tok := d.Token
+					if tok.Probe() {
+						probeMu.Lock()
+						inflight[tok.gen]++
+						if inflight[tok.gen] > probes {
+							bad.Store("more concurrent probes than halfOpenProbes")
+						}
+						probeMu.Unlock()
+					}
+					r := Success
+					switch (i*7 + w) % 10 {
+					case 0, 1, 2, 3:
+						r = Failure
+					case 4:
+						r = Neutral
+					}
+					if tok.Probe() {
+						probeMu.Lock()
+						inflight[tok.gen]-- // the slot is free once reported
+						probeMu.Unlock()
+					}
+					tok.Report(Outcome{Result: r})
+					if i%13 == 0 {
+						duplicates.Add(1)
+						tok.Report(Outcome{Result: Failure}) // double report
+					}
 				}
-				r := Success
-				switch (i*7 + w) % 10 {
-				case 0, 1, 2, 3:
-					r = Failure
-				case 4:
-					r = Neutral
-				}
-				if tok.Probe() {
-					probeMu.Lock()
-					inflight[tok.gen]-- // the slot is free once reported
-					probeMu.Unlock()
-				}
-				tok.Report(Outcome{Result: r})
-				if i%13 == 0 {
-					duplicates.Add(1)
-					tok.Report(Outcome{Result: Failure}) // double report
-				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		evMu.Lock()
+		enough := len(events) >= 3
+		evMu.Unlock()
+		if enough {
+			break
+		}
 	}
-	wg.Wait()
 	close(stop)
 	clockWG.Wait()
 
@@ -249,7 +260,7 @@ func TestStress(t *testing.T) {
 	// Closed, no transitions: every report counts, none is lost.
 	b.Reset()
 	b.SetParams(Params{MinRequests: 100})
-	wg = sync.WaitGroup{}
+	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
