@@ -1,20 +1,18 @@
 package conformance
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/e2e/leveetest"
 )
 
 // The limits every levee process of the suite runs with: short, so that a
@@ -32,30 +30,22 @@ const (
 	margin = 5 * time.Second
 )
 
-// leveeProc is a running levee binary whose JSON log lines are collected.
+// leveeProc is a running levee binary (leveetest.Proc) with the suite's
+// API helpers.
 type leveeProc struct {
-	cmd       *exec.Cmd
-	proxyAddr string
-	apiAddr   string
-
-	mu    sync.Mutex
-	lines []map[string]any
-	raw   []string
-	added chan struct{} // signalled (non-blocking) on every new line
-	exit  chan struct{} // closed when the process has exited
-	err   error         // exit error, valid after exit is closed
+	*leveetest.Proc
 }
 
 // startLevee runs `levee serve` with the suite's limits and the given
-// server and backend client, and returns once both listeners are up. The
-// process is killed when t ends.
+// server and backend client, and returns once both listeners are up. Only
+// these flags configure it: the caller's LEVEE_* variables are dropped.
+// The process is killed when t ends.
 func startLevee(t *testing.T, server, client string) *leveeProc {
 	t.Helper()
-	args := []string{"serve",
+	p := leveetest.Start(t, leveeBinary, leveetest.Options{Args: []string{
 		"--docker=false",
-		"--http-listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0",
 		"--state-file", filepath.Join(t.TempDir(), "state.json"),
-		"--log-format", "json", "--log-level", "info",
+		"--log-level", "info",
 		"--http-server", server, "--backend-client", client,
 		"--request-body-timeout", requestBodyTimeout.String(),
 		"--response-write-timeout", responseWriteTimeout.String(),
@@ -63,128 +53,20 @@ func startLevee(t *testing.T, server, client string) *leveeProc {
 		"--tunnel-idle-timeout", tunnelIdleTimeout.String(),
 		"--max-client-conns", fmt.Sprint(maxClientConns),
 		"--shutdown-timeout", "1s",
-	}
-	cmd := exec.Command(leveeBinary, args...)
-	// Only the flags above configure the process: LEVEE_* variables of
-	// the caller's environment would be used for every flag not given.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LEVEE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", leveeBinary, err)
-	}
-	p := &leveeProc{cmd: cmd, added: make(chan struct{}, 1), exit: make(chan struct{})}
-	go p.read(stdout)
-	t.Cleanup(func() {
-		select {
-		case <-p.exit:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.exit
-		}
-	})
-	listening := func(name string) string {
-		l, err := p.waitLog(20*time.Second, func(l map[string]any) bool {
-			return l["listener"] == name && l["message"] == "listening"
-		})
-		if err != nil {
-			t.Fatalf("levee %s: %v\n%s", strings.Join(args, " "), err, p.output())
-		}
-		return fmt.Sprint(l["addr"])
-	}
-	p.apiAddr = listening("api")
-	p.proxyAddr = listening("proxy")
-	return p
-}
-
-func (p *leveeProc) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		var m map[string]any
-		_ = json.Unmarshal([]byte(line), &m) // a panic's lines stay in raw
-		p.mu.Lock()
-		p.raw = append(p.raw, line)
-		if m != nil {
-			p.lines = append(p.lines, m)
-		}
-		p.mu.Unlock()
-		select {
-		case p.added <- struct{}{}:
-		default:
-		}
-	}
-	p.err = p.cmd.Wait()
-	close(p.exit)
-}
-
-// waitLog waits until a log line satisfies match and returns it.
-func (p *leveeProc) waitLog(timeout time.Duration, match func(map[string]any) bool) (map[string]any, error) {
-	deadline := time.After(timeout)
-	seen := 0
-	for {
-		p.mu.Lock()
-		for ; seen < len(p.lines); seen++ {
-			if match(p.lines[seen]) {
-				l := p.lines[seen]
-				p.mu.Unlock()
-				return l, nil
-			}
-		}
-		p.mu.Unlock()
-		select {
-		case <-p.added:
-		case <-p.exit:
-			p.mu.Lock()
-			n := len(p.lines)
-			p.mu.Unlock()
-			if seen == n {
-				return nil, fmt.Errorf("levee exited (%v) before the expected log line", p.err)
-			}
-		case <-deadline:
-			return nil, fmt.Errorf("no matching log line within %s", timeout)
-		}
-	}
-}
-
-// output is everything the process printed so far.
-func (p *leveeProc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.raw, "\n")
+	}})
+	return &leveeProc{Proc: p}
 }
 
 // logsAbout returns the raw log lines that name the route or the host
 // (access log lines, route changes, breaker transitions).
 func (p *leveeProc) logsAbout(route, host string) []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var out []string
-	for _, line := range p.raw {
+	for _, line := range p.RawLines() {
 		if strings.Contains(line, `"`+route+`"`) || strings.Contains(line, host) {
 			out = append(out, line)
 		}
 	}
 	return out
-}
-
-// exited reports whether the process is gone (a crash fails every vector
-// of its combination; this names the cause).
-func (p *leveeProc) exited() error {
-	select {
-	case <-p.exit:
-		return fmt.Errorf("levee exited: %v", p.err)
-	default:
-		return nil
-	}
 }
 
 var apiClient = &http.Client{Timeout: 10 * time.Second}
@@ -200,7 +82,7 @@ func (p *leveeProc) api(method, path string, body any, out any) (int, []byte, er
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, "http://"+p.apiAddr+path, rd)
+	req, err := http.NewRequest(method, "http://"+p.APIAddr+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}

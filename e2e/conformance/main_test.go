@@ -4,9 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/levee-proxy/levee/e2e/leveetest"
 )
 
 // leveeBinary is built once per test process by TestMain.
@@ -28,40 +28,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, err := moduleRoot()
+	bin, remove, err := leveetest.Build(false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "levee-conformance-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "conformance: temp dir:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	leveeBinary = filepath.Join(dir, "levee")
-	build := exec.Command("go", "build", "-o", leveeBinary, "./cmd/levee")
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "conformance: building levee:", err)
-		return 1
-	}
+	defer remove()
+	leveeBinary = bin
 	return m.Run()
-}
-
-// moduleRoot is the directory of the go.mod above the test's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-	}
 }

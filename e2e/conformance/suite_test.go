@@ -65,8 +65,8 @@ func TestConformance(t *testing.T) {
 					t.Parallel()
 					e := &env{server: server, client: client, p: startLevee(t, server, client)}
 					t.Cleanup(func() {
-						if err := e.p.exited(); err != nil {
-							t.Errorf("%v; its output:\n%s", err, e.p.output())
+						if err := e.p.Exited(); err != nil {
+							t.Errorf("%v; its output:\n%s", err, e.p.Output())
 						}
 					})
 					// Serial vectors run here, alone; the parallel ones
@@ -155,7 +155,7 @@ func (v *vt) dump() {
 	if lines := v.e.p.logsAbout(v.route, v.host); len(lines) > 0 {
 		v.Logf("levee logged:\n%s", strings.Join(lines, "\n"))
 	}
-	if err := v.e.p.exited(); err != nil {
+	if err := v.e.p.Exited(); err != nil {
 		v.Logf("%v", err)
 	}
 }
@@ -173,7 +173,7 @@ func (v *vt) dial() *rawClient {
 // their bytes themselves.
 func (v *vt) dialUnlisted() *rawClient {
 	v.Helper()
-	c, err := dialRaw(v.e.p.proxyAddr)
+	c, err := dialRaw(v.e.p.ProxyAddr)
 	if err != nil {
 		v.Fatalf("dialing the proxy: %v", err)
 	}

@@ -22,13 +22,10 @@
 package doctest
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +33,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/e2e/leveetest"
 )
 
 // docs are the files whose examples run, in this order.
@@ -143,19 +142,20 @@ func TestDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "levee")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, "./cmd/levee")...)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building levee: %v\n%s", err, out)
+	bin, remove, err := leveetest.Build(raceEnabled)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(remove)
 
 	raw := make([]byte, 24)
 	if _, err := rand.Read(raw); err != nil {
 		t.Fatal(err)
 	}
 	token := base64.StdEncoding.EncodeToString(raw) // as api.md says to generate one
-	api, proxy := startLevee(t, bin, token, filepath.Join(tmp, "state.json"))
+	p := leveetest.Start(t, bin, leveetest.Options{Args: []string{"--docker=false",
+		"--api-token", token, "--state-file", filepath.Join(tmp, "state.json"), "--shutdown-timeout", "2s"}})
+	api, proxy := p.APIAddr, p.ProxyAddr
 
 	// docs/api.md's working directory: the .env make demo writes.
 	apiDir := filepath.Join(tmp, "api")
@@ -238,69 +238,4 @@ func runBlock(t *testing.T, b block, script, dir, state, bin string) {
 	if t.Failed() {
 		t.Log(report())
 	}
-}
-
-// startLevee runs the binary with an admin token and returns the API and
-// proxy addresses once both listen. The process is killed at cleanup.
-func startLevee(t *testing.T, bin, token, stateFile string) (api, proxy string) {
-	t.Helper()
-	cmd := exec.Command(bin, "serve", "--docker=false",
-		"--http-listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0",
-		"--api-token", token, "--state-file", stateFile,
-		"--log-format", "json", "--shutdown-timeout", "2s")
-	cmd.Env = nil
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LEVEE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logs strings.Builder
-	addrs := make(chan [2]string, 2)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(io.TeeReader(out, &logs))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var l map[string]any
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l["message"] == "listening" {
-				listener, _ := l["listener"].(string)
-				addr, _ := l["addr"].(string)
-				addrs <- [2]string{listener, addr}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("levee output:\n%s", logs.String())
-		}
-	})
-	deadline := time.After(20 * time.Second)
-	for api == "" || proxy == "" {
-		select {
-		case a := <-addrs:
-			switch a[0] {
-			case "api":
-				api = a[1]
-			case "proxy":
-				proxy = a[1]
-			}
-		case <-done:
-			t.Fatalf("levee exited before listening")
-		case <-deadline:
-			t.Fatalf("levee did not listen within 20s")
-		}
-	}
-	return api, proxy
 }

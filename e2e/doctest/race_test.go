@@ -2,5 +2,6 @@
 
 package doctest
 
-// buildFlags match the test binary's, so the levee build shares its cache.
-var buildFlags = []string{"-race"}
+// raceEnabled: the levee build matches the test binary's, so that it
+// shares its build cache.
+const raceEnabled = true
