@@ -12,21 +12,7 @@ import (
 // route=id.
 func seriesExist(t *testing.T, h *harness, name, id string) bool {
 	t.Helper()
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if hasLabels(m, map[string]string{"route": id}) {
-				return true
-			}
-		}
-	}
-	return false
+	return findMetric(t, h, name, map[string]string{"route": id}) != nil
 }
 
 // A route's request series exist, at zero, from the moment the route

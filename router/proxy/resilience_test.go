@@ -787,9 +787,9 @@ func TestAccessLogLines(t *testing.T) {
 	}
 }
 
-// metricValue gathers the registry and returns a counter/gauge value or a
-// histogram's sample count; 0 when absent.
-func metricValue(t *testing.T, h *harness, name string, labels map[string]string) float64 {
+// findMetric gathers the registry and returns the series of name with
+// the labels, or nil.
+func findMetric(t *testing.T, h *harness, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	mfs, err := h.reg.Gather()
 	if err != nil {
@@ -800,18 +800,28 @@ func metricValue(t *testing.T, h *harness, name string, labels map[string]string
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if !hasLabels(m, labels) {
-				continue
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
+			if hasLabels(m, labels) {
+				return m
 			}
 		}
+	}
+	return nil
+}
+
+// metricValue returns a counter/gauge value or a histogram's sample
+// count; 0 when absent.
+func metricValue(t *testing.T, h *harness, name string, labels map[string]string) float64 {
+	t.Helper()
+	m := findMetric(t, h, name, labels)
+	switch {
+	case m == nil:
+		return 0
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
 	}
 	return 0
 }
