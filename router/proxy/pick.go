@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"github.com/levee-proxy/levee/router"
 	"slices"
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router"
 )
 
 // eligible is the exchange's eligibility filter for the balancer: not

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"github.com/levee-proxy/levee/router"
 	"io"
 	"net/http"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router"
 )
 
 // respond sends the attempt's result to the client.
