@@ -1,6 +1,9 @@
 package diagnostics
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Entry describes one code in the catalogue.
 type Entry struct {
@@ -52,8 +55,13 @@ const (
 	HealthTimeoutAdjusted Code = "I004"
 )
 
-// catalogue is filled in catalogue_entries.go.
-var catalogue = entries()
+// catalogue is filled in catalogue_entries.go and, for each feature with
+// codes of its own, in catalogue_<feature>.go. Each feature has its own
+// range of numbers (in every severity) so that codes never collide:
+// 040-049 TLS and certificates, 050-069 traffic policies, 070-074 Swarm,
+// 075-079 the shared breaker store, 080-084 breaker fallbacks, 085-089
+// scale (bulk writes, provider filtering, draining).
+var catalogue = slices.Concat(entries(), tlsEntries(), policyEntries(), swarmEntries(), storeEntries(), fallbackEntries(), scaleEntries())
 
 // Lookup returns the catalogue entry for code.
 func Lookup(code Code) (Entry, bool) {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -172,7 +173,15 @@ var (
 	}
 )
 
+// buildFieldTable joins the field groups in documentation order. Each
+// feature keeps its rows in its own file (fields_<group>.go) so that the
+// table stays one table without one file holding every feature.
 func buildFieldTable() []Field {
+	return slices.Concat(coreFields(), fallbackFields(), tlsFields(), accessPolicyFields(), transformPolicyFields())
+}
+
+// coreFields are routing, balancing, resilience, health and the breaker.
+func coreFields() []Field {
 	cbDef := breaker.DefaultParams()
 	return []Field{
 		// Routing.
