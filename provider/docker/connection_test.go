@@ -261,7 +261,7 @@ func TestHungInspectEndsTheConnection(t *testing.T) {
 	s := eng.stream(t)
 	h.rec.next(t)
 	eng.setHang("inspect", true)
-	s.send(t, events.ContainerEventType, "start", "id-x", nil)
+	s.send(t, events.ContainerEventType, "start", "id-x", map[string]string{"levee.enable": "true"})
 	waitLine(t, h.logs, time.Now(), "warn", "inspect container id-x at tcp://fake:2375: no answer within 50ms")
 	waitState(t, h.p, StateDisconnected)
 }

@@ -81,10 +81,13 @@ func facts(info container.InspectResponse) labels.Container {
 	return c
 }
 
-// listFacts lists running containers and inspects each routable one, each
+// listFacts lists running containers and inspects each relevant one (see
+// labels.Parser.Relevant; the list carries every container's labels), each
 // call within timeout. A container that vanishes between list and inspect
-// is skipped.
-func listFacts(ctx context.Context, eng engine, timeout time.Duration) (map[string]labels.Container, error) {
+// is skipped. The engine's own label filter cannot express "any label with
+// this prefix", so the list is filtered here; the cost that matters, one
+// inspect per container, is spent only on relevant ones.
+func listFacts(ctx context.Context, eng engine, timeout time.Duration, relevant func(map[string]string) bool) (map[string]labels.Container, error) {
 	var list []container.Summary
 	err := bounded(ctx, timeout, func(ctx context.Context) (err error) {
 		list, err = eng.ContainerList(ctx, container.ListOptions{})
@@ -95,6 +98,9 @@ func listFacts(ctx context.Context, eng engine, timeout time.Duration) (map[stri
 	}
 	out := make(map[string]labels.Container, len(list))
 	for _, s := range list {
+		if !relevant(s.Labels) {
+			continue
+		}
 		info, err := inspect(ctx, eng, timeout, s.ID)
 		if err != nil {
 			if isNotFound(err) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
@@ -137,6 +138,7 @@ type fakeEngine struct {
 // fakeStream is one subscription; ctx is the subscriber's, so a test can
 // see the provider abandon it.
 type fakeStream struct {
+	eng  *fakeEngine
 	ctx  context.Context
 	msgs chan events.Message
 	errs chan error
@@ -222,7 +224,7 @@ func (e *fakeEngine) ContainerList(ctx context.Context, _ container.ListOptions)
 	var out []container.Summary
 	for id, c := range e.containers {
 		if c.State != nil && c.State.Running {
-			out = append(out, container.Summary{ID: id})
+			out = append(out, container.Summary{ID: id, Labels: c.Config.Labels})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -267,7 +269,7 @@ func (e *fakeEngine) Ping(ctx context.Context) (types.Ping, error) {
 // Events blocks until the stream is open, as the client's does (it
 // returns once the engine has sent the response headers).
 func (e *fakeEngine) Events(ctx context.Context, _ events.ListOptions) (<-chan events.Message, <-chan error) {
-	s := &fakeStream{ctx: ctx, msgs: make(chan events.Message), errs: make(chan error, 1)}
+	s := &fakeStream{eng: e, ctx: ctx, msgs: make(chan events.Message), errs: make(chan error, 1)}
 	if e.hang(ctx, "events") {
 		s.errs <- ctx.Err()
 		return s.msgs, s.errs
@@ -295,9 +297,21 @@ func (e *fakeEngine) stream(t *testing.T) *fakeStream {
 	}
 }
 
-// send delivers one event; it blocks until the provider takes it.
+// send delivers one event; it blocks until the provider takes it. Like the
+// engine, a container event carries the container's labels among its
+// attributes.
 func (s *fakeStream) send(t *testing.T, typ events.Type, action, id string, attrs map[string]string) {
 	t.Helper()
+	if typ == events.ContainerEventType {
+		merged := map[string]string{}
+		s.eng.mu.Lock()
+		if c, ok := s.eng.containers[id]; ok && c.Config != nil {
+			maps.Copy(merged, c.Config.Labels)
+		}
+		s.eng.mu.Unlock()
+		maps.Copy(merged, attrs)
+		attrs = merged
+	}
 	select {
 	case s.msgs <- events.Message{Type: typ, Action: events.Action(action), Actor: events.Actor{ID: id, Attributes: attrs}}:
 	case <-time.After(waitLimit):
@@ -315,7 +329,16 @@ type ctr struct {
 	paused   bool
 }
 
+// unlabelled marks a ctr that carries no label at all: by default a ctr
+// carries one levee.* label, so that the provider finds it relevant.
+var unlabelled = map[string]string{}
+
 func (c ctr) inspect() container.InspectResponse {
+	if c.labels == nil {
+		c.labels = map[string]string{"levee.test": "fake"}
+	} else if len(c.labels) == 0 {
+		c.labels = nil
+	}
 	r := container.InspectResponse{
 		ContainerJSONBase: &container.ContainerJSONBase{
 			ID:      c.id,

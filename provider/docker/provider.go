@@ -223,7 +223,7 @@ func (p *Provider) Close() error {
 // fullSync replaces the cache with a fresh list + inspect, and re-detects
 // Levee's own container. Each call has its own deadline.
 func (p *Provider) fullSync(ctx context.Context) error {
-	cache, err := listFacts(ctx, p.eng, p.opts.CallTimeout)
+	cache, err := listFacts(ctx, p.eng, p.opts.CallTimeout, p.opts.Parser.Relevant)
 	if err != nil {
 		return err
 	}
@@ -241,6 +241,11 @@ func (p *Provider) apply(ctx context.Context, m events.Message) (bool, error) {
 		case "die", "stop", "destroy", "pause":
 			return p.remove(m.Actor.ID), nil
 		case "start", "unpause", "health_status", "rename":
+			// Container events carry the container's labels as
+			// attributes: an unrelated container costs no inspect.
+			if _, known := p.cache[m.Actor.ID]; !known && !p.opts.Parser.Relevant(m.Actor.Attributes) {
+				return false, nil
+			}
 			return p.refresh(ctx, m.Actor.ID)
 		}
 	case events.NetworkEventType:
@@ -249,6 +254,14 @@ func (p *Provider) apply(ctx context.Context, m events.Message) (bool, error) {
 		}
 		id := m.Actor.Attributes["container"]
 		if id == "" {
+			return false, nil
+		}
+		// Network events do not carry the container's labels. A
+		// container outside the cache is either irrelevant or not
+		// running (the cache holds every routable relevant one); its
+		// start event will bring it in. Only Levee's own container
+		// matters beyond the cache.
+		if _, known := p.cache[id]; !known && id != p.ownID {
 			return false, nil
 		}
 		ownChanged := false
@@ -323,7 +336,10 @@ func ListContainers(ctx context.Context, host string) ([]labels.Container, error
 		return nil, err
 	}
 	defer cli.Close()
-	cache, err := listFacts(ctx, cli, DefaultCallTimeout)
+	// validate reports what it finds under any prefix it is given later,
+	// so it inspects every running container; it runs once.
+	everything := func(map[string]string) bool { return true }
+	cache, err := listFacts(ctx, cli, DefaultCallTimeout, everything)
 	if err != nil {
 		return nil, err
 	}

@@ -287,8 +287,9 @@ func TestStartOfStoppedContainerIsIgnored(t *testing.T) {
 	stopped.State.Running = false
 	eng.set(stopped)
 	s.send(t, events.NetworkEventType, "connect", "net", map[string]string{"container": "id-x"})
-	// A vanished container is not an error either.
-	s.send(t, events.ContainerEventType, "start", "id-gone", nil)
+	// A vanished container is not an error either (its event carried
+	// levee labels, so the provider asks about it).
+	s.send(t, events.ContainerEventType, "start", "id-gone", map[string]string{"levee.enable": "true"})
 	eng.set(ctr{id: "id-y", name: "y"}.inspect())
 	s.send(t, events.ContainerEventType, "start", "id-y", nil)
 	h.clock.expectTimer(t, DefaultDebounce)
@@ -516,5 +517,49 @@ func TestBackoffDelaysAreJittered(t *testing.T) {
 	for _, d := range []time.Duration{750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 3 * time.Second} {
 		h.clock.expectTimer(t, d)
 		h.clock.Advance(d)
+	}
+}
+
+// Containers that carry no levee.* (or traefik.*) label cost no inspect:
+// not at the initial list, not on their start or health events, not when
+// they join a network. They never reach the parser or the logs.
+func TestUnlabelledContainersCostNoInspect(t *testing.T) {
+	eng := newFakeEngine()
+	eng.set(ctr{id: "id-web", name: "web", labels: map[string]string{"levee.enable": "true"}}.inspect())
+	eng.set(ctr{id: "id-db", name: "db", labels: map[string]string{"com.docker.compose.service": "db"}, health: "healthy"}.inspect())
+	eng.set(ctr{id: "id-bare", name: "bare", labels: unlabelled}.inspect())
+	eng.set(ctr{id: "id-tr", name: "tr", labels: map[string]string{"traefik.enable": "true"}}.inspect())
+	h := start(t, eng, Options{})
+	s := eng.stream(t)
+	call, _ := h.rec.next(t)
+	if got := names(call.containers); got != "tr,web" {
+		t.Fatalf("containers parsed = %s, want tr,web (the traefik one for I003)", got)
+	}
+	_, inspects := eng.counts()
+	if inspects["id-db"] != 0 || inspects["id-bare"] != 0 {
+		t.Fatalf("inspects at the initial list = %v, want none of id-db, id-bare", inspects)
+	}
+
+	s.send(t, events.ContainerEventType, "health_status: healthy", "id-db", nil)
+	s.send(t, events.ContainerEventType, "start", "id-bare", nil)
+	s.send(t, events.NetworkEventType, "connect", "net", map[string]string{"container": "id-db"})
+	// A labelled container's start is inspected: proof that the events
+	// above were taken and ignored, not still queued.
+	eng.set(ctr{id: "id-api", name: "api", labels: map[string]string{"levee.enable": "true"}}.inspect())
+	s.send(t, events.ContainerEventType, "start", "id-api", nil)
+	h.clock.expectTimer(t, DefaultDebounce)
+	h.clock.Advance(DefaultDebounce)
+	call, _ = h.rec.next(t)
+	if got := names(call.containers); got != "api,tr,web" {
+		t.Fatalf("containers parsed = %s, want api,tr,web", got)
+	}
+	_, inspects = eng.counts()
+	if inspects["id-db"] != 0 || inspects["id-bare"] != 0 || inspects["id-api"] != 1 {
+		t.Fatalf("inspects after events = %v, want id-api once and none of id-db, id-bare", inspects)
+	}
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, "id-db") || strings.Contains(line, "id-bare") || strings.Contains(line, `"db"`) {
+			t.Errorf("log mentions an unlabelled container: %s", line)
+		}
 	}
 }
