@@ -20,12 +20,13 @@ stop_started() {
 
 # nginx's benchmark configuration, the same for run.sh and instructions.sh.
 #
-# write_nginx_conf DIR LISTEN BACKEND: DIR/nginx.conf for one process (no
-# master, one worker) listening on LISTEN (host:port) and proxying with
-# keep-alive to BACKEND (host:port), setting the forwarding headers Levee
-# and HAProxy set; pid, logs and temp paths under DIR.
+# write_nginx_conf DIR LISTEN BACKEND [CONNS]: DIR/nginx.conf for one
+# process (no master, one worker) listening on LISTEN (host:port) and
+# proxying with keep-alive to BACKEND (host:port), setting the forwarding
+# headers Levee and HAProxy set; pid, logs and temp paths under DIR; at
+# most CONNS connections (default 4096).
 write_nginx_conf() {
-	local dir=$1 listen=$2 backend=$3
+	local dir=$1 listen=$2 backend=$3 conns=${4:-4096}
 	mkdir -p "$dir"
 	cat >"$dir/nginx.conf" <<EOF
 daemon off;
@@ -33,7 +34,8 @@ master_process off;
 worker_processes 1;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;
-events { worker_connections 4096; }
+events { worker_connections $conns; }
+worker_rlimit_nofile $((conns * 2 + 64));
 http {
     access_log off;
     client_body_temp_path $dir/body;

@@ -57,7 +57,7 @@ func (c *conn) readRequest() (*transaction, error) {
 		// poller: a wasted system call per request otherwise
 		// (docs/performance.md: the yield before reading the next request).
 		runtime.Gosched()
-		if _, err := c.br.Peek(1); err != nil {
+		if err := c.awaitRequest(); err != nil {
 			return nil, errQuiet
 		}
 	}

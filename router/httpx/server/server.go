@@ -77,6 +77,9 @@ type Server struct {
 	conns     map[*conn]struct{}
 	shutdown  atomic.Bool
 	date      atomic.Pointer[dateValue]
+	// idleBare counts the connections waiting for a request without
+	// buffers (conn.awaitRequest).
+	idleBare atomic.Int64
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close. It is

@@ -37,6 +37,12 @@ type Socket struct {
 	rn   int
 	rerr error
 	rfn  func(fd uintptr) bool
+	// tfn is readOnce that does not wait (TryRead); rdyfn waits once
+	// for readability (WaitReadable).
+	tfn    func(fd uintptr) bool
+	waited bool
+	peek   [1]byte
+	rdyfn  func(fd uintptr) bool
 
 	wbuf []byte
 	wn   int
@@ -58,6 +64,8 @@ func New(c net.Conn) *Socket {
 	s := &Socket{rc: rc}
 	// The callbacks are made once: a closure per call would allocate.
 	s.rfn = s.readOnce
+	s.tfn = s.readNow
+	s.rdyfn = s.readyAfterWait
 	s.wfn = s.writeSome
 	return s
 }
@@ -75,6 +83,60 @@ func (s *Socket) Read(p []byte) (int, error) {
 		return n, err
 	}
 	return n, rerr
+}
+
+// TryRead reads into p like Read, but when nothing is ready to be read it
+// returns ErrWouldBlock at once instead of waiting.
+func (s *Socket) TryRead(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.rbuf, s.rn, s.rerr = p, 0, nil
+	err := s.rc.Read(s.tfn)
+	n, rerr := s.rn, s.rerr
+	s.rbuf = nil
+	if err != nil {
+		return n, err
+	}
+	return n, rerr
+}
+
+func (s *Socket) readNow(fd uintptr) bool {
+	if !s.readOnce(fd) {
+		s.rerr = ErrWouldBlock
+	}
+	return true
+}
+
+// WaitReadable waits, within the read deadline, until a byte is ready to
+// be read (or the peer has closed, or the socket failed: the read that
+// follows reports it), without reading and without a buffer: a connection
+// with nothing to read can give its buffer back while it waits. It costs
+// one peek (recv with MSG_PEEK) more than a read that waits: the poller
+// forgets readiness when a wait begins (it is edge-triggered), so the
+// socket must be asked once before waiting. A wake-up may be spurious; the
+// Read that follows then waits as usual.
+func (s *Socket) WaitReadable() error {
+	s.waited = false
+	return s.rc.Read(s.rdyfn)
+}
+
+func (s *Socket) readyAfterWait(fd uintptr) bool {
+	if s.waited {
+		return true
+	}
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&s.peek[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			s.waited = true
+			return false // wait for readability (or the deadline)
+		}
+		return true
+	}
 }
 
 func (s *Socket) readOnce(fd uintptr) bool {

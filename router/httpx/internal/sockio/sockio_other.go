@@ -16,3 +16,9 @@ func (*Socket) Read([]byte) (int, error) { panic("sockio: Socket on a non-Linux 
 
 // Write is never called: New returns nil.
 func (*Socket) Write([]byte) (int, error) { panic("sockio: Socket on a non-Linux system") }
+
+// TryRead is never called: New returns nil.
+func (*Socket) TryRead([]byte) (int, error) { panic("sockio: Socket on a non-Linux system") }
+
+// WaitReadable is never called: New returns nil.
+func (*Socket) WaitReadable() error { panic("sockio: Socket on a non-Linux system") }
