@@ -30,6 +30,8 @@ type Router struct {
 	metrics *metrics
 	bus     *bus
 	reg     *registry
+	// refusals counts policy refusals (levee_policy_refusals_total).
+	refusals refusalRecorder
 
 	snap atomic.Pointer[Snapshot]
 
@@ -66,6 +68,7 @@ func New(opts Options) *Router {
 		sources: make(map[string][]config.Entrypoint),
 		ghosts:  make(map[string]ghost),
 	}
+	r.refusals = refusalRecorder{r.metrics}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
@@ -195,6 +198,7 @@ func (r *Router) rebuild() {
 		rt, d := compileRoute(ep, &r.regexes)
 		diags = append(diags, d...)
 		r.attach(rt, now)
+		diags = append(diags, r.compilePolicies(rt)...)
 		routes = append(routes, rt)
 	}
 	for _, g := range r.ghosts {
