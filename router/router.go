@@ -416,7 +416,8 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {
 		return false
 	}
-	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker)
+	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker) &&
+		a.Access.Equal(b.Access)
 }
 
 // Tracks reports whether the router still keeps runtime state for route
