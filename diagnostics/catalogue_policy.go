@@ -18,7 +18,7 @@ func policyEntries() []Entry {
 	return []Entry{
 		{
 			Code: BadBasicAuth, Severity: Warn, Title: "invalid basic auth",
-			Effect:  "The route denies every request (401, `X-Levee-Diagnostic: policy-misconfigured`) until the value is fixed: a users line that is not `name:bcrypt-hash`, a hash of another kind (`$apr1$`, `{SHA}`, crypt, plain text) or a users file that cannot be read never lets a request through. A bad `realm` falls back to `levee`, a bad `removeHeader` to false.",
+			Effect:  "The route denies every request (403, `X-Levee-Diagnostic: policy-misconfigured`) until the value is fixed: a users line that is not `name:bcrypt-hash`, a hash of another kind (`$apr1$`, `{SHA}`, crypt, plain text) or a users file that cannot be read never lets a request through. A bad `realm` falls back to `levee`, a bad `removeHeader` to false.",
 			Fix:     "Write each user as `name:hash` with a bcrypt hash (`htpasswd -nbB name password`); in a compose file escape every `$` of the hash as `$$`. Point `usersFile` at a readable file of such lines.",
 			Example: "levee.http.app.basicAuth.users=admin:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/",
 		},

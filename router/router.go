@@ -36,6 +36,7 @@ type Router struct {
 	snap atomic.Pointer[Snapshot]
 
 	healthTransport *http.Transport // active health checks' connections
+	authTransport   *http.Transport // forward-auth services' connections
 
 	mu            sync.Mutex // serialises Update and sweeps
 	sources       map[string][]config.Entrypoint
@@ -71,6 +72,7 @@ func New(opts Options) *Router {
 	r.refusals = refusalRecorder{r.metrics}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
+	r.authTransport = newAuthTransport(opts)
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
 	}
@@ -92,6 +94,7 @@ func (r *Router) Close() {
 		rs.stopHealth()
 	}
 	r.healthTransport.CloseIdleConnections()
+	r.authTransport.CloseIdleConnections()
 }
 
 // Snapshot returns the route table requests currently use.
