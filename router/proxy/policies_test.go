@@ -107,6 +107,25 @@ func TestPolicyStateOutlivesRebuild(t *testing.T) {
 	}
 }
 
+// Refusal series go with the route's state.
+func TestRefusalSeriesGoWithTheRoute(t *testing.T) {
+	h := newHarnessWith(t, router.Options{RemovedRouteGrace: time.Minute}, Options{})
+	b := newBackend(t, "b1")
+	e := ep("fenced", b.backend())
+	e.Access.IPAllowList = &config.IPAllowList{SourceRange: []string{"192.0.2.0/24"}}
+	h.set(config.SourceDocker, e)
+	h.get("fenced.test", "/")
+	if !seriesExist(t, h, "levee_policy_refusals_total", "fenced") {
+		t.Fatal("no refusal series after a refusal")
+	}
+	h.set(config.SourceDocker)
+	h.clock.Advance(2 * time.Minute)
+	h.set(config.SourceDocker) // sweeps
+	if seriesExist(t, h, "levee_policy_refusals_total", "fenced") {
+		t.Fatal("refusal series kept after the route state was dropped")
+	}
+}
+
 // A misconfigured security policy denies; the router says why.
 func TestMisconfiguredPolicyDenies(t *testing.T) {
 	h := newHarness(t, Options{})
