@@ -147,7 +147,7 @@ func TestCheckBcryptLine(t *testing.T) {
 	if _, err := CheckBcryptLine(testBcrypt); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"", ":x", "admin", "admin:" + strings.Repeat("x", 60), "admin:$2y$05$" + strings.Repeat("!", 53), "admin:$2y$99$" + strings.Repeat("a", 53)} {
+	for _, bad := range []string{"", ":x", "admin:$$2y$$05$$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", "admin", "admin:" + strings.Repeat("x", 60), "admin:$2y$05$" + strings.Repeat("!", 53), "admin:$2y$99$" + strings.Repeat("a", 53)} {
 		if _, err := CheckBcryptLine(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

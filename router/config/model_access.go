@@ -157,6 +157,10 @@ func CheckBcryptLine(line string) (user string, err error) {
 		return "", fmt.Errorf("want name:hash")
 	}
 	switch {
+	case strings.HasPrefix(hash, "$$"):
+		// Compose turns "$$" into "$"; a label set another way (docker run
+		// -l, the API) takes the hash as written.
+		return user, fmt.Errorf("user %q: hash starts with $$: write $$ only in a compose file, where it stands for $", user)
 	case strings.HasPrefix(hash, "$apr1$"), strings.HasPrefix(hash, "{SHA}"), strings.HasPrefix(hash, "$1$"):
 		return user, fmt.Errorf("user %q: hash is not bcrypt (%s); create it with htpasswd -B", user, hash[:min(len(hash), 5)])
 	case len(hash) != 60 || hash[0] != '$' || hash[1] != '2' || hash[3] != '$' || hash[6] != '$' ||

@@ -52,7 +52,7 @@ type Policy struct {
 	respHdrs []string
 	reqHdrs  []string
 	client   *http.Client
-	trusted  policy.Env
+	env      policy.Env
 	deny     bool
 	ref      policy.Refuser
 }
@@ -66,7 +66,7 @@ func New(cfg *config.ForwardAuth, rt http.RoundTripper, env policy.Env) (*Policy
 		trustFwd: cfg.TrustForwardHeader,
 		respHdrs: cfg.AuthResponseHeaders,
 		reqHdrs:  cfg.AuthRequestHeaders,
-		trusted:  env,
+		env:      env,
 		ref:      env.Refuser(Name),
 		client: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
@@ -139,7 +139,7 @@ func (p *Policy) authRequest(ctx context.Context, r *http.Request) *http.Request
 	}
 	ar.Header.Del("Content-Length")
 	ip := ""
-	if a, ok := policy.ClientIP(r, p.trusted.TrustedProxies, 0); ok {
+	if a, ok := policy.ClientIP(r, p.env.TrustedProxies, 0); ok {
 		ip = a.String()
 	}
 	if !p.trustFwd {
