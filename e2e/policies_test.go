@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,119 @@ func TestDockerI14AccessPolicies(t *testing.T) {
 		`levee_policy_refusals_total{policy="rate-limit",reason="rate-limited",route=`,
 		`levee_policy_refusals_total{policy="ip-allow-list",reason="forbidden-ip",route=`,
 		`levee_policy_refusals_total{policy="ip-allow-list",reason="policy-misconfigured",route=`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// Issue 14: forward auth and the in-flight limit through the binary. The
+// auth service runs in the test process (Levee runs on the host too); a
+// second service of the echo container without policies steers it.
+func TestDockerI14ForwardAuthAndInFlight(t *testing.T) {
+	cli := dockertest.Require(t)
+	image := dockertest.EchoImage(t, cli)
+	network := dockertest.Network(t, cli)
+	id := dockertest.RunID(t)
+	guarded := "i14-fwd-" + id + ".test"
+	ctl := "i14-ctl-" + id + ".test"
+	down := "i14-down-" + id + ".test"
+
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="i14"`)
+			http.Error(w, "auth says no", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("X-Auth-User", "alice")
+	}))
+	t.Cleanup(auth.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close() // nothing listens there any more
+
+	p := startLevee(t)
+	dockertest.Run(t, cli, echoSpec(image, network, "fwd", guarded, map[string]string{
+		"levee.http.app.forwardAuth.address":             auth.URL + "/verify",
+		"levee.http.app.forwardAuth.authResponseHeaders": "X-Auth-User",
+		"levee.http.app.inFlight.amount":                 "1",
+		"levee.http.ctl.host":                            ctl,
+		"levee.http.down.host":                           down,
+		"levee.http.down.forwardAuth.address":            closedURL + "/verify",
+		"levee.http.down.forwardAuth.timeout":            "2s",
+	}))
+	do := func(method, host, path, token string) (int, http.Header, string) {
+		req, _ := http.NewRequest(method, p.proxyURL()+path, nil)
+		req.Host = host
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("X-Auth-User", "mallory") // never reaches the backend
+		resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+		if err != nil {
+			return 0, nil, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		if code, _, body := do("GET", ctl, "/", ""); code != http.StatusOK {
+			return fmt.Errorf("control service: %d %s", code, body)
+		}
+		return nil
+	})
+
+	code, hdr, body := do("GET", guarded, "/", "bad")
+	if code != http.StatusUnauthorized || hdr.Get("X-Levee-Diagnostic") != "unauthorized" ||
+		hdr.Get("WWW-Authenticate") != `Bearer realm="i14"` || !strings.Contains(body, "auth says no") {
+		t.Fatalf("refused by the auth service: %d %v %q", code, hdr, body)
+	}
+	code, _, body = do("GET", guarded, "/", "good")
+	if code != http.StatusOK || !strings.Contains(body, "alice") || strings.Contains(body, "mallory") {
+		t.Fatalf("let through: %d %s", code, body)
+	}
+	if code, hdr, _ := do("GET", down, "/", "good"); code != http.StatusServiceUnavailable || hdr.Get("X-Levee-Diagnostic") != "auth-unavailable" {
+		t.Fatalf("auth service down: %d %v", code, hdr)
+	}
+
+	// One request held by the backend; the next one of the same client is
+	// over inFlight.amount=1.
+	if code, _, body := do("POST", ctl, "/_echo/hang", ""); code != http.StatusOK {
+		t.Fatalf("hang: %d %s", code, body)
+	}
+	held := make(chan int, 1)
+	go func() {
+		code, _, _ := do("GET", guarded, "/", "good")
+		held <- code
+	}()
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		_, _, state := do("GET", ctl, "/_echo/state", "")
+		if !strings.Contains(strings.Join(strings.Fields(state), ""), `"held":1`) {
+			return fmt.Errorf("echo state %s", state)
+		}
+		return nil
+	})
+	code, hdr, _ = do("GET", guarded, "/", "good")
+	if code != http.StatusTooManyRequests || hdr.Get("X-Levee-Diagnostic") != "too-many-in-flight" || hdr.Get("Retry-After") != "1" {
+		t.Fatalf("over the in-flight limit: %d %v", code, hdr)
+	}
+	if code, _, body := do("POST", ctl, "/_echo/ok", ""); code != http.StatusOK {
+		t.Fatalf("ok: %d %s", code, body)
+	}
+	if code := <-held; code != http.StatusOK {
+		t.Fatalf("held request: %d", code)
+	}
+	if code, _, _ := do("GET", guarded, "/", "good"); code != http.StatusOK {
+		t.Fatalf("after release: %d", code)
+	}
+
+	_, _, metrics := get(t, p.apiURL()+"/metrics", "")
+	for _, want := range []string{
+		`levee_policy_refusals_total{policy="forward-auth",reason="unauthorized",route=`,
+		`levee_policy_refusals_total{policy="forward-auth",reason="auth-unavailable",route=`,
+		`levee_policy_refusals_total{policy="in-flight",reason="too-many-in-flight",route=`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
