@@ -266,7 +266,7 @@ func setAllowRange(d *draft, f *Field, key string, v any) {
 	items, err := toList(v)
 	if err != nil {
 		d.add(f.Code, key, displayValue(v), "route denies every request", "invalid ipAllowList.sourceRange: "+err.Error(), "")
-		al.SourceRange = []string{displayValue(v)}
+		al.SourceRange = []string{"(invalid)"} // keeps the route denying
 		return
 	}
 	for _, it := range items {
