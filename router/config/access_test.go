@@ -153,3 +153,16 @@ func TestCheckBcryptLine(t *testing.T) {
 		}
 	}
 }
+
+// The API gets the same did-you-mean for a misspelled policy group.
+func TestAccessPolicyNameHintsJSON(t *testing.T) {
+	body := `{"name":"app","backends":[{"address":"10.0.0.5","port":8080}],"config":{"hostnames":["a.example.com"],"rate_limt":{"average":5}}}`
+	_, ds, err := DecodeEntrypoint(FormatJSON, []byte(body), diagnostics.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfgWithCode(ds, diagnostics.UnknownKey)
+	if len(w) != 1 || w[0].Key != "config.rate_limt" || !strings.Contains(w[0].Hint, "config.rate_limit") {
+		t.Fatalf("%v", ds)
+	}
+}
