@@ -41,6 +41,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -61,8 +63,11 @@ const MaxCached = 1024
 // Cache remembers credentials that verified (see the package doc).
 type Cache struct {
 	key [32]byte
-	mu  sync.Mutex
-	ok  map[[32]byte]string // HMAC(user, password) → the hash it verified against
+	// macs are HMAC-SHA-256 states under key, reused (hash.Hash is not
+	// safe for concurrent use).
+	macs sync.Pool
+	mu   sync.Mutex
+	ok   map[[32]byte]string // HMAC(user, password) → the hash it verified against
 	// dummies are hashes by cost that unknown names are checked against,
 	// made on first use (not while the router rebuilds).
 	dummies map[int][]byte
@@ -91,33 +96,39 @@ func NewCache() *Cache {
 	if _, err := rand.Read(c.key[:]); err != nil {
 		panic(fmt.Sprintf("basicauth: no randomness for the cache key: %v", err)) // crypto/rand never fails on supported platforms
 	}
+	c.macs.New = func() any { return hmac.New(sha256.New, c.key[:]) }
 	return c
 }
 
 func (c *Cache) digest(user, pass string) [32]byte {
-	m := hmac.New(sha256.New, c.key[:])
-	m.Write([]byte(user))
-	m.Write([]byte{0})
-	m.Write([]byte(pass))
+	m := c.macs.Get().(hash.Hash)
+	m.Reset()
+	_, _ = io.WriteString(m, user)
+	_, _ = m.Write(zero[:])
+	_, _ = io.WriteString(m, pass)
 	var d [32]byte
 	m.Sum(d[:0])
+	c.macs.Put(m)
 	return d
 }
 
-func (c *Cache) hit(d [32]byte, hash string) bool {
+var zero [1]byte
+
+// hit reports whether d verified against current (the user's hash now).
+func (c *Cache) hit(d [32]byte, current string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h, ok := c.ok[d]
-	return ok && subtle.ConstantTimeCompare([]byte(h), []byte(hash)) == 1
+	return ok && h == current // both are configured hashes: no client secret to time
 }
 
-func (c *Cache) add(d [32]byte, hash string) {
+func (c *Cache) add(d [32]byte, verified string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.ok) >= MaxCached {
 		clear(c.ok)
 	}
-	c.ok[d] = hash
+	c.ok[d] = verified
 }
 
 // Len returns the number of cached credentials.
@@ -128,8 +139,9 @@ func (c *Cache) Len() int {
 }
 
 type user struct {
-	name [32]byte // SHA-256 of the name: every comparison has one length
-	hash []byte
+	name    [32]byte // SHA-256 of the name: every comparison has one length
+	hash    []byte
+	hashStr string // the same, as the cache's value
 }
 
 // Policy is one route's compiled basic auth.
@@ -171,7 +183,8 @@ func New(cfg *config.BasicAuth, cache *Cache, env policy.Env) (*Policy, error) {
 			errs = append(errs, err)
 			continue
 		}
-		p.users = append(p.users, user{name: sha256.Sum256([]byte(name)), hash: []byte(l[len(name)+1:])})
+		h := l[len(name)+1:]
+		p.users = append(p.users, user{name: sha256.Sum256([]byte(name)), hash: []byte(h), hashStr: h})
 	}
 	if len(p.users) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("no users: nobody can log in"))
@@ -231,30 +244,30 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 // verify checks name and password: constant-time name lookup, then the
 // cache, then bcrypt.
 func (p *Policy) verify(name, pass string) bool {
-	hash := p.lookup(name)
-	if hash == nil {
+	u := p.lookup(name)
+	if u == nil {
 		// Same work as a known name: the timing does not tell.
 		_ = bcrypt.CompareHashAndPassword(p.cache.dummy(p.cost), []byte(pass))
 		return false
 	}
 	d := p.cache.digest(name, pass)
-	if p.cache.hit(d, string(hash)) {
+	if p.cache.hit(d, u.hashStr) {
 		return true
 	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(pass)) != nil {
+	if bcrypt.CompareHashAndPassword(u.hash, []byte(pass)) != nil {
 		return false
 	}
-	p.cache.add(d, string(hash))
+	p.cache.add(d, u.hashStr)
 	return true
 }
 
-// lookup returns name's hash, comparing with every user in constant time.
-func (p *Policy) lookup(name string) []byte {
-	var found []byte
+// lookup returns name's user, comparing with every user in constant time.
+func (p *Policy) lookup(name string) *user {
+	var found *user
 	n := sha256.Sum256([]byte(name))
 	for i := range p.users {
 		if subtle.ConstantTimeCompare(p.users[i].name[:], n[:]) == 1 {
-			found = p.users[i].hash
+			found = &p.users[i]
 		}
 	}
 	return found
