@@ -31,6 +31,7 @@ func ruleLabel(r breaker.Rule) string {
 type metrics struct {
 	transitions   *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	refusals      *prometheus.CounterVec
 	eventsDropped prometheus.Counter
 
 	breakerState *prometheus.Desc
@@ -46,6 +47,9 @@ func newMetrics() *metrics {
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_breaker_rejected_total", Help: "Requests rejected by an open (or saturated half-open) circuit breaker.",
 		}, []string{"route"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "levee_policy_refusals_total", Help: "Requests a route's policy refused (IP allow-list, rate or in-flight limit, auth), by policy and reason (the X-Levee-Diagnostic value).",
+		}, []string{"route", "policy", "reason"}),
 		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "levee_events_dropped_total", Help: "Events a slow subscriber lost because its buffer was full.",
 		}),
@@ -65,7 +69,7 @@ func newMetrics() *metrics {
 // register adds every series to reg; the gauges read the router's live
 // state at scrape time through collector.
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
-	for _, col := range []prometheus.Collector{m.transitions, m.rejected, m.eventsDropped, c} {
+	for _, col := range []prometheus.Collector{m.transitions, m.rejected, m.refusals, m.eventsDropped, c} {
 		if err := reg.Register(col); err != nil {
 			return fmt.Errorf("registering router metrics: %w", err)
 		}
@@ -77,6 +81,7 @@ func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) er
 func (m *metrics) forget(route string) {
 	m.rejected.DeleteLabelValues(route)
 	m.transitions.DeletePartialMatch(prometheus.Labels{"route": route})
+	m.refusals.DeletePartialMatch(prometheus.Labels{"route": route})
 }
 
 // stateCollector reports gauges computed from live state at scrape time:

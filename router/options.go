@@ -1,6 +1,7 @@
 package router
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,12 @@ type Options struct {
 	// from a non-API source keeps answering 503 no-healthy-backend before
 	// it 404s (default 30s).
 	RemovedRouteGrace time.Duration
+
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (levee serve --trusted-proxies): the IP allow-list and the rate and
+	// in-flight limits keyed by client address apply the same rule as the
+	// proxy's X-Forwarded-For (router/policy.ClientIP).
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults of the backend connection settings, shared by the router's

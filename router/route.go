@@ -6,6 +6,7 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy"
 )
 
 // Rewrite returns the path to send to a backend for the request URL u:
@@ -43,6 +44,10 @@ func (rt *Route) Rewrite(u *url.URL) (path, raw string) {
 // Config returns the entrypoint the route was built from, without copying
 // it: read only, it is shared by every request on the snapshot.
 func (r *Route) Config() *config.Entrypoint { return &r.ep }
+
+// Policies returns the route's policy chain in the order it runs; nil
+// (Empty) for a route without policies.
+func (r *Route) Policies() *policy.Chain { return r.chain }
 
 // Removed reports whether the route belongs to an entrypoint that left its
 // source: it answers 503 no-healthy-backend until its grace expires.

@@ -30,10 +30,13 @@ type Router struct {
 	metrics *metrics
 	bus     *bus
 	reg     *registry
+	// refusals counts policy refusals (levee_policy_refusals_total).
+	refusals refusalRecorder
 
 	snap atomic.Pointer[Snapshot]
 
 	healthTransport *http.Transport // active health checks' connections
+	authTransport   *http.Transport // forward-auth services' connections
 
 	mu            sync.Mutex // serialises Update and sweeps
 	sources       map[string][]config.Entrypoint
@@ -66,8 +69,10 @@ func New(opts Options) *Router {
 		sources: make(map[string][]config.Entrypoint),
 		ghosts:  make(map[string]ghost),
 	}
+	r.refusals = refusalRecorder{r.metrics}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
+	r.authTransport = newAuthTransport(opts)
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
 	}
@@ -89,6 +94,7 @@ func (r *Router) Close() {
 		rs.stopHealth()
 	}
 	r.healthTransport.CloseIdleConnections()
+	r.authTransport.CloseIdleConnections()
 }
 
 // Snapshot returns the route table requests currently use.
@@ -195,6 +201,7 @@ func (r *Router) rebuild() {
 		rt, d := compileRoute(ep, &r.regexes)
 		diags = append(diags, d...)
 		r.attach(rt, now)
+		diags = append(diags, r.compilePolicies(rt)...)
 		routes = append(routes, rt)
 	}
 	for _, g := range r.ghosts {
@@ -412,7 +419,8 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {
 		return false
 	}
-	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker)
+	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker) &&
+		a.Access.Equal(b.Access)
 }
 
 // Tracks reports whether the router still keeps runtime state for route

@@ -136,6 +136,10 @@ type RouteState struct {
 	guard    atomic.Pointer[Guard]
 	budget   RetryBudget
 	rejected prometheus.Counter // levee_breaker_rejected_total{route=id}
+	// policies is the state of the route's policies by policy name (rate
+	// buckets, in-flight counters), guarded by mu: it outlives snapshots
+	// as the breakers do.
+	policies map[string]any
 	attached atomic.Pointer[attachment]
 }
 
@@ -349,4 +353,33 @@ func joinHostPort(host string, port int) string {
 		}
 	}
 	return host + ":" + p
+}
+
+// PolicyState returns the state the route's policy name keeps across
+// snapshots, creating it with create on first use. A policy whose state
+// has the wrong type for it (the name was reused by another kind) gets a
+// fresh one.
+func PolicyState[T any](rs *RouteState, name string, create func() *T) *T {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if s, ok := rs.policies[name].(*T); ok {
+		return s
+	}
+	s := create()
+	if rs.policies == nil {
+		rs.policies = make(map[string]any)
+	}
+	rs.policies[name] = s
+	return s
+}
+
+// retainPolicyState drops the state of policies the route no longer has.
+func (rs *RouteState) retainPolicyState(names []string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for k := range rs.policies {
+		if !slices.Contains(names, k) {
+			delete(rs.policies, k)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy"
 )
 
 // Route is one entrypoint compiled for matching. Routes are immutable once a
@@ -29,6 +30,8 @@ type Route struct {
 	// cbParams are the validated breaker parameters, for classifying
 	// responses without asking the breaker.
 	cbParams breaker.Params
+	// chain is the route's policies in stage order (nil without any).
+	chain *policy.Chain
 }
 
 // ID returns the entrypoint id the route was built from.

@@ -49,6 +49,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
+		TrustedProxies:    trusted,
 	})
 	// The request path reads the router's snapshots; it logs under the
 	// router's component, as one data plane.

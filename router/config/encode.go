@@ -39,6 +39,7 @@ type wireConfig struct {
 	HealthCheck    *wireHealth  `json:"health_check,omitempty"`
 	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
+	wireAccess
 }
 
 type wireRetry struct {
@@ -137,6 +138,7 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			ResponseCode: cb.ResponseCode, ResponseBody: cb.ResponseBody, Scope: cb.Scope,
 		}
 	}
+	w.Config.wireAccess = encodeAccess(ep.Access)
 	out, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encode entrypoint %q: %w", ep.Name, err)

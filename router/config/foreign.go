@@ -75,11 +75,16 @@ var foreignTable = []ForeignKey{
 	{Key: "stripprefix.prefixes", Proxy: proxyTraefik, Fields: []string{"stripPrefix"},
 		Note: "stripPrefix=true strips the route's path"},
 	{Key: "addprefix.prefix", Proxy: proxyTraefik, Fields: []string{"addPrefix"}},
-	{Key: "basicauth.*", Proxy: proxyTraefik},
+	// Traefik's access middlewares: keys that differ from Levee's only in
+	// case (basicauth.users, ratelimit.average, forwardauth.address) are
+	// left to the did-you-mean.
+	{Key: "ipwhitelist.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.sourceRange", "ipAllowList.depth"},
+		Note: "ipWhiteList is Traefik's former name of ipAllowList"},
+	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"}},
+	{Key: "digestauth.*", Proxy: proxyTraefik, Fields: []string{"basicAuth.users"},
+		Note: "Levee has no digest auth; basic auth with bcrypt hashes does the job over TLS"},
 	// Features both proxies have and Levee does not.
 	{Key: "headers.*", Proxy: proxyBoth},
-	{Key: "ratelimit.*", Proxy: proxyBoth},
-	{Key: "forwardAuth.*", Proxy: proxyBoth},
 	{Key: "compress", Proxy: proxyBoth},
 	{Key: "redirect*", Proxy: proxyBoth},
 	// Sōzune's own keys.

@@ -21,6 +21,7 @@ func FuzzDecodeEntrypoint(f *testing.F) {
 		"name: app\nconfig:\n  hostnames: [a.com]\n  circuit_breaker: {cooldown_secs: 10, cooldown: 5s}\n",
 		"name: app\nbackends:\n  - {address: 10.0.0.1, port: 8080}\nconfig: {hostnames: a.com, priority: .inf}\n",
 		`[]`, `{"name":`, `null`,
+		`{"name":"app","config":{"hostnames":["a.com"],"basic_auth":{"users":["admin:$apr1$x"],"realm":"r\"x"},"ip_allow_list":{"source_range":{"a":1,"b":2}},"rate_limit":{"average":-1,"burst":0,"source_criterion":"header:"},"in_flight":{},"forward_auth":{"address":7,"auth_response_headers":["X-A","bad header"]}}}`,
 	} {
 		f.Add(s)
 	}

@@ -67,6 +67,9 @@ type Entrypoint struct {
 	HealthCheck    *HealthCheck    `json:"health_check,omitempty"`
 	PassiveHealth  PassiveHealth   `json:"passive_health"`
 	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
+	// Access are the policies that admit or refuse a request
+	// (model_access.go).
+	Access AccessPolicies `json:"access"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).

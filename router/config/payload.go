@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +63,11 @@ var jsonNames = func() []string {
 			out = append(out, f.JSONAliases...)
 		}
 	}
-	return append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
+	out = append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
+	for _, g := range slices.Sorted(maps.Keys(accessGroups)) {
+		out = append(out, g)
+	}
+	return out
 }()
 
 // jsonGroups are config paths whose value is an object of fields.
@@ -265,7 +271,11 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 	for _, k := range sortedConfigKeys(obj) {
 		v := obj[k]
 		p := path + "." + k
-		if code, isGroup := jsonGroups[p]; isGroup {
+		code, isGroup := jsonGroups[p]
+		if !isGroup {
+			code, isGroup = accessGroups[p]
+		}
+		if isGroup {
 			sub, ok := v.(map[string]any)
 			if !ok {
 				if v != nil {
@@ -295,6 +305,8 @@ func (d *draft) enableGroup(path string) {
 		d.cbSet = true
 	case "config.health_check":
 		d.hcSet = true
+	default:
+		enableAccessGroup(d, path)
 	}
 }
 

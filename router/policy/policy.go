@@ -19,7 +19,10 @@
 // order, and how a refusal is answered and counted.
 package policy
 
-import "net/http"
+import (
+	"io"
+	"net/http"
+)
 
 // Stage is a policy's place in the chain; lower stages run first. The
 // order is fixed and documented (docs/policies.md): cheap refusals first,
@@ -48,4 +51,65 @@ type Policy interface {
 	Stage() Stage
 	// Serve either answers the request or calls next.ServeHTTP, once.
 	Serve(w http.ResponseWriter, r *http.Request, next http.Handler)
+}
+
+// HeaderDiagnostic is the response header naming why Levee answered a
+// request itself (the same header the proxy writes for its own answers).
+const HeaderDiagnostic = "X-Levee-Diagnostic"
+
+// The refusal reasons: the X-Levee-Diagnostic values of the access
+// policies, and the reason label of levee_policy_refusals_total.
+const (
+	// ReasonUnauthorized: basic or forward auth did not accept the
+	// request's credentials (401, or the auth service's own answer).
+	ReasonUnauthorized = "unauthorized"
+	// ReasonForbiddenIP: the client address is not in the IP allow-list.
+	ReasonForbiddenIP = "forbidden-ip"
+	// ReasonRateLimited: the client's token bucket is empty (429).
+	ReasonRateLimited = "rate-limited"
+	// ReasonTooManyInFlight: the in-flight limit is reached (429).
+	ReasonTooManyInFlight = "too-many-in-flight"
+	// ReasonAuthUnavailable: the forward-auth service could not be asked
+	// (unreachable, timed out, broken answer); the request is refused,
+	// never let through.
+	ReasonAuthUnavailable = "auth-unavailable"
+	// ReasonPolicyMisconfigured: the policy's configuration is invalid
+	// (a bad CIDR, a non-bcrypt hash, an unreadable users file) and the
+	// route denies every request rather than fail open.
+	ReasonPolicyMisconfigured = "policy-misconfigured"
+)
+
+// Recorder counts refusals; the router implements it with the
+// levee_policy_refusals_total{route,policy,reason} counter.
+type Recorder interface {
+	Refused(route, policy, reason string)
+}
+
+// Refuser answers and counts one policy's refusals on one route. Policies
+// get it when they are compiled.
+type Refuser struct {
+	Route  string
+	Policy string
+	Rec    Recorder // nil: refusals are not counted
+}
+
+// Refuse answers the request with status, the X-Levee-Diagnostic reason
+// and a short plain-text body, and counts the refusal. Headers the policy
+// set on w before (Retry-After, WWW-Authenticate) are kept.
+func (f Refuser) Refuse(w http.ResponseWriter, status int, reason, body string) {
+	h := w.Header()
+	h.Set(HeaderDiagnostic, reason)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+	f.Count(reason)
+}
+
+// Count counts a refusal the policy answered itself (forward auth relays
+// the auth service's answer).
+func (f Refuser) Count(reason string) {
+	if f.Rec != nil {
+		f.Rec.Refused(f.Route, f.Policy, reason)
+	}
 }

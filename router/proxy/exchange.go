@@ -70,6 +70,10 @@ type exchange struct {
 	upgrade      string    // the protocol(s) the client asked to switch to, allowed ones only
 	xff          [1]string
 	xfh          [1]string
+
+	// pw is the writer the route's policies write to (servePolicies);
+	// nil on a route without policies, which pays nothing for them.
+	pw *policyWriter
 }
 
 // attemptResult is what one attempt produced.

@@ -80,9 +80,12 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	x.route = p.src.Snapshot().Match(req.Method, req.Host, req.URL.Path)
-	if x.route == nil {
+	switch {
+	case x.route == nil:
 		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
-	} else {
+	case !x.route.Policies().Empty():
+		x.servePolicies(x.route.Policies())
+	default:
 		x.serve()
 	}
 	p.finish(x)

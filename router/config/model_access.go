@@ -1,0 +1,276 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// AccessPolicies are a route's policies that admit or refuse a request.
+// A nil policy is off. Each keeps what the operator wrote even where it
+// is invalid (a bad CIDR, a non-bcrypt hash, a bad auth address): the
+// validator reports it, and the router compiles the policy to deny every
+// request rather than drop the bad part and let requests through, so the
+// same entrypoint denies again after it was persisted and read back.
+type AccessPolicies struct {
+	BasicAuth   *BasicAuth   `json:"basic_auth,omitempty"`
+	ForwardAuth *ForwardAuth `json:"forward_auth,omitempty"`
+	IPAllowList *IPAllowList `json:"ip_allow_list,omitempty"`
+	RateLimit   *RateLimit   `json:"rate_limit,omitempty"`
+	InFlight    *InFlight    `json:"in_flight,omitempty"`
+}
+
+// IsZero reports whether no access policy is on.
+func (a AccessPolicies) IsZero() bool { return a == AccessPolicies{} }
+
+// Equal compares two sets of access policies field by field.
+func (a AccessPolicies) Equal(b AccessPolicies) bool {
+	return eqPtr(a.BasicAuth, b.BasicAuth, func(x, y *BasicAuth) bool {
+		return x.UsersFile == y.UsersFile && x.Realm == y.Realm && x.RemoveHeader == y.RemoveHeader && equalStrings(x.Users, y.Users)
+	}) && eqPtr(a.ForwardAuth, b.ForwardAuth, func(x, y *ForwardAuth) bool {
+		return x.Address == y.Address && x.TrustForwardHeader == y.TrustForwardHeader && x.Timeout == y.Timeout &&
+			equalStrings(x.AuthResponseHeaders, y.AuthResponseHeaders) && equalStrings(x.AuthRequestHeaders, y.AuthRequestHeaders)
+	}) && eqPtr(a.IPAllowList, b.IPAllowList, func(x, y *IPAllowList) bool {
+		return x.Depth == y.Depth && equalStrings(x.SourceRange, y.SourceRange)
+	}) && eqPtr(a.RateLimit, b.RateLimit, func(x, y *RateLimit) bool { return *x == *y }) &&
+		eqPtr(a.InFlight, b.InFlight, func(x, y *InFlight) bool { return *x == *y })
+}
+
+func eqPtr[T any](a, b *T, eq func(a, b *T) bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return eq(a, b)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Defaults of the access policies.
+const (
+	DefaultRealm              = "levee"
+	DefaultForwardAuthTimeout = 5 * time.Second
+	DefaultRatePeriod         = time.Second
+	DefaultRateBurst          = 1
+	// CriterionIP keys a limit by client address (the --trusted-proxies
+	// rule), CriterionHost by the request's Host, and "header:<name>" by a
+	// request header's value.
+	CriterionIP     = "ip"
+	CriterionHost   = "host"
+	CriterionHeader = "header:"
+	// MaxRateAverage and MaxInFlight bound the limits' counts.
+	MaxRateAverage = 1_000_000_000
+	MaxInFlight    = 1_000_000
+)
+
+// BasicAuth is HTTP Basic authentication (RFC 7617) against htpasswd
+// lines whose hashes are bcrypt.
+type BasicAuth struct {
+	// Users are "name:hash" lines; compose files escape each '$' of a
+	// hash as "$$".
+	Users []string `json:"users,omitempty"`
+	// UsersFile is a file of more such lines, read when the route is
+	// compiled.
+	UsersFile    string `json:"users_file,omitempty"`
+	Realm        string `json:"realm"`
+	RemoveHeader bool   `json:"remove_header"`
+}
+
+// ForwardAuth asks an auth service about each request.
+type ForwardAuth struct {
+	// Address is the auth service's URL (http or https).
+	Address            string `json:"address"`
+	TrustForwardHeader bool   `json:"trust_forward_header"`
+	// AuthResponseHeaders are copied from the auth service's 2xx answer to
+	// the request sent on to the backend.
+	AuthResponseHeaders []string `json:"auth_response_headers,omitempty"`
+	// AuthRequestHeaders, when set, are the only client headers sent to
+	// the auth service.
+	AuthRequestHeaders []string      `json:"auth_request_headers,omitempty"`
+	Timeout            time.Duration `json:"timeout"`
+}
+
+// IPAllowList admits only clients whose address is in SourceRange.
+type IPAllowList struct {
+	// SourceRange are CIDR prefixes or single addresses.
+	SourceRange []string `json:"source_range"`
+	// Depth, when > 0, takes the client address as the depth-th
+	// X-Forwarded-For entry from the right (from trusted proxies only).
+	Depth int `json:"depth,omitempty"`
+}
+
+// RateLimit is a token bucket per source: Average requests per Period on
+// average, bursts of up to Burst.
+type RateLimit struct {
+	Average         int           `json:"average"`
+	Period          time.Duration `json:"period"`
+	Burst           int           `json:"burst"`
+	SourceCriterion string        `json:"source_criterion"`
+}
+
+// InFlight limits the requests under way at once per source.
+type InFlight struct {
+	Amount          int    `json:"amount"`
+	SourceCriterion string `json:"source_criterion"`
+}
+
+// ParseSourceRange parses one allow-list item: a CIDR prefix or a single
+// address (a /32 or /128).
+func ParseSourceRange(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("source range %q: %w", s, err)
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("source range %q: want a CIDR prefix or an IP address", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// CheckBcryptLine checks an htpasswd line "name:hash": a non-empty name
+// without ':' and a bcrypt hash ($2a$, $2b$, $2y$; cost 4-31; 53 more
+// characters of bcrypt's base64). Other htpasswd hashes (MD5-crypt
+// "$apr1$", SHA-1 "{SHA}", crypt, plain text) are refused: they are weak,
+// and Levee verifies bcrypt only.
+func CheckBcryptLine(line string) (user string, err error) {
+	user, hash, ok := strings.Cut(line, ":")
+	if !ok || user == "" {
+		return "", fmt.Errorf("want name:hash")
+	}
+	switch {
+	case strings.HasPrefix(hash, "$$"):
+		// Compose turns "$$" into "$"; a label set another way (docker run
+		// -l, the API) takes the hash as written.
+		return user, fmt.Errorf("user %q: hash starts with $$: write $$ only in a compose file, where it stands for $", user)
+	case strings.HasPrefix(hash, "$apr1$"), strings.HasPrefix(hash, "{SHA}"), strings.HasPrefix(hash, "$1$"):
+		return user, fmt.Errorf("user %q: hash is not bcrypt (%s); create it with htpasswd -B", user, hash[:min(len(hash), 5)])
+	case len(hash) != 60 || hash[0] != '$' || hash[1] != '2' || hash[3] != '$' || hash[6] != '$' ||
+		!strings.ContainsRune("aby", rune(hash[2])):
+		return user, fmt.Errorf("user %q: hash is not bcrypt; create it with htpasswd -B", user)
+	}
+	cost := int(hash[4]-'0')*10 + int(hash[5]-'0')
+	if hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9' || cost < 4 || cost > 31 {
+		return user, fmt.Errorf("user %q: bcrypt cost must be 04-31", user)
+	}
+	for _, c := range hash[7:] {
+		if !(c == '.' || c == '/' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return user, fmt.Errorf("user %q: hash is not bcrypt", user)
+		}
+	}
+	return user, nil
+}
+
+// ParseCriterion checks a sourceCriterion: ip, host or header:<name>.
+func ParseCriterion(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	switch lower := strings.ToLower(t); {
+	case lower == CriterionIP, lower == "client-ip", lower == "clientip":
+		return CriterionIP, nil
+	case lower == CriterionHost, lower == "requesthost":
+		return CriterionHost, nil
+	case strings.HasPrefix(lower, CriterionHeader):
+		name := strings.TrimSpace(t[len(CriterionHeader):])
+		if name == "" || !validHeaderName(name) {
+			return "", fmt.Errorf("header:<name> needs a header name")
+		}
+		return CriterionHeader + name, nil
+	}
+	return "", fmt.Errorf("want ip, host or header:<name>")
+}
+
+// validHeaderName reports whether s is an HTTP field name (a token, RFC
+// 9110 5.1).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// wireAccess are the access policies in the API payload (inlined in
+// "config"), every field explicit.
+type wireAccess struct {
+	BasicAuth   *wireBasicAuth   `json:"basic_auth,omitempty"`
+	ForwardAuth *wireForwardAuth `json:"forward_auth,omitempty"`
+	IPAllowList *IPAllowList     `json:"ip_allow_list,omitempty"`
+	RateLimit   *wireRateLimit   `json:"rate_limit,omitempty"`
+	InFlight    *InFlight        `json:"in_flight,omitempty"`
+}
+
+type wireBasicAuth struct {
+	Users        []string `json:"users"`
+	UsersFile    string   `json:"users_file,omitempty"`
+	Realm        string   `json:"realm"`
+	RemoveHeader bool     `json:"remove_header"`
+}
+
+type wireForwardAuth struct {
+	Address             string   `json:"address"`
+	TrustForwardHeader  bool     `json:"trust_forward_header"`
+	AuthResponseHeaders []string `json:"auth_response_headers"`
+	AuthRequestHeaders  []string `json:"auth_request_headers,omitempty"`
+	Timeout             string   `json:"timeout"`
+}
+
+type wireRateLimit struct {
+	Average         int    `json:"average"`
+	Period          string `json:"period"`
+	Burst           int    `json:"burst"`
+	SourceCriterion string `json:"source_criterion"`
+}
+
+func encodeAccess(a AccessPolicies) wireAccess {
+	var w wireAccess
+	if b := a.BasicAuth; b != nil {
+		w.BasicAuth = &wireBasicAuth{Users: nonNil(b.Users), UsersFile: b.UsersFile, Realm: b.Realm, RemoveHeader: b.RemoveHeader}
+	}
+	if f := a.ForwardAuth; f != nil {
+		w.ForwardAuth = &wireForwardAuth{Address: f.Address, TrustForwardHeader: f.TrustForwardHeader,
+			AuthResponseHeaders: nonNil(f.AuthResponseHeaders), AuthRequestHeaders: f.AuthRequestHeaders, Timeout: f.Timeout.String()}
+	}
+	if l := a.IPAllowList; l != nil {
+		c := *l
+		c.SourceRange = nonNil(c.SourceRange)
+		w.IPAllowList = &c
+	}
+	if r := a.RateLimit; r != nil {
+		w.RateLimit = &wireRateLimit{Average: r.Average, Period: r.Period.String(), Burst: r.Burst, SourceCriterion: r.SourceCriterion}
+	}
+	if f := a.InFlight; f != nil {
+		c := *f
+		w.InFlight = &c
+	}
+	return w
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

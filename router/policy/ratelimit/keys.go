@@ -1,0 +1,58 @@
+package ratelimit
+
+import (
+	"hash/maphash"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy"
+)
+
+// Key is what a bucket (or an in-flight counter) is kept per: a client
+// address, or the 64-bit seeded hash of a Host or header value. Keys have
+// a fixed size whatever the client sends, so the memory bound of a Store
+// is a bound in bytes too.
+type Key struct {
+	addr netip.Addr
+	hash uint64
+}
+
+// Criterion extracts a request's key by a sourceCriterion (ip, host,
+// header:<name>).
+type Criterion struct {
+	kind    byte // 'i' ip, 'h' host, 'H' header
+	header  string
+	depth   int
+	trusted []netip.Prefix
+	seed    maphash.Seed
+}
+
+// NewCriterion compiles a validated sourceCriterion; an unknown one is
+// taken as ip (the validator reports it).
+func NewCriterion(s string, env policy.Env) Criterion {
+	c := Criterion{kind: 'i', trusted: env.TrustedProxies, seed: maphash.MakeSeed()}
+	switch {
+	case s == config.CriterionHost:
+		c.kind = 'h'
+	case strings.HasPrefix(s, config.CriterionHeader):
+		c.kind, c.header = 'H', http.CanonicalHeaderKey(s[len(config.CriterionHeader):])
+	}
+	return c
+}
+
+// Of returns r's key. ok is false when the client address cannot be
+// determined (a garbled X-Forwarded-For from a trusted proxy): the caller
+// refuses rather than share one bucket with every such request.
+func (c *Criterion) Of(r *http.Request) (k Key, ok bool) {
+	switch c.kind {
+	case 'h':
+		return Key{hash: maphash.String(c.seed, strings.ToLower(r.Host))}, true
+	case 'H':
+		// Requests without the header share the bucket of "".
+		return Key{hash: maphash.String(c.seed, r.Header.Get(c.header))}, true
+	}
+	a, ok := policy.ClientIP(r, c.trusted, c.depth)
+	return Key{addr: a}, ok
+}
