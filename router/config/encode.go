@@ -81,6 +81,11 @@ type wireBreaker struct {
 	ResponseCode        int     `json:"response_code"`
 	ResponseBody        string  `json:"response_body"`
 	Scope               string  `json:"scope"`
+	// The fallback fields (model_fallback.go), left out when not set.
+	Fallback                 string `json:"fallback,omitempty"`
+	FallbackStatus           int    `json:"fallback_status,omitempty"`
+	ServeStale               string `json:"serve_stale,omitempty"`
+	ServeStaleForCredentials bool   `json:"serve_stale_for_credentials,omitempty"`
 }
 
 // EncodeEntrypoint renders ep as canonical JSON in the API payload shape,
@@ -136,6 +141,7 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			CooldownJitter: p.CooldownJitter, RecoveryDuration: p.RecoveryDuration.String(), Mode: p.Mode.String(),
 			ResponseCode: cb.ResponseCode, ResponseBody: cb.ResponseBody, Scope: cb.Scope,
 		}
+		encodeFallback(w.Config.CircuitBreaker, cb.Fallback)
 	}
 	out, err := json.Marshal(w)
 	if err != nil {
