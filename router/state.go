@@ -133,10 +133,13 @@ type RouteState struct {
 	dropped bool
 
 	// guard is the scope=route breaker, nil when the route has none.
-	guard    atomic.Pointer[Guard]
-	budget   RetryBudget
-	rejected prometheus.Counter // levee_breaker_rejected_total{route=id}
-	attached atomic.Pointer[attachment]
+	guard atomic.Pointer[Guard]
+	// usingFallback: the route's refused traffic goes to its fallback
+	// (for the started/stopped events, fallback.go).
+	usingFallback atomic.Bool
+	budget        RetryBudget
+	rejected      prometheus.Counter // levee_breaker_rejected_total{route=id}
+	attached      atomic.Pointer[attachment]
 }
 
 // ID returns the route id the state belongs to.

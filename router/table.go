@@ -29,6 +29,8 @@ type Route struct {
 	// cbParams are the validated breaker parameters, for classifying
 	// responses without asking the breaker.
 	cbParams breaker.Params
+	// fallback answers what the open breaker refuses (fallback.go).
+	fallback *Route
 }
 
 // ID returns the entrypoint id the route was built from.
@@ -244,6 +246,7 @@ func buildSnapshot(routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
 	if s.any != nil {
 		sortAndCheck("*", s.any)
 	}
+	diags = append(diags, resolveFallbacks(s)...)
 	sortDiagnostics(diags)
 	return s, diags
 }
