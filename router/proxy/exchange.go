@@ -70,6 +70,16 @@ type exchange struct {
 	upgrade      string    // the protocol(s) the client asked to switch to, allowed ones only
 	xff          [1]string
 	xfh          [1]string
+
+	// origin is, while the exchange serves a fallback route, the route
+	// whose breaker refused the request (fallback.go), and
+	// originRetryAfter that breaker's Retry-After.
+	origin           *router.Route
+	originRetryAfter time.Duration
+	fellBack         string // for the access log: who answered instead
+	prepared         bool   // the headers are prepared (not twice for a fallback)
+	// record is the answer being kept for stale answers (stale.go).
+	record *staleRecord
 }
 
 // attemptResult is what one attempt produced.
@@ -110,7 +120,11 @@ func (x *exchange) serve() {
 	if !x.admit(&l) {
 		return
 	}
-	x.prepareHeaders()
+	if !x.prepared {
+		x.prepared = true
+		x.prepareHeaders()
+	}
+	x.markFallbackRequest()
 	x.planAttempts(&l)
 	if !x.readBody(&l) {
 		return
@@ -138,7 +152,7 @@ func (x *exchange) admit(l *attemptLoop) bool {
 	x.guarded = true
 	d := l.guard.Breaker().Admit()
 	if !d.Admitted {
-		x.rejectOpen(l.guard, d.RetryAfter)
+		x.refusedByRoute(l.guard, d.RetryAfter)
 		return false
 	}
 	l.tok = d.Token
@@ -165,6 +179,9 @@ func (x *exchange) planAttempts(l *attemptLoop) {
 // no backend connection; with retries, a small body of any framing is, so
 // that it can be sent again.
 func (x *exchange) readBody(l *attemptLoop) bool {
+	if x.body != nil || x.stream != nil {
+		return true // read for the route whose breaker sent it to a fallback
+	}
 	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
 		x.bufferBody()
 		if x.badBody.Load() {
@@ -260,7 +277,7 @@ func (x *exchange) giveUp(l *attemptLoop) {
 		}
 		x.respondError(last)
 	case x.sawOpen:
-		x.rejectBackendsOpen()
+		x.refusedByBackends()
 	default:
 		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
 	}
