@@ -207,7 +207,7 @@ func TestDockerFallbackToMaintenanceService(t *testing.T) {
 	p.waitLog(10*time.Second, func(l map[string]any) bool { return l["event"] == "fallback_stopped" && l["route"] == app })
 	_, _, metrics := get(t, p.apiURL()+"/metrics", "")
 	if !strings.Contains(metrics, `levee_fallback_requests_total{fallback="`+maint+`",kind="route",route="`+app+`"}`) ||
-		!strings.Contains(metrics, `levee_fallback_requests_total{fallback="",kind="stale",route="`+cached+`"}`) {
+		!strings.Contains(metrics, `levee_fallback_requests_total{fallback="none",kind="stale",route="`+cached+`"}`) {
 		t.Fatalf("fallback metrics missing:\n%s", grepLines(metrics, "levee_fallback"))
 	}
 }

@@ -41,12 +41,15 @@ const (
 	fallbackKindUnavailable = "unavailable" // the fallback's own breaker refused
 	fallbackKindStale       = "stale"       // a stale answer
 	fallbackKindMiss        = "stale_miss"  // serveStale set, no usable answer kept
+	// fallbackNone is the fallback label of stale answers: no label is
+	// ever empty (Prometheus reads an empty value as a missing label).
+	fallbackNone = "none"
 )
 
 func newFallbackCounter() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "levee_fallback_requests_total",
-		Help: "Requests an open breaker refused that were answered otherwise, by route, fallback route (empty for stale answers) and kind: route (the fallback route answered), unavailable (its own breaker was open too), stale (a stale answer), stale_miss (no stale answer to give).",
+		Help: "Requests an open breaker refused that were answered otherwise, by route, fallback route (none for stale answers) and kind: route (the fallback route answered), unavailable (its own breaker was open too), stale (a stale answer), stale_miss (no stale answer to give).",
 	}, []string{"route", "fallback", "kind"})
 }
 

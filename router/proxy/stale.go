@@ -309,10 +309,10 @@ func (x *exchange) serveStale(retryAfter time.Duration) bool {
 		e = nil
 	}
 	if e == nil {
-		x.countFallback(x.route, "", fallbackKindMiss)
+		x.countFallback(x.route, fallbackNone, fallbackKindMiss)
 		return false
 	}
-	x.countFallback(x.route, "", fallbackKindStale)
+	x.countFallback(x.route, fallbackNone, fallbackKindStale)
 	x.fellBack = "stale"
 	x.writeStale(e, retryAfter)
 	return true

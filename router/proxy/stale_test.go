@@ -132,10 +132,10 @@ func TestStaleServesTheLastGoodAnswerWithItsAge(t *testing.T) {
 	// Older than serveStale: gone.
 	h.clock.Advance(31 * time.Second)
 	expectOpenAt(t, h, "/page?q=1")
-	if n := fallbackCount(t, h, "web", "", fallbackKindStale); n != 2 {
+	if n := fallbackCount(t, h, "web", fallbackNone, fallbackKindStale); n != 2 {
 		t.Fatalf("kind=stale %v, want 2", n)
 	}
-	if n := fallbackCount(t, h, "web", "", fallbackKindMiss); n != 2 {
+	if n := fallbackCount(t, h, "web", fallbackNone, fallbackKindMiss); n != 2 {
 		t.Fatalf("kind=stale_miss %v, want 2", n)
 	}
 	if st, _ := h.r.Breaker("web"); st.OpenTraffic != "stale" {
