@@ -36,8 +36,8 @@ func (p *Handler) finish(x *exchange) {
 	if x.diagnostic != "" {
 		ev = ev.Str("diagnostic", x.diagnostic)
 	}
-	if x.fellBack != "" {
-		ev = ev.Str("fallback", x.fellBack)
+	if x.fb != nil && x.fb.answeredBy != "" {
+		ev = ev.Str("fallback", x.fb.answeredBy)
 	}
 	if x.guarded {
 		st := x.breakerSt

@@ -37,6 +37,7 @@ type exchange struct {
 	guarded    bool
 	diagnostic string
 	abort      bool // the backend broke the body: abort the client's response
+	prepared   bool // the headers are prepared (not twice when falling back)
 
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
@@ -71,15 +72,10 @@ type exchange struct {
 	xff          [1]string
 	xfh          [1]string
 
-	// origin is, while the exchange serves a fallback route, the route
-	// whose breaker refused the request (fallback.go), and
-	// originRetryAfter that breaker's Retry-After.
-	origin           *router.Route
-	originRetryAfter time.Duration
-	fellBack         string // for the access log: who answered instead
-	prepared         bool   // the headers are prepared (not twice for a fallback)
-	// record is the answer being kept for stale answers (stale.go).
-	record *staleRecord
+	// fb is the breaker fallback's part of the exchange (fallback.go),
+	// allocated only when a route uses it: most requests never do, and
+	// the exchange stays in its allocation size class.
+	fb *fallbackState
 }
 
 // attemptResult is what one attempt produced.

@@ -53,6 +53,35 @@ func newFallbackCounter() *prometheus.CounterVec {
 	}, []string{"route", "fallback", "kind"})
 }
 
+// fallbackState is the exchange's fallback part: what it serves for and
+// who answered, and the answer being recorded for stale answers.
+type fallbackState struct {
+	// origin is, while the exchange serves a fallback route, the route
+	// whose breaker refused the request; originRetryAfter is that
+	// breaker's Retry-After.
+	origin           *router.Route
+	originRetryAfter time.Duration
+	answeredBy       string       // for the access log: who answered instead
+	record           *staleRecord // the answer being kept (stale.go)
+}
+
+// fallback returns the exchange's fallback part, allocating it.
+func (x *exchange) fallback() *fallbackState {
+	if x.fb == nil {
+		x.fb = &fallbackState{}
+	}
+	return x.fb
+}
+
+// origin returns the route whose breaker sent the exchange to its
+// fallback, nil when it is not serving a fallback.
+func (x *exchange) origin() *router.Route {
+	if x.fb == nil {
+		return nil
+	}
+	return x.fb.origin
+}
+
 // refusedByRoute answers a request the route's breaker (scope=route)
 // refused.
 func (x *exchange) refusedByRoute(g *router.Guard, retryAfter time.Duration) {
@@ -71,7 +100,7 @@ func (x *exchange) refusedByBackends() {
 
 // answerOpen gives the client the first answer of the list above.
 func (x *exchange) answerOpen(retryAfter time.Duration) {
-	if x.origin != nil {
+	if x.origin() != nil {
 		x.fallbackUnavailable()
 		return
 	}
@@ -90,15 +119,15 @@ func (x *exchange) answerOpen(retryAfter time.Duration) {
 // original route's in its metrics and access log line, which names the
 // fallback.
 func (x *exchange) serveFallback(fb *router.Route, retryAfter time.Duration) {
-	origin := x.route
-	x.origin, x.originRetryAfter = origin, retryAfter
+	origin, st := x.route, x.fallback()
+	st.origin, st.originRetryAfter = origin, retryAfter
 	x.route = fb
 	x.restartPick()
 	x.serve()
-	if x.origin != nil { // not answered by fallbackUnavailable
+	if st.origin != nil { // not answered by fallbackUnavailable
 		x.countFallback(origin, fb.ID(), fallbackKindRoute)
-		x.fellBack = fb.ID()
-		x.origin = nil
+		st.answeredBy = fb.ID()
+		st.origin = nil
 	}
 	x.route = origin
 }
@@ -106,12 +135,13 @@ func (x *exchange) serveFallback(fb *router.Route, retryAfter time.Duration) {
 // fallbackUnavailable answers when the fallback route's own breaker
 // refused too: as the original route would without a fallback.
 func (x *exchange) fallbackUnavailable() {
-	origin, fb := x.origin, x.route
+	st := x.fb
+	origin, fb := st.origin, x.route
 	x.countFallback(origin, fb.ID(), fallbackKindUnavailable)
-	x.origin, x.route = nil, origin
-	x.fellBack = fb.ID() + " (unavailable)"
-	if !x.serveStale(x.originRetryAfter) {
-		x.sendOpen(x.originRetryAfter)
+	st.origin, x.route = nil, origin
+	st.answeredBy = fb.ID() + " (unavailable)"
+	if !x.serveStale(st.originRetryAfter) {
+		x.sendOpen(st.originRetryAfter)
 	}
 }
 
@@ -130,8 +160,8 @@ func (x *exchange) restartPick() {
 // markFallbackRequest sets X-Levee-Fallback on a request sent to a
 // fallback route (prepareHeaders removed any the client sent).
 func (x *exchange) markFallbackRequest() {
-	if x.origin != nil {
-		x.req.Header[HeaderFallback] = []string{x.origin.ID()}
+	if o := x.origin(); o != nil {
+		x.req.Header[HeaderFallback] = []string{o.ID()}
 	}
 }
 
@@ -140,11 +170,12 @@ func (x *exchange) markFallbackRequest() {
 // client learns when the real service may be back), and takes
 // fallbackStatus when one is set. It returns the status to send.
 func (x *exchange) fallbackAnswer(h http.Header, status int) int {
-	if x.origin == nil {
+	o := x.origin()
+	if o == nil {
 		return status
 	}
 	x.fallbackHeaders(h)
-	if cb := x.origin.Config().CircuitBreaker; cb != nil && cb.Fallback.Status != 0 && status != http.StatusSwitchingProtocols {
+	if cb := o.Config().CircuitBreaker; cb != nil && cb.Fallback.Status != 0 && status != http.StatusSwitchingProtocols {
 		return cb.Fallback.Status
 	}
 	return status
@@ -153,8 +184,8 @@ func (x *exchange) fallbackAnswer(h http.Header, status int) int {
 // fallbackHeaders marks any answer given on a fallback's behalf,
 // Levee's own included (the fallback has no healthy backend, …).
 func (x *exchange) fallbackHeaders(h http.Header) {
-	h[HeaderFallback] = []string{x.origin.ID()}
-	x.setRetryAfter(h, x.originRetryAfter)
+	h[HeaderFallback] = []string{x.fb.origin.ID()}
+	x.setRetryAfter(h, x.fb.originRetryAfter)
 }
 
 // setRetryAfter sets Retry-After to whole seconds, rounded up, at least 1.

@@ -47,7 +47,7 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	if len(x.req.TransferEncoding) > 0 && x.bodyEOF.Load() {
 		h["Connection"] = valueClose
 	}
-	x.record = x.recordStale(resp)
+	x.recordStale(resp)
 	x.status = x.fallbackAnswer(h, resp.StatusCode)
 	x.armWrite()
 	x.w.WriteHeader(x.status)
@@ -90,6 +90,10 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 	if !flush {
 		flusher = nil
 	}
+	var rec *staleRecord
+	if x.fb != nil {
+		rec = x.fb.record
+	}
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
@@ -104,8 +108,8 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 			if flusher != nil {
 				flusher.Flush()
 			}
-			if x.record != nil {
-				x.record.write(buf[:n]) // after the client has it: never a delay
+			if rec != nil {
+				rec.write(buf[:n]) // after the client has it: never a delay
 			}
 		}
 		if rerr == io.EOF {
@@ -156,7 +160,7 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 	h["Content-Type"] = valueTextPlain
 	h["X-Content-Type-Options"] = valueNoSniff
 	h[HeaderDiagnostic] = valueDiagnostic[diagnostic]
-	if x.origin != nil {
+	if x.origin() != nil {
 		x.fallbackHeaders(h)
 	}
 	if len(x.req.TransferEncoding) > 0 {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Stale answers (circuitBreaker.serveStale). While a route's breaker
@@ -234,9 +236,19 @@ func forbidsStale(cc []string) bool {
 
 // recordStale starts copying a backend's answer for the stale cache when
 // the route keeps stale answers and the rules above allow keeping it.
-func (x *exchange) recordStale(resp *http.Response) *staleRecord {
+func (x *exchange) recordStale(resp *http.Response) {
 	cb := x.route.Config().CircuitBreaker
-	if cb == nil || cb.Fallback.ServeStale <= 0 || x.origin != nil || x.req.Method != http.MethodGet ||
+	if cb == nil || cb.Fallback.ServeStale <= 0 {
+		return
+	}
+	if r := x.newStaleRecord(cb, resp); r != nil {
+		x.fallback().record = r
+	}
+}
+
+// newStaleRecord readies the copy of an answer the rules allow keeping.
+func (x *exchange) newStaleRecord(cb *config.CircuitBreaker, resp *http.Response) *staleRecord {
+	if x.origin() != nil || x.req.Method != http.MethodGet ||
 		resp.StatusCode != http.StatusOK || len(resp.Trailer) > 0 || len(resp.Header["Set-Cookie"]) > 0 ||
 		forbidsStale(resp.Header["Cache-Control"]) || forbidsStale(x.req.Header["Cache-Control"]) {
 		return nil
@@ -282,8 +294,11 @@ func (x *exchange) recordStale(resp *http.Response) *staleRecord {
 // keepStale puts the recorded answer in the route's cache when its whole
 // body reached the client (complete).
 func (x *exchange) keepStale(complete bool) {
-	r := x.record
-	x.record = nil
+	if x.fb == nil {
+		return
+	}
+	r := x.fb.record
+	x.fb.record = nil
 	if r == nil || !complete || r.over {
 		return
 	}
@@ -313,7 +328,7 @@ func (x *exchange) serveStale(retryAfter time.Duration) bool {
 		return false
 	}
 	x.countFallback(x.route, fallbackNone, fallbackKindStale)
-	x.fellBack = "stale"
+	x.fallback().answeredBy = "stale"
 	x.writeStale(e, retryAfter)
 	return true
 }
