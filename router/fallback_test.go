@@ -188,3 +188,47 @@ func TestFallbackViewAndEvents(t *testing.T) {
 		}
 	}
 }
+
+// With scope=backend the route uses its fallback once the last of its
+// backends' breakers has opened, and stops as soon as one closes.
+func TestFallbackEventsScopeBackend(t *testing.T) {
+	r := New(Options{})
+	defer r.Close()
+	app := withFallback(route("app", "/", "a.test"), "maint")
+	app.CircuitBreaker.Scope = config.ScopeBackend
+	app.Backends = []config.Backend{{Address: "127.0.0.1", Port: 1, Weight: 1}, {Address: "127.0.0.1", Port: 2, Weight: 1}}
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{app, route("maint", "/", "m.test")}})
+	events, stop := r.Subscribe(64)
+	defer stop()
+	guards := r.Snapshot().byID["app"].state.guards()
+	if len(guards) != 2 {
+		t.Fatalf("%d backend breakers", len(guards))
+	}
+	var changes []string
+	drain := func() {
+		for {
+			select {
+			case e := <-events:
+				if fe, ok := e.Data.(status.FallbackEvent); ok {
+					changes = append(changes, fe.Change)
+				}
+			default:
+				return
+			}
+		}
+	}
+	guards[0].b.ForceOpen()
+	drain()
+	if len(changes) != 0 {
+		t.Fatalf("one backend open of two: %v", changes)
+	}
+	guards[1].b.ForceOpen()
+	drain()
+	guards[0].b.ForceClose()
+	drain()
+	guards[1].b.ForceClose()
+	drain()
+	if !slices.Equal(changes, []string{"started", "stopped"}) {
+		t.Fatalf("changes %v", changes)
+	}
+}

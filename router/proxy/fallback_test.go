@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -265,5 +267,36 @@ func TestBadFallbackConfigKeepsTheOpenAnswer(t *testing.T) {
 				t.Fatalf("a refused fallback got traffic")
 			}
 		})
+	}
+}
+
+// The request stays the original route's in its metrics and access log
+// line, which names who answered.
+func TestFallbackAccessLogAndRouteMetrics(t *testing.T) {
+	h := newHarness(t, Options{AccessLog: true, EjectAfter: -1})
+	a, m := newBackend(t, "a"), newBackend(t, "m")
+	web := withBreaker(ep("web", a.backend()), ratioParams())
+	web.CircuitBreaker.Fallback = config.Fallback{Route: "maint", Status: 503}
+	h.set(config.SourceDocker, web, ep("maint", m.backend()))
+	tripped(t, h, "web", "web.test")
+	h.get("web.test", "/x")
+	var last map[string]any
+	sc := bufio.NewScanner(strings.NewReader(h.logs.String()))
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l["event"] == "access" {
+			last = l
+		}
+	}
+	for k, want := range map[string]any{"route": "web", "fallback": "maint", "status": 503.0, "breaker": "open", "backend": "127.0.0.1:" + portOf(m)} {
+		if last[k] != want {
+			t.Errorf("access field %s = %v, want %v (%v)", k, last[k], want, last)
+		}
+	}
+	if n := metricValue(t, h, "levee_requests_total", map[string]string{"route": "web", "code": "503"}); n != 1 {
+		t.Errorf("web's 503s: %v", n)
+	}
+	if n := metricValue(t, h, "levee_requests_total", map[string]string{"route": "maint"}); n != 0 {
+		t.Errorf("the fallback's request counted under maint: %v", n)
 	}
 }
