@@ -81,11 +81,11 @@ type wireBreaker struct {
 	ResponseCode        int     `json:"response_code"`
 	ResponseBody        string  `json:"response_body"`
 	Scope               string  `json:"scope"`
-	// The fallback fields (model_fallback.go), left out when not set.
-	Fallback                 string `json:"fallback,omitempty"`
-	FallbackStatus           int    `json:"fallback_status,omitempty"`
-	ServeStale               string `json:"serve_stale,omitempty"`
-	ServeStaleForCredentials bool   `json:"serve_stale_for_credentials,omitempty"`
+	// The fallback fields (model_fallback.go).
+	Fallback                 string `json:"fallback"`
+	FallbackStatus           int    `json:"fallback_status"`
+	ServeStale               string `json:"serve_stale"`
+	ServeStaleForCredentials bool   `json:"serve_stale_for_credentials"`
 }
 
 // EncodeEntrypoint renders ep as canonical JSON in the API payload shape,

@@ -35,7 +35,7 @@ func fallbackFields() []Field {
 func setFallbackRoute(d *draft, f *Field, key string, v any) {
 	d.cbSet = true
 	if s, ok := decode(d, f, key, v, toString, func(s string) error {
-		if !fallbackNameRe.MatchString(s) {
+		if s != "" && !fallbackNameRe.MatchString(s) { // empty: none, as the canonical form writes it
 			return fmt.Errorf("want a service name (letters, digits, '-', '_', '.')")
 		}
 		return nil
@@ -46,7 +46,12 @@ func setFallbackRoute(d *draft, f *Field, key string, v any) {
 
 func setFallbackStatus(d *draft, f *Field, key string, v any) {
 	d.cbSet = true
-	if n, ok := decode(d, f, key, v, toInt, between(200, 599, "200-599")); ok {
+	if n, ok := decode(d, f, key, v, toInt, func(n int) error {
+		if n == 0 { // the fallback's own status, as the canonical form writes it
+			return nil
+		}
+		return between(200, 599, "200-599 (0: the fallback's own)")(n)
+	}); ok {
 		d.cb.Fallback.Status = n
 	}
 }
