@@ -43,7 +43,7 @@ func fallbackEntries() []Entry {
 		{
 			Code: BadFallback, Severity: Warn, Title: "invalid fallback setting",
 			Effect:  "That field falls back to its default: no fallback route, the fallback's own status, no stale answers, or no stale answers for requests with credentials.",
-			Fix:     "`fallback` is a service name (letters, digits, `-`, `_`, `.`; empty: none); `fallbackStatus` is a status 200-599 (0: the fallback's own); `serveStale` is a duration from 0 (off) to 24h; `serveStaleForCredentials` is true or false.",
+			Fix:     "`fallback` is a service name (letters, digits, `-`, `_`, `.`; empty: none); `fallbackStatus` is a status 200-599 that carries content (not 204, 205, 304; 0: the fallback's own); `serveStale` is a duration from 0 (off) to 24h; `serveStaleForCredentials` is true or false.",
 			Example: "levee.http.app.circuitBreaker.fallbackStatus=99",
 		},
 		{

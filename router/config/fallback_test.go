@@ -31,7 +31,8 @@ var fallbackCases = []fieldCase{
 		valid: []validCase{{"503", "503", 503}, {"200", `"200"`, 200}, {"0", "0", 0}},
 		invalid: []invalidCase{
 			{label: "99", json: "99", code: diagnostics.BadFallback}, {label: "600", json: "600", code: diagnostics.BadFallback},
-			{label: "teapot", code: diagnostics.BadFallback},
+			{label: "teapot", code: diagnostics.BadFallback}, {label: "204", json: "204", code: diagnostics.BadFallback},
+			{label: "304", json: "304", code: diagnostics.BadFallback},
 		}},
 	{field: "circuitBreaker.serveStale", get: func(d cfgDecoded) any { return cbFallback(d).ServeStale },
 		valid: []validCase{{"10m", "", 10 * time.Minute}, {"30", "30", 30 * time.Second}, {"0", "0", time.Duration(0)}},
