@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,5 +269,52 @@ func TestDockerBadFallbackConfigs(t *testing.T) {
 		if code != 503 || hdr.Get("X-Levee-Diagnostic") != "circuit-open" || hdr.Get("X-Levee-Fallback") != "" || hdr.Get("Retry-After") == "" {
 			t.Fatalf("%s while open: %d %v %q, want the breaker's own answer", s, code, hdr, body)
 		}
+	}
+}
+
+// The same fallback through the API's JSON (circuit_breaker.fallback,
+// fallback_status), without Docker: an operator forces the breaker open
+// and the API entrypoint named as fallback answers; a fallback that names
+// no entrypoint gives W080 in the entrypoint's view and the old 503.
+func TestAPIFallbackEntrypoint(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "maintenance for %s", r.Header.Get("X-Levee-Fallback"))
+	}))
+	defer page.Close()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "app") }))
+	defer app.Close()
+	p := startLevee(t, "--docker=false")
+	createEntrypoint(t, p, fmt.Sprintf(`{"name":"i18-maint","backends":[{"address":"127.0.0.1","port":%s}],
+		"config":{"hostnames":["maint.i18.test"]}}`, portOf(t, page.URL)))
+	createEntrypoint(t, p, fmt.Sprintf(`{"name":"i18-app","backends":[{"address":"127.0.0.1","port":%s}],
+		"config":{"hostnames":["app.i18.test"],"circuit_breaker":{"cooldown":"30s","fallback":"i18-maint","fallback_status":503}}}`, portOf(t, app.URL)))
+	createEntrypoint(t, p, fmt.Sprintf(`{"name":"i18-lost","backends":[{"address":"127.0.0.1","port":%s}],
+		"config":{"hostnames":["lost.i18.test"],"circuit_breaker":{"fallback":"i18-nowhere"}}}`, portOf(t, app.URL)))
+	// Like a collision (W018), W080 comes from the router, which knows
+	// every route: the entrypoint's view shows it.
+	if _, _, view := get(t, p.apiURL()+"/entrypoints/i18-lost", ""); !strings.Contains(view, `"code":"W080"`) {
+		t.Errorf("view of an entrypoint with an unknown fallback: %s", view)
+	}
+	for _, name := range []string{"i18-app", "i18-lost"} {
+		resp, err := http.Post(p.apiURL()+"/breakers/"+name+"/open", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("force open %s: %d", name, resp.StatusCode)
+		}
+	}
+	status, hdr, body := get(t, p.proxyURL()+"/", "app.i18.test")
+	if status != 503 || body != "maintenance for i18-app" || hdr.Get("Retry-After") != "30" || hdr.Get("X-Levee-Fallback") != "i18-app" {
+		t.Fatalf("forced open with a fallback: %d %v %q", status, hdr, body)
+	}
+	status, hdr, _ = get(t, p.proxyURL()+"/", "lost.i18.test")
+	if status != 503 || hdr.Get("X-Levee-Diagnostic") != "circuit-open" {
+		t.Fatalf("unknown fallback: %d %v, want the breaker's own 503", status, hdr)
+	}
+	_, _, view := get(t, p.apiURL()+"/entrypoints/i18-app", "")
+	if !strings.Contains(view, `"fallback":"i18-maint","fallback_status":503`) {
+		t.Fatalf("entrypoint view lacks the fallback: %s", view)
 	}
 }
