@@ -70,6 +70,10 @@ func control(t *testing.T, ip, action string) {
 	}
 }
 
+// staleEntries is the documented per-route bound of stale answers
+// (docs/circuit-breaker.md, "Stale answers").
+const staleEntries = 1024
+
 // waitServing waits until the echo container at ip answers by itself, so
 // that no request through Levee reaches it before it listens (a refused
 // connection is a failure, and these breakers open on very few).
@@ -136,7 +140,15 @@ func TestDockerFallbackToMaintenanceService(t *testing.T) {
 	for _, h := range []string{appHost, maintHost, cachedHost} {
 		dockertest.Eventually(t, 30*time.Second, func() error { _, err := routedBy(p, h); return err })
 	}
-	// A good answer to remember, then the failure.
+	// Good answers to remember: more URLs than the per-route bound of
+	// 1024 entries (the two oldest go), an answer to a request with
+	// credentials (never kept), and the page. Then the failure.
+	for i := 0; i <= staleEntries; i++ {
+		if code, _, _ := send(t, p, http.MethodGet, cachedHost, "/p/"+strconv.Itoa(i)); code != 200 {
+			t.Fatalf("/p/%d: %d", i, code)
+		}
+	}
+	send(t, p, http.MethodGet, cachedHost, "/mine", "Authorization", "Bearer alice")
 	if code, _, _ := send(t, p, http.MethodGet, cachedHost, "/page"); code != 200 {
 		t.Fatalf("cached page: %d", code)
 	}
@@ -178,6 +190,11 @@ func TestDockerFallbackToMaintenanceService(t *testing.T) {
 	}
 	if code, hdr, _ := send(t, p, http.MethodGet, cachedHost, "/page", "Cookie", "session=1"); code != 503 || hdr.Get("X-Levee-Diagnostic") != "circuit-open" {
 		t.Fatalf("a request with a cookie got %d %v, want the open answer", code, hdr)
+	}
+	for path, want := range map[string]int{"/p/0": 503, "/p/1": 503, "/p/2": 200, "/mine": 503} {
+		if code, _, _ := send(t, p, http.MethodGet, cachedHost, path); code != want {
+			t.Fatalf("stale %s: %d, want %d (bounds, credentials)", path, code, want)
+		}
 	}
 
 	// After the cooldown the half-open probe goes to the failing service
