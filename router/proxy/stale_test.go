@@ -314,3 +314,49 @@ func TestStaleKey(t *testing.T) {
 		t.Fatalf("credential keys must differ and not hold the secret: %q %q %q", a, b, c)
 	}
 }
+
+// Keeping an answer never holds it back: a streamed answer reaches the
+// client chunk by chunk while it is being copied, and is kept once
+// complete.
+func TestStaleRecordingDoesNotDelayStreaming(t *testing.T) {
+	h := newHarness(t, Options{EjectAfter: -1})
+	next := make(chan struct{})
+	var failing atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(500)
+			return
+		}
+		io.WriteString(w, "first;")
+		w.(http.Flusher).Flush()
+		select { // the second chunk only once the client has the first
+		case <-next:
+			io.WriteString(w, "second")
+		case <-time.After(10 * time.Second): // held back: the client fails on "first;"
+		}
+	}))
+	t.Cleanup(srv.Close)
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	web := withBreaker(ep("web", config.Backend{Address: host, Port: p, Weight: 1}), breaker.Params{MinRequests: 100, ConsecutiveFailures: 1, Cooldown: time.Minute})
+	web.CircuitBreaker.Fallback.ServeStale = time.Minute
+	h.set(config.SourceDocker, web)
+
+	resp := h.do(http.MethodGet, "web.test", "/stream", nil)
+	buf := make([]byte, len("first;"))
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first;" {
+		close(next)
+		t.Fatalf("first chunk: %q %v", buf, err)
+	}
+	close(next)
+	rest, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(rest) != "second" {
+		t.Fatalf("rest %q", rest)
+	}
+	failing.Store(true)
+	h.get("web.test", "/fail")
+	if code, body, _ := h.get("web.test", "/stream"); code != 200 || body != "first;second" {
+		t.Fatalf("kept answer: %d %q", code, body)
+	}
+}
