@@ -102,7 +102,7 @@ func (s *Server) routeTable() []route {
 		s.breakerControl("open", "Force the breaker open (rule manual)."),
 		s.breakerControl("close", "Force the breaker closed."),
 		s.breakerControl("reset", "Reset the breaker to closed with empty counters."),
-		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes.", access: accessRead, stream: true,
+		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes, fallback starts and stops.", access: accessRead, stream: true,
 			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
 		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,
 			responses: with(accessRead, response{200, "", "Prometheus text exposition"}), handler: s.metrics},

@@ -63,7 +63,8 @@ func TestViewOfLabelRouteIsThePayloadShape(t *testing.T) {
 		`"slow_call_duration":"0s","slow_call_threshold":0,"cooldown":"10s","max_cooldown":"10s",` +
 		`"half_open_probes":1,"successes_to_close":1,"probe_timeout":"10s","failure_statuses":"500-599",` +
 		`"cooldown_jitter":0,"recovery_duration":"0s","mode":"enforce",` +
-		`"response_code":503,"response_body":"upstream circuit open","scope":"route"}},` +
+		`"response_code":503,"response_body":"upstream circuit open","scope":"route",` +
+		`"fallback":"","fallback_status":0,"serve_stale":"0s","serve_stale_for_credentials":false}},` +
 		`"created":"2026-01-02T03:04:05Z"}`
 	if string(got.Entrypoint) != want {
 		t.Errorf("entrypoint view:\n got %s\nwant %s", got.Entrypoint, want)

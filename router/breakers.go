@@ -90,6 +90,7 @@ func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
 		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by,
 	}})
+	r.noteFallback(g.route)
 }
 
 // configureGuards creates, updates or removes the breakers of a route state
@@ -130,7 +131,9 @@ func (r *Router) forgetGuard(g *Guard) {
 	r.metrics.rejected.DeleteLabelValues(name)
 }
 
-func statusOf(g *Guard) status.BreakerStatus {
+// statusOf is a breaker's view; rt (nil when unknown) says where the
+// traffic it refuses goes.
+func statusOf(g *Guard, rt *Route) status.BreakerStatus {
 	st := g.b.Stats()
 	bs := status.BreakerStatus{
 		Route: g.route, Backend: g.backend, Name: g.name(),
@@ -142,6 +145,7 @@ func statusOf(g *Guard) status.BreakerStatus {
 		Trips:             st.Trips,
 		RetryAfterSeconds: int(math.Ceil(st.RetryAfter.Seconds())),
 	}
+	bs.OpenTraffic, bs.Fallback = openTraffic(rt)
 	if !st.OpenedAt.IsZero() {
 		t := st.OpenedAt
 		bs.OpenedAt = &t
@@ -179,7 +183,7 @@ func (r *Router) Breakers() []status.BreakerStatus {
 	var out []status.BreakerStatus
 	for _, rt := range r.snap.Load().routes {
 		for _, g := range rt.state.guards() {
-			out = append(out, statusOf(g))
+			out = append(out, statusOf(g, rt))
 		}
 	}
 	return out
@@ -196,7 +200,7 @@ func (r *Router) Breaker(route string) (status.BreakerStatus, bool) {
 	if len(gs) == 0 {
 		return status.BreakerStatus{}, false
 	}
-	return statusOf(gs[0]), true
+	return statusOf(gs[0], rt), true
 }
 
 // ControlBreaker forces a route's breakers open or closed, or resets them

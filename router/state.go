@@ -133,9 +133,12 @@ type RouteState struct {
 	dropped bool
 
 	// guard is the scope=route breaker, nil when the route has none.
-	guard    atomic.Pointer[Guard]
-	budget   RetryBudget
-	rejected prometheus.Counter // levee_breaker_rejected_total{route=id}
+	guard atomic.Pointer[Guard]
+	// usingFallback: the route's refused traffic goes to its fallback
+	// (for the started/stopped events, fallback.go).
+	usingFallback atomic.Bool
+	budget        RetryBudget
+	rejected      prometheus.Counter // levee_breaker_rejected_total{route=id}
 	// policies is the state of the route's policies by policy name (rate
 	// buckets, in-flight counters), guarded by mu: it outlives snapshots
 	// as the breakers do.

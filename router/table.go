@@ -32,6 +32,8 @@ type Route struct {
 	cbParams breaker.Params
 	// chain is the route's policies in stage order (nil without any).
 	chain *policy.Chain
+	// fallback answers what the open breaker refuses (fallback.go).
+	fallback *Route
 }
 
 // ID returns the entrypoint id the route was built from.
@@ -247,6 +249,7 @@ func buildSnapshot(routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
 	if s.any != nil {
 		sortAndCheck("*", s.any)
 	}
+	diags = append(diags, resolveFallbacks(s)...)
 	sortDiagnostics(diags)
 	return s, diags
 }

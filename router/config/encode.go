@@ -82,6 +82,11 @@ type wireBreaker struct {
 	ResponseCode        int     `json:"response_code"`
 	ResponseBody        string  `json:"response_body"`
 	Scope               string  `json:"scope"`
+	// The fallback fields (model_fallback.go).
+	Fallback                 string `json:"fallback"`
+	FallbackStatus           int    `json:"fallback_status"`
+	ServeStale               string `json:"serve_stale"`
+	ServeStaleForCredentials bool   `json:"serve_stale_for_credentials"`
 }
 
 // EncodeEntrypoint renders ep as canonical JSON in the API payload shape,
@@ -137,6 +142,7 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			CooldownJitter: p.CooldownJitter, RecoveryDuration: p.RecoveryDuration.String(), Mode: p.Mode.String(),
 			ResponseCode: cb.ResponseCode, ResponseBody: cb.ResponseBody, Scope: cb.Scope,
 		}
+		encodeFallback(w.Config.CircuitBreaker, cb.Fallback)
 	}
 	w.Config.wireAccess = encodeAccess(ep.Access)
 	out, err := json.Marshal(w)

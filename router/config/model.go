@@ -143,6 +143,9 @@ type CircuitBreaker struct {
 	ResponseCode int            `json:"response_code"`
 	ResponseBody string         `json:"response_body"`
 	Scope        string         `json:"scope"`
+	// Fallback is what the route answers while the breaker is open
+	// (model_fallback.go).
+	Fallback Fallback `json:"fallback"`
 }
 
 // SourceUpdate is the complete current output of one provider.

@@ -36,6 +36,9 @@ func (p *Handler) finish(x *exchange) {
 	if x.diagnostic != "" {
 		ev = ev.Str("diagnostic", x.diagnostic)
 	}
+	if x.fb != nil && x.fb.answeredBy != "" {
+		ev = ev.Str("fallback", x.fb.answeredBy)
+	}
 	if x.guarded {
 		st := x.breakerSt
 		if g := x.route.State().Guard(); g != nil && st == 0 {

@@ -14,8 +14,11 @@
 //     refused before matching.
 //  2. Breaker admission. With a scope=route breaker, its Admit comes
 //     before anything else: an open breaker answers 503 circuit-open (or
-//     the configured code) with Retry-After, and no backend sees the
-//     request.
+//     the configured code) with Retry-After, and no backend of the route
+//     sees the request. With a fallback (fallback.go) the refused request
+//     is served on the fallback route instead, or answered from the
+//     route's stale answers (stale.go); the same happens when every
+//     backend breaker of a scope=backend route refuses (step 3).
 //  3. Pick. The balancer (lb.go: round robin, random, power of two,
 //     least connections; stateless, its counters are the route's
 //     router.BalancerState) chooses among eligible backends (pick.go:

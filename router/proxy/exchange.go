@@ -37,6 +37,7 @@ type exchange struct {
 	guarded    bool
 	diagnostic string
 	abort      bool // the backend broke the body: abort the client's response
+	prepared   bool // the headers are prepared (not twice when falling back)
 
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
@@ -74,6 +75,10 @@ type exchange struct {
 	// pw is the writer the route's policies write to (servePolicies);
 	// nil on a route without policies, which pays nothing for them.
 	pw *policyWriter
+	// fb is the breaker fallback's part of the exchange (fallback.go),
+	// allocated only when a route uses it: most requests never do, and
+	// the exchange stays in its allocation size class.
+	fb *fallbackState
 }
 
 // attemptResult is what one attempt produced.
@@ -114,7 +119,11 @@ func (x *exchange) serve() {
 	if !x.admit(&l) {
 		return
 	}
-	x.prepareHeaders()
+	if !x.prepared {
+		x.prepared = true
+		x.prepareHeaders()
+	}
+	x.markFallbackRequest()
 	x.planAttempts(&l)
 	if !x.readBody(&l) {
 		return
@@ -142,7 +151,7 @@ func (x *exchange) admit(l *attemptLoop) bool {
 	x.guarded = true
 	d := l.guard.Breaker().Admit()
 	if !d.Admitted {
-		x.rejectOpen(l.guard, d.RetryAfter)
+		x.refusedByRoute(l.guard, d.RetryAfter)
 		return false
 	}
 	l.tok = d.Token
@@ -169,6 +178,9 @@ func (x *exchange) planAttempts(l *attemptLoop) {
 // no backend connection; with retries, a small body of any framing is, so
 // that it can be sent again.
 func (x *exchange) readBody(l *attemptLoop) bool {
+	if x.body != nil || x.stream != nil {
+		return true // read for the route whose breaker sent it to a fallback
+	}
 	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
 		x.bufferBody()
 		if x.badBody.Load() {
@@ -264,7 +276,7 @@ func (x *exchange) giveUp(l *attemptLoop) {
 		}
 		x.respondError(last)
 	case x.sawOpen:
-		x.rejectBackendsOpen()
+		x.refusedByBackends()
 	default:
 		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
 	}

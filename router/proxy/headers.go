@@ -19,6 +19,7 @@ func (x *exchange) prepareHeaders() {
 	x.upgrade = x.p.allowedUpgrade(req)
 	te := h["Te"]
 	removeHopByHop(h)
+	delete(h, HeaderFallback) // only Levee says a request comes from a fallback
 	if x.upgrade != "" {
 		h["Connection"] = valueUpgrade
 		h["Upgrade"] = []string{x.upgrade}

@@ -31,6 +31,7 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	retries      *prometheus.CounterVec
 	clientErrors *prometheus.CounterVec
+	fallback     *prometheus.CounterVec // levee_fallback_requests_total (fallback.go)
 
 	unmatched *routeSeries
 	// newSeries is m.series as a func value made once, so that asking a
@@ -55,6 +56,7 @@ func newMetrics() *metrics {
 			Help: "Requests the client broke: a request body too slow (body_timeout) or malformed (bad_body), a response the client stopped taking (write_failed). Never counted against a backend.",
 		}, []string{"reason"}),
 	}
+	m.fallback = newFallbackCounter()
 	m.newSeries = func(route string) router.Attachment { return m.series(route) }
 	m.unmatched = m.series(unmatchedRoute)
 	// Without a route nothing is retried: only requests and durations are
@@ -65,7 +67,7 @@ func newMetrics() *metrics {
 
 // register adds every series to reg.
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, col := range []prometheus.Collector{m.requests, m.duration, m.retries, m.clientErrors} {
+	for _, col := range []prometheus.Collector{m.requests, m.duration, m.retries, m.clientErrors, m.fallback} {
 		if err := reg.Register(col); err != nil {
 			return fmt.Errorf("registering request metrics: %w", err)
 		}
@@ -89,6 +91,11 @@ type routeSeries struct {
 
 	mu    sync.Mutex // serialises additions to codes
 	codes atomic.Pointer[[]codeCounter]
+
+	// stale is the route's cache of answers for serveStale (stale.go),
+	// kept here because this is the request path's per-route data that
+	// lives as long as the route's state.
+	stale staleSlot
 }
 
 func (m *metrics) series(route string) *routeSeries {
@@ -106,6 +113,8 @@ func (s *routeSeries) Release() {
 	s.m.requests.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.m.duration.DeleteLabelValues(s.route)
 	s.m.retries.DeleteLabelValues(s.route)
+	s.m.fallback.DeletePartialMatch(prometheus.Labels{"route": s.route})
+	s.stale.drop()
 }
 
 // seriesOf returns the metric handles of a route.

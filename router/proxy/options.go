@@ -91,12 +91,18 @@ type Options struct {
 	RetryBudget       float64
 	RetryBudgetWindow time.Duration
 	RetryBudgetMin    int
+
+	// Stale holds the bounds of each route's stale-answer cache
+	// (circuitBreaker.serveStale, stale.go); zero fields take the
+	// defaults.
+	Stale StaleLimits
 }
 
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = router.RealClock{}
 	}
+	o.Stale = o.Stale.withDefaults()
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}

@@ -47,12 +47,15 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	if len(x.req.TransferEncoding) > 0 && x.bodyEOF.Load() {
 		h["Connection"] = valueClose
 	}
-	x.status = resp.StatusCode
+	x.recordStale(resp)
+	x.status = x.fallbackAnswer(h, resp.StatusCode)
 	x.armWrite()
-	x.w.WriteHeader(resp.StatusCode)
+	x.w.WriteHeader(x.status)
 	x.headersAt = time.Since(x.start)
 	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	if err := x.copyBody(resp.Body, flush); err != nil {
+	err := x.copyBody(resp.Body, flush)
+	x.keepStale(err == nil && !x.abort)
+	if err != nil {
 		// Send what the backend did send, then break the connection.
 		if f, ok := x.w.(http.Flusher); ok {
 			x.armWrite()
@@ -87,6 +90,10 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 	if !flush {
 		flusher = nil
 	}
+	var rec *staleRecord
+	if x.fb != nil {
+		rec = x.fb.record
+	}
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
@@ -100,6 +107,9 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 			}
 			if flusher != nil {
 				flusher.Flush()
+			}
+			if rec != nil {
+				rec.write(buf[:n]) // after the client has it: never a delay
 			}
 		}
 		if rerr == io.EOF {
@@ -150,6 +160,9 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 	h["Content-Type"] = valueTextPlain
 	h["X-Content-Type-Options"] = valueNoSniff
 	h[HeaderDiagnostic] = valueDiagnostic[diagnostic]
+	if x.origin() != nil {
+		x.fallbackHeaders(h)
+	}
 	if len(x.req.TransferEncoding) > 0 {
 		h["Connection"] = valueClose
 	}
@@ -161,18 +174,9 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 	_, _ = io.WriteString(x.w, body)
 }
 
-// rejectOpen answers for an open route breaker.
-func (x *exchange) rejectOpen(g *router.Guard, retryAfter time.Duration) {
-	x.breakerSt = breaker.Open
-	g.NoteRejected()
-	x.sendOpen(retryAfter)
-}
-
-// rejectBackendsOpen answers when every pickable backend's breaker is
-// open: the route is open, with the smallest Retry-After.
-func (x *exchange) rejectBackendsOpen() {
-	x.breakerSt = breaker.Open
-	x.route.State().NoteRejected()
+// backendsRetryAfter is the smallest Retry-After of the route's open
+// backend breakers (scope=backend), at least 1s.
+func (x *exchange) backendsRetryAfter() time.Duration {
 	ra := x.openRetryAfter
 	for _, b := range x.route.Backends() {
 		if g := b.State().Guard(); g != nil {
@@ -181,9 +185,11 @@ func (x *exchange) rejectBackendsOpen() {
 			}
 		}
 	}
-	x.sendOpen(max(ra, time.Second))
+	return max(ra, time.Second)
 }
 
+// sendOpen is the open breaker's own answer: responseCode, responseBody
+// and Retry-After.
 func (x *exchange) sendOpen(retryAfter time.Duration) {
 	code, body := http.StatusServiceUnavailable, "upstream circuit open"
 	if cb := x.route.Config().CircuitBreaker; cb != nil {
@@ -194,7 +200,6 @@ func (x *exchange) sendOpen(retryAfter time.Duration) {
 			body = cb.ResponseBody
 		}
 	}
-	secs := int((retryAfter + time.Second - 1) / time.Second)
-	x.w.Header()["Retry-After"] = x.p.retryAfterValue(max(secs, 1))
+	x.setRetryAfter(x.w.Header(), retryAfter)
 	x.reply(code, DiagnosticCircuitOpen, body)
 }

@@ -11,10 +11,11 @@ const (
 	EventBreaker    = "breaker"
 	EventRoute      = "route"
 	EventDiagnostic = "diagnostic"
+	EventFallback   = "fallback"
 )
 
 // Event is one thing that happened in the data plane, for consumers such as
-// the API's server-sent events. Data is one of BreakerEvent, RouteEvent or
+// the API's server-sent events. Data is one of BreakerEvent, RouteEvent, FallbackEvent or
 // DiagnosticEvent and marshals to JSON.
 type Event struct {
 	Type string    `json:"type"`
@@ -55,4 +56,20 @@ type DiagnosticEvent struct {
 	// Change is "added" or "removed".
 	Change     string                 `json:"change"`
 	Diagnostic diagnostics.Diagnostic `json:"diagnostic"`
+}
+
+// FallbackEvent says a route started or stopped sending the requests its
+// open breaker refuses to its fallback: "started" when its breaker (with
+// scope=backend, the last of its backends' breakers) opens, "stopped"
+// when it closes again. Half-open probes still go to the route's own
+// backends in between.
+type FallbackEvent struct {
+	Route string `json:"route"`
+	// Kind is "fallback" (a fallback route answers) or "stale" (stale
+	// answers, else the breaker's own status).
+	Kind string `json:"kind"`
+	// Fallback is the fallback route's id (Kind "fallback").
+	Fallback string `json:"fallback,omitempty"`
+	// Change is "started" or "stopped".
+	Change string `json:"change"`
 }

@@ -62,6 +62,13 @@ type BreakerStatus struct {
 	// RetryAfterSeconds is, while open, the whole seconds until half-open.
 	RetryAfterSeconds int        `json:"retry_after_seconds,omitempty"`
 	OpenedAt          *time.Time `json:"opened_at,omitempty"`
+	// OpenTraffic says where the requests the open breaker refuses go:
+	// "reject" (responseCode with Retry-After), "fallback" (the route
+	// Fallback) or "stale" (the last good answer for the URL, else
+	// reject). Half-open probes always go to the route's own backends.
+	OpenTraffic string `json:"open_traffic"`
+	// Fallback is the fallback route's id when OpenTraffic is "fallback".
+	Fallback string `json:"fallback,omitempty"`
 	// LastTransition describes the most recent transition, if any.
 	LastTransition *BreakerEvent `json:"last_transition,omitempty"`
 }
