@@ -85,7 +85,7 @@ func TestIssueEndpointsAreRegistered(t *testing.T) {
 		"GET /health", "GET /ready", "GET /entrypoints", "GET /entrypoints/{id}", "POST /entrypoints",
 		"PUT /entrypoints/{id}", "DELETE /entrypoints/{id}", "GET /diagnostics", "GET /breakers",
 		"GET /breakers/{route}", "POST /breakers/{route}/open", "POST /breakers/{route}/close",
-		"POST /breakers/{route}/reset", "GET /events", "GET /metrics", "GET /openapi.json",
+		"POST /breakers/{route}/reset", "GET /history", "GET /events", "GET /metrics", "GET /openapi.json",
 	}
 	h := newHarness(t)
 	have := map[string]bool{}

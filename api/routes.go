@@ -44,6 +44,7 @@ const (
 	schemaBreaker    = "BreakerStatus"
 	schemaBreakers   = "BreakerList"
 	schemaHealth     = "Health"
+	schemaHistory    = "BreakerHistory"
 	schemaReady      = "Readiness"
 	schemaOpenAPI    = "OpenAPIDocument"
 )
@@ -102,6 +103,8 @@ func (s *Server) routeTable() []route {
 		s.breakerControl("open", "Force the breaker open (rule manual)."),
 		s.breakerControl("close", "Force the breaker closed."),
 		s.breakerControl("reset", "Reset the breaker to closed with empty counters."),
+		{method: "GET", path: "/history", op: "breakerHistory", summary: "Every breaker's requests and failures over the last minutes, one point per sampling interval (in memory; gone at restart).", access: accessRead,
+			responses: with(accessRead, response{200, schemaHistory, "the history of every breaker"}), handler: s.history},
 		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes.", access: accessRead, stream: true,
 			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
 		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,

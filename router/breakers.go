@@ -29,6 +29,9 @@ type Guard struct {
 	dropped atomic.Bool
 	// by names the operator of a pending manual action, for its event.
 	by atomic.Pointer[string]
+	// hist is the breaker's recent traffic, sampled off the request path
+	// (SampleHistory).
+	hist history
 }
 
 // name is the breaker's metric and event identity: the route id, or

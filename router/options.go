@@ -48,6 +48,12 @@ type Options struct {
 	// from a non-API source keeps answering 503 no-healthy-backend before
 	// it 404s (default 30s).
 	RemovedRouteGrace time.Duration
+
+	// HistoryInterval is how often RunHistory samples every breaker's
+	// counters (default 5s); HistorySamples is how many samples each
+	// breaker keeps (default 60: five minutes at the default interval).
+	HistoryInterval time.Duration
+	HistorySamples  int
 }
 
 // Defaults of the backend connection settings, shared by the router's
@@ -76,6 +82,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if o.HistoryInterval <= 0 {
+		o.HistoryInterval = DefaultHistoryInterval
+	}
+	if o.HistorySamples <= 0 {
+		o.HistorySamples = DefaultHistorySamples
 	}
 	if o.RemovedRouteGrace <= 0 {
 		o.RemovedRouteGrace = 30 * time.Second

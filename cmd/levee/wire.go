@@ -81,6 +81,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 
 	a := &app{proxy: handler}
+	// The breakers' history (GET /history, the dashboard's sparklines) is
+	// sampled from the counters the breakers keep anyway, on a ticker:
+	// nothing is added to the request path.
+	a.background = append(a.background, rt.RunHistory)
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
 		closeAll()
