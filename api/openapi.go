@@ -206,6 +206,20 @@ func schemas() obj {
 				}}},
 			}}},
 		}},
+		"Session": obj{"type": "object", "properties": obj{
+			"role":      obj{"type": "string", "enum": []string{"admin", "read", "open"}},
+			"can_write": obj{"type": "boolean"},
+		}},
+		"Catalogue": obj{"type": "object", "properties": obj{
+			"codes": obj{"type": "array", "items": obj{"type": "object", "properties": obj{
+				"code":     obj{"type": "string", "example": "W024"},
+				"severity": obj{"type": "string"},
+				"title":    obj{"type": "string"},
+				"effect":   obj{"type": "string"},
+				"fix":      obj{"type": "string"},
+				"example":  obj{"type": "string"},
+			}}},
+		}},
 		"Health": obj{"type": "object", "properties": obj{"status": obj{"type": "string", "example": "ok"}}},
 		"Readiness": obj{"type": "object", "properties": obj{
 			"ready":   obj{"type": "boolean"},

@@ -91,7 +91,7 @@ func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 	r.bus.publish(status.Event{Type: status.EventBreaker, Time: t.At, Data: status.BreakerEvent{
 		Route: g.route, Backend: g.backend, Event: t.Event(),
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
-		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by,
+		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by, At: t.At,
 	}})
 }
 
@@ -152,7 +152,7 @@ func statusOf(g *Guard) status.BreakerStatus {
 	if lt := st.LastTransition; !lt.At.IsZero() {
 		bs.LastTransition = &status.BreakerEvent{
 			Route: g.route, Backend: g.backend, Event: lt.Event(), From: lt.From.String(), To: lt.To.String(),
-			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation,
+			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation, At: lt.At,
 		}
 	}
 	return bs

@@ -20,31 +20,29 @@ const (
 // and stores the difference since the previous sample, so the request path
 // does nothing more for it.
 type history struct {
-	mu                         sync.Mutex
-	points                     []status.HistoryPoint // ring storage, len ≤ cap
-	next                       int                   // where the next point goes once full
-	primed                     bool                  // last* hold a previous sample
+	mu     sync.Mutex
+	points []status.HistoryPoint // ring storage, len ≤ the samples kept
+	next   int                   // where the next point goes once full
+	// The counters at the previous sample; zero before the first, as the
+	// breaker's counters start at zero with it.
 	lastRequests, lastFailures uint64
 }
 
 // add records the counters sampled at now: the point is the increase
-// since the previous sample. The first sample only primes the counters. A
-// counter that went backwards (a reset breaker) counts from zero.
-func (h *history) add(now time.Time, requests, failures uint64, max int) {
+// since the previous sample. A counter that went backwards (a reset
+// breaker) counts from zero.
+func (h *history) add(now time.Time, requests, failures uint64, max int) status.HistoryPoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.primed {
-		h.primed, h.lastRequests, h.lastFailures = true, requests, failures
-		return
-	}
 	p := status.HistoryPoint{Time: now, Requests: delta(requests, h.lastRequests), Failures: delta(failures, h.lastFailures)}
 	h.lastRequests, h.lastFailures = requests, failures
 	if len(h.points) < max {
 		h.points = append(h.points, p)
-		return
+	} else {
+		h.points[h.next] = p
+		h.next = (h.next + 1) % len(h.points)
 	}
-	h.points[h.next] = p
-	h.next = (h.next + 1) % len(h.points)
+	return p
 }
 
 func delta(now, before uint64) uint64 {
@@ -79,14 +77,22 @@ func (r *Router) RunHistory(ctx context.Context) {
 }
 
 // SampleHistory takes one sample of every current breaker at the clock's
-// time. RunHistory calls it on its ticker; tests call it directly.
+// time and publishes the new points as one history event (none without
+// breakers). RunHistory calls it on its ticker; tests call it
+// directly.
 func (r *Router) SampleHistory() {
 	now := r.clock.Now()
+	var got []status.BreakerSample
 	for _, rt := range r.snap.Load().routes {
 		for _, g := range rt.state.guards() {
 			st := g.b.Stats()
-			g.hist.add(now, st.Admitted+st.Rejected, st.Failures, r.opts.HistorySamples)
+			p := g.hist.add(now, st.Admitted+st.Rejected, st.Failures, r.opts.HistorySamples)
+			got = append(got, status.BreakerSample{Route: g.route, Backend: g.backend, Name: g.name(),
+				Requests: p.Requests, Failures: p.Failures})
 		}
+	}
+	if len(got) > 0 {
+		r.bus.publish(status.Event{Type: status.EventHistory, Time: now, Data: status.HistorySample{Time: now, Breakers: got}})
 	}
 }
 

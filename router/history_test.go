@@ -25,7 +25,7 @@ func (c *manualClock) add(d time.Duration) {
 }
 
 // TestHistoryRing: each sample is the counters' increase since the one
-// before, oldest first; the ring keeps the last HistorySamples; a reset
+// before (the first: since the breaker was created), oldest first; the ring keeps the last HistorySamples; a reset
 // (counters back to zero) does not wrap around.
 func TestHistoryRing(t *testing.T) {
 	clock := &manualClock{now: epoch}
@@ -37,6 +37,8 @@ func TestHistoryRing(t *testing.T) {
 	ep.CircuitBreaker = &cb
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
 
+	events, cancel := r.Subscribe(64)
+	defer cancel()
 	guards := r.Snapshot().routes[0].state.guards()
 	if len(guards) != 1 {
 		t.Fatalf("%d guards, want 1", len(guards))
@@ -52,10 +54,10 @@ func TestHistoryRing(t *testing.T) {
 	}
 	sample := func() { clock.add(time.Second); r.SampleHistory() }
 
-	traffic(5, 0) // before the first sample: only primes the counters
+	traffic(5, 0) // the first sample counts from the breaker's creation
 	sample()
-	if got := points(t, r); len(got) != 0 {
-		t.Fatalf("after the priming sample: %v, want no points", got)
+	if got := points(t, r); len(got) != 1 || got[0].Requests != 5 || got[0].Failures != 0 {
+		t.Fatalf("after the first sample: %v, want 5 requests, 0 failures", got)
 	}
 	steps := []struct{ ok, failed int }{{3, 1}, {0, 0}, {2, 2}, {1, 4}}
 	for _, s := range steps {
@@ -85,6 +87,16 @@ func TestHistoryRing(t *testing.T) {
 	got = points(t, r)
 	if last := got[len(got)-1]; last.Requests != 2 || last.Failures != 1 {
 		t.Errorf("after a reset: last point %+v, want 2 requests, 1 failure", last)
+	}
+	var last *status.HistorySample
+	for len(events) > 0 {
+		if ev := <-events; ev.Type == status.EventHistory {
+			hs := ev.Data.(status.HistorySample)
+			last = &hs
+		}
+	}
+	if last == nil || len(last.Breakers) != 1 || last.Breakers[0].Requests != 2 || last.Breakers[0].Failures != 1 {
+		t.Errorf("last history event %+v, want the last point (2 requests, 1 failure)", last)
 	}
 	h := r.History()
 	if h.IntervalSeconds != 1 || h.Samples != 3 || h.Breakers[0].Name != "app" {

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/api"
+	"github.com/levee-proxy/levee/api/dashboard"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
@@ -114,6 +115,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		AdminToken: cfg.APIToken,
 		ReadToken:  cfg.APIReadToken,
 		Logger:     log.With().Str("component", "api").Logger(),
+		Dashboard:  dashboard.Handler(),
 	})
 	if err != nil {
 		closeAll()
