@@ -120,40 +120,26 @@ func (f *fixture) breakerState(t *testing.T) string {
 	return st.State
 }
 
-// signIn opens the dashboard in a new tab at page and signs in with token
-// through the form, then waits until the event stream is live.
 func signIn(t *testing.T, b *browsertest.Browser, f *fixture, page, token string) context.Context {
 	t.Helper()
-	tab := b.Tab(t)
-	browsertest.Run(t, tab, pageTimeout, "sign in",
-		chromedp.Navigate(f.base+"#"+page),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
-	)
-	waitJS(t, tab, pageTimeout, `document.getElementById("live").dataset.live === "on"`)
-	return tab
+	return b.SignIn(t, f.base+"#"+page, token, pageTimeout)
 }
 
 func waitJS(t *testing.T, tab context.Context, timeout time.Duration, expr string) time.Duration {
 	t.Helper()
-	took, err := browsertest.WaitTrue(tab, timeout, expr)
-	if err != nil {
-		text, _ := chromedp.Run(tab, chromedp.Evaluate[string](`document.body.innerText.slice(0, 4000)`))
-		t.Fatalf("%v\npage text:\n%s", err, text)
-	}
-	return took
+	return browsertest.MustWait(t, tab, timeout, expr)
 }
 
 func evalString(t *testing.T, tab context.Context, expr string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(tab, pageTimeout)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return s
+	return browsertest.Eval(t, tab, pageTimeout, expr)
+}
+
+// click clicks the element with id once it is there, in one step in the
+// page.
+func click(t *testing.T, tab context.Context, id string) {
+	t.Helper()
+	waitJS(t, tab, pageTimeout, fmt.Sprintf(`(() => { const b = document.getElementById(%q); if (!b) return false; b.click(); return true })()`, id))
 }
 
 func screenshot(t *testing.T, tab context.Context, name string) {
@@ -228,7 +214,7 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("W024 links to %s, want docs/diagnostics.md#w024", href)
 		}
 		if *update {
-			browsertest.Run(t, tab, pageTimeout, "open the explanation", chromedp.Click(chromedp.CSS(`li.diag[data-code="W024"] details summary`)))
+			evalString(t, tab, `(document.querySelector('li.diag[data-code="W024"] details').open = true, "ok")`)
 		}
 		screenshot(t, tab, "diagnostics")
 	})
@@ -279,14 +265,17 @@ func TestDashboard(t *testing.T) {
 		tab := signIn(t, b, f, "routes", adminToken)
 		waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"]')?.dataset.breakerState === "closed"`)
 		// Cancel first: nothing happens.
-		browsertest.Run(t, tab, pageTimeout, "open, then cancel",
-			chromedp.Click(chromedp.ID("act-open-shop")), chromedp.WaitVisible(chromedp.ID("confirm")),
+		// The cards are rendered again on every event (a history sample
+		// every 5 s): the buttons are clicked in one step in the page, so a
+		// re-render cannot swap them between finding and clicking.
+		click(t, tab, "act-open-shop")
+		browsertest.Run(t, tab, pageTimeout, "open, then cancel", chromedp.WaitVisible(chromedp.ID("confirm")),
 			chromedp.Click(chromedp.CSS(`#confirm button[value=cancel]`)), chromedp.WaitNotVisible(chromedp.ID("confirm")))
 		if st := f.breakerState(t); st != "closed" {
 			t.Fatalf("breaker %s after a cancelled open, want closed", st)
 		}
-		browsertest.Run(t, tab, pageTimeout, "open, confirmed",
-			chromedp.Click(chromedp.ID("act-open-shop")), chromedp.WaitVisible(chromedp.ID("confirm")))
+		click(t, tab, "act-open-shop")
+		browsertest.Run(t, tab, pageTimeout, "open, confirmed", chromedp.WaitVisible(chromedp.ID("confirm")))
 		screenshot(t, tab, "confirm")
 		browsertest.Run(t, tab, pageTimeout, "confirm", chromedp.Click(chromedp.ID("confirm-ok")))
 		waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"]')?.dataset.breakerState === "open"`)
@@ -296,8 +285,9 @@ func TestDashboard(t *testing.T) {
 		browsertest.Run(t, tab, pageTimeout, "activity page", chromedp.Navigate(f.base+"#activity"))
 		waitJS(t, tab, pageTimeout, `[...document.querySelectorAll("#activity li")].some(li => li.textContent.includes("by admin@"))`)
 		screenshot(t, tab, "activity")
-		browsertest.Run(t, tab, pageTimeout, "reset", chromedp.Navigate(f.base+"#routes"),
-			chromedp.Click(chromedp.ID("act-reset-shop")), chromedp.WaitVisible(chromedp.ID("confirm")), chromedp.Click(chromedp.ID("confirm-ok")))
+		browsertest.Run(t, tab, pageTimeout, "routes page", chromedp.Navigate(f.base+"#routes"), chromedp.WaitVisible(chromedp.ID("act-reset-shop")))
+		click(t, tab, "act-reset-shop")
+		browsertest.Run(t, tab, pageTimeout, "reset", chromedp.WaitVisible(chromedp.ID("confirm")), chromedp.Click(chromedp.ID("confirm-ok")))
 		waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"]')?.dataset.breakerState === "closed"`)
 	})
 }

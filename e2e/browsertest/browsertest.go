@@ -130,3 +130,43 @@ func Screenshot(tab context.Context, path string) error {
 	}
 	return os.WriteFile(path, png, 0o644)
 }
+
+// MustWait is WaitTrue that fails the test (showing the page's text) when
+// the expression does not become true in time.
+func MustWait(t testing.TB, tab context.Context, timeout time.Duration, expr string) time.Duration {
+	t.Helper()
+	took, err := WaitTrue(tab, timeout, expr)
+	if err != nil {
+		text, _ := chromedp.Run(tab, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 4000) : ""`))
+		t.Fatalf("%v\npage text:\n%s", err, text)
+	}
+	return took
+}
+
+// Eval evaluates a JavaScript expression (awaiting a promise) to a string.
+func Eval(t testing.TB, tab context.Context, timeout time.Duration, expr string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, timeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return s
+}
+
+// SignIn opens the dashboard at url (…/dashboard/#page) in a new tab,
+// signs in with token through its form and waits until its event stream
+// is live.
+func (b *Browser) SignIn(t testing.TB, url, token string, timeout time.Duration) context.Context {
+	t.Helper()
+	tab := b.Tab(t)
+	Run(t, tab, timeout, "sign in",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
+	)
+	MustWait(t, tab, timeout, `document.getElementById("live").dataset.live === "on"`)
+	return tab
+}

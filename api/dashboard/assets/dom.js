@@ -27,11 +27,17 @@ function fill(el, attrs, children) {
   return el;
 }
 
-// replace swaps a container's content, keeping keyboard focus on the
-// element with the same id when it is rendered again.
+// replace swaps a container's content, keeping what the user did to it:
+// keyboard focus stays on the element with the same id, and <details>
+// opened by the user (by id) stay open.
 export function replace(container, ...children) {
   const focused = document.activeElement && container.contains(document.activeElement) ? document.activeElement.id : "";
+  const open = [...container.querySelectorAll("details[open][id]")].map((d) => d.id);
   container.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  for (const id of open) {
+    const d = document.getElementById(id);
+    if (d) d.open = true;
+  }
   if (focused) {
     const again = document.getElementById(focused);
     if (again) again.focus();

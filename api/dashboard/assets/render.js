@@ -61,7 +61,7 @@ function policies(ep) {
     const text = v !== null && typeof v === "object" ? Object.entries(v).map(([a, b]) => `${a}=${typeof b === "object" ? JSON.stringify(b) : b}`).join(", ") : String(v);
     return h("li", {}, h("span", { class: "key" }, k.replace(/_/g, " ")), " ", text);
   });
-  return h("details", { class: "policies" }, h("summary", {}, `Policies (${items.length})`), h("ul", {}, items));
+  return h("details", { class: "policies", id: `pol-${idPart(ep.name)}` }, h("summary", {}, `Policies (${items.length})`), h("ul", {}, items));
 }
 
 function backendsTable(e) {
@@ -157,7 +157,7 @@ function diagnostic(m, d) {
       d.value !== undefined ? [h("dt", {}, "bad value"), h("dd", {}, h("code", {}, d.value))] : null,
       d.fallback !== undefined ? [h("dt", {}, "fallback"), h("dd", {}, h("code", {}, d.fallback))] : null,
       d.suggestion ? [h("dt", {}, "did you mean"), h("dd", {}, h("code", {}, d.suggestion))] : null) : null,
-    entry ? h("details", { class: "explain" }, h("summary", {}, `Explain ${d.code}`),
+    entry ? h("details", { class: "explain", id: `exp-${idPart(d.source.object_id || d.source.object)}-${d.code}-${idPart(d.key || "")}` }, h("summary", {}, `Explain ${d.code}`),
       h("p", {}, h("strong", {}, "Effect: "), entry.effect),
       h("p", {}, h("strong", {}, "Fix: "), entry.fix),
       entry.example ? h("p", {}, h("strong", {}, "Example: "), h("code", {}, entry.example)) : null) : null);
