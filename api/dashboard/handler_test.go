@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"go/build"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -78,5 +79,19 @@ func TestAssetsFitThePolicy(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The dashboard is files and nothing else: it imports only the standard
+// library, so everything it shows comes through the API like any client's.
+func TestImportsOnlyTheStandardLibrary(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+			t.Errorf("api/dashboard imports %s", imp)
+		}
 	}
 }

@@ -13,9 +13,10 @@ export function clearToken() { sessionStorage.removeItem(TOKEN_KEY); }
 export const base = new URL("..", document.baseURI).pathname.replace(/\/$/, "");
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, body) {
     super(message);
     this.status = status;
+    this.body = body || null; // the decoded error body, when JSON
   }
 }
 
@@ -39,7 +40,7 @@ export async function request(path, opts = {}) {
   try { body = await resp.json(); } catch { /* not JSON: keep the status */ }
   if (!resp.ok) {
     const msg = body && body.error ? body.error : resp.statusText;
-    throw new ApiError(resp.status, `${resp.status}: ${msg}`);
+    throw new ApiError(resp.status, `${resp.status}: ${msg}`, body);
   }
   return body;
 }

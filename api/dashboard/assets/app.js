@@ -88,8 +88,8 @@ async function start() {
 async function load() {
   const [eps, diags, ready] = await Promise.all([
     request("/entrypoints"), request("/diagnostics"),
-    // 503 still carries the providers: read it from the error path too.
-    request("/ready").catch((e) => (e.status === 503 ? { providers: [], pending: ["?"] } : Promise.reject(e))),
+    // 503 (a provider has not synced yet) still lists the providers.
+    request("/ready").catch((e) => (e.status === 503 && e.body ? e.body : Promise.reject(e))),
   ]);
   model.entrypoints = eps.entrypoints || [];
   model.diagnostics = diags;

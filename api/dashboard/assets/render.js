@@ -37,7 +37,7 @@ export function overview(m) {
       `${count(breakers, (b) => b.state === "closed")} closed, ${count(breakers, (b) => b.state === "half-open")} half-open`, { id: "ov-breakers", "data-open": count(breakers, (b) => b.state === "open") }),
     card("Diagnostics", String(t.all || 0), `${t.error || 0} errors, ${t.warn || 0} warnings, ${t.info || 0} info`, { id: "ov-diagnostics" }),
     card("Docker provider", dockerText,
-      docker ? [docker.since ? `since ${new Date(docker.since).toLocaleString()}` : "", docker.error ? ` — ${docker.error}` : ""].join("") : "run with --docker to route containers",
+      docker ? [docker.since ? `since ${new Date(docker.since).toLocaleString()}` : "", docker.error ? ` — ${docker.error}` : ""].join("") : "Levee runs with --docker=false",
       { id: "ov-docker", "data-state": dockerText }),
   ];
 }
