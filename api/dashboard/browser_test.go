@@ -289,5 +289,27 @@ func TestDashboard(t *testing.T) {
 		click(t, tab, "act-reset-shop")
 		browsertest.Run(t, tab, pageTimeout, "reset", chromedp.WaitVisible(chromedp.ID("confirm")), chromedp.Click(chromedp.ID("confirm-ok")))
 		waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"]')?.dataset.breakerState === "closed"`)
+
+		// From the keyboard: Enter on a focused action opens the
+		// confirmation with Cancel focused; Escape leaves it, changing
+		// nothing.
+		waitJS(t, tab, pageTimeout, `(() => { const b = document.getElementById("act-open-shop"); b?.focus(); return document.activeElement === b })()`)
+		browsertest.Run(t, tab, pageTimeout, "Enter on Open", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("confirm")))
+		if got := evalString(t, tab, `document.activeElement.value || ""`); got != "cancel" {
+			t.Errorf("focus in the confirmation on %q, want the Cancel button", got)
+		}
+		browsertest.Run(t, tab, pageTimeout, "Escape", chromedp.KeyEvent("\u001b"), chromedp.WaitNotVisible(chromedp.ID("confirm")))
+		if st := f.breakerState(t); st != "closed" {
+			t.Errorf("breaker %s after Escape, want closed", st)
+		}
+		// Every control has an accessible name, every state badge words.
+		if bad := evalString(t, tab, `[...document.querySelectorAll("button, input, a")].filter(e =>
+			!(e.labels?.length || e.textContent.trim() || e.getAttribute("aria-label"))).map(e => e.outerHTML).join("\n")`); bad != "" {
+			t.Errorf("controls without a name:\n%s", bad)
+		}
+		if bad := evalString(t, tab, `[...document.querySelectorAll(".badge[data-state]")].filter(e =>
+			!e.textContent.includes(e.dataset.state)).map(e => e.outerHTML).join("\n")`); bad != "" {
+			t.Errorf("state shown by colour only:\n%s", bad)
+		}
 	})
 }
