@@ -77,6 +77,7 @@ func TestDashboardContainers(t *testing.T) {
 		t.Fatalf("breaker %s after 50 failing requests, want open", st)
 	}
 	took := browsertest.MustWait(t, tab, timeout, card+`?.dataset.breakerState === "open"`)
+	t.Logf("the page showed the open breaker %s after the API reported it", took)
 	if took > time.Second {
 		t.Errorf("the page showed the open breaker %s after the API did, want within 1s", took)
 	}

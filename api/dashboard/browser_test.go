@@ -238,6 +238,7 @@ func TestDashboard(t *testing.T) {
 			t.Fatalf("breaker %s after 50 failing requests, want open", st)
 		}
 		took := waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"]')?.dataset.breakerState === "open"`)
+		t.Logf("the page showed the open breaker %s after the API reported it", took)
 		if took > liveBound {
 			t.Errorf("the page showed the open breaker %s after the API did, want within %s", took, liveBound)
 		}
