@@ -156,6 +156,42 @@ func TestDashboard(t *testing.T) {
 	b := browsertest.Start(t)
 	f := newFixture(t)
 
+	t.Run("event stream parser", func(t *testing.T) {
+		tab := b.Tab(t)
+		browsertest.Run(t, tab, pageTimeout, "load", chromedp.Navigate(f.base), chromedp.WaitVisible(chromedp.ID("token")))
+		// The stream cut at every possible place, with CRLF, CR and LF
+		// line ends, comments, a multi-line data field, an event without
+		// a type and one without data (dropped): the same events.
+		got := evalString(t, tab, `import("./sse.js").then(({Parser}) => {
+			const stream = ": subscribed\r\n\r\nevent: breaker\r\ndata: {\"a\":1}\r\n\r\n" +
+				": heartbeat\n\nevent: route\ndata: {\"b\":\ndata: 2}\n\ndata:{\"c\":3}\r\revent: lonely\n\n";
+			const want = JSON.stringify([["breaker", "{\"a\":1}"], ["route", "{\"b\":\n2}"], ["message", "{\"c\":3}"]]);
+			for (let cut = 0; cut <= stream.length; cut++) {
+				const p = new Parser();
+				const got = JSON.stringify([...p.push(stream.slice(0, cut)), ...p.push(stream.slice(cut))]);
+				if (got !== want) return "cut at " + cut + ": " + got;
+			}
+			return "ok";
+		})`)
+		if got != "ok" {
+			t.Errorf("parser: %s", got)
+		}
+	})
+
+	t.Run("open API needs no token", func(t *testing.T) {
+		open := leveetest.Start(t, leveeBinary, leveetest.Options{Args: []string{
+			"--docker=false", "--state-file", filepath.Join(t.TempDir(), "state.json")}})
+		tab := b.Tab(t)
+		browsertest.Run(t, tab, pageTimeout, "open dashboard", chromedp.Navigate("http://"+open.APIAddr+"/dashboard/#overview"))
+		waitJS(t, tab, pageTimeout, `document.getElementById("live").dataset.live === "on" && !document.getElementById("page-overview").hidden`)
+		if role := evalString(t, tab, `document.getElementById("role").dataset.role`); role != "open" {
+			t.Errorf("role %q, want open", role)
+		}
+		if evalString(t, tab, `String(document.getElementById("login").hidden)`) != "true" {
+			t.Error("the token prompt is shown although the API needs no token")
+		}
+	})
+
 	t.Run("wrong token shows the error", func(t *testing.T) {
 		tab := b.Tab(t)
 		browsertest.Run(t, tab, pageTimeout, "sign in with a wrong token",

@@ -24,19 +24,42 @@ export async function stream(signal, onOpen, onEvent) {
   }
   onOpen();
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  let type = "", data = [];
+  const parser = new Parser();
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
-    buf += value;
+    for (const [type, data] of parser.push(value)) {
+      let msg;
+      try { msg = JSON.parse(data); } catch { continue; }
+      onEvent(type, msg);
+    }
+  }
+}
+
+// Parser turns chunks of an event stream, cut anywhere, into [type, data]
+// pairs: fields up to a blank line, "event" and "data" ("data" lines
+// joined with a newline), lines starting with ":" ignored, a line ending
+// in CRLF, LF or CR.
+export class Parser {
+  constructor() {
+    this.buf = "";
+    this.type = "";
+    this.data = [];
+  }
+
+  push(chunk) {
+    this.buf += chunk;
+    const out = [];
     let nl;
-    while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+    while ((nl = this.buf.search(/\r\n|\r|\n/)) >= 0) {
+      // A CR at the very end may be the first half of a CRLF: wait.
+      if (this.buf[nl] === "\r" && nl === this.buf.length - 1) break;
+      const line = this.buf.slice(0, nl);
+      this.buf = this.buf.slice(nl + (this.buf.startsWith("\r\n", nl) ? 2 : 1));
       if (line === "") {
-        if (data.length) dispatch(onEvent, type || "message", data.join("\n"));
-        type = ""; data = [];
+        if (this.data.length) out.push([this.type || "message", this.data.join("\n")]);
+        this.type = "";
+        this.data = [];
         continue;
       }
       if (line.startsWith(":")) continue;
@@ -44,14 +67,9 @@ export async function stream(signal, onOpen, onEvent) {
       const field = colon < 0 ? line : line.slice(0, colon);
       let val = colon < 0 ? "" : line.slice(colon + 1);
       if (val.startsWith(" ")) val = val.slice(1);
-      if (field === "event") type = val;
-      else if (field === "data") data.push(val);
+      if (field === "event") this.type = val;
+      else if (field === "data") this.data.push(val);
     }
+    return out;
   }
-}
-
-function dispatch(onEvent, type, raw) {
-  let msg;
-  try { msg = JSON.parse(raw); } catch { return; }
-  onEvent(type, msg);
 }
