@@ -2,7 +2,7 @@
 
 import { request, getToken, setToken, clearToken, ApiError } from "./api.js";
 import { stream } from "./sse.js";
-import { replace, h } from "./dom.js";
+import { replace, sparkline } from "./dom.js";
 import * as render from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -171,8 +171,11 @@ function onEvent(type, ev) {
       pts.push({ time: d.time, requests: b.requests, failures: b.failures });
       if (pts.length > model.historySamples) pts.splice(0, pts.length - model.historySamples);
       model.history.set(b.name, pts);
+      // Only the sparkline changes: the rest of the card (and the button
+      // a user may be about to press) stays as it is.
+      const fig = document.querySelector(`section.breaker[data-breaker="${CSS.escape(b.name)}"] figure.spark`);
+      if (fig) fig.replaceWith(sparkline(pts, model.historyInterval));
     }
-    renderRoutes();
     return;
   }
   const item = render.activityItem(type, ev);
