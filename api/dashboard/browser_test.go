@@ -319,6 +319,7 @@ func TestDashboard(t *testing.T) {
 		if st := f.breakerState(t); st != "open" {
 			t.Errorf("API says %s after the page opened the breaker", st)
 		}
+		waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"] .transition')?.textContent.includes("by rule manual (admin@")`)
 		browsertest.Run(t, tab, pageTimeout, "activity page", chromedp.Navigate(f.base+"#activity"))
 		waitJS(t, tab, pageTimeout, `[...document.querySelectorAll("#activity li")].some(li => li.textContent.includes("by admin@"))`)
 		screenshot(t, tab, "activity")
