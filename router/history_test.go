@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -126,5 +127,30 @@ func TestRunHistoryStopsWithContext(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunHistory did not return after its context ended")
+	}
+}
+
+// BenchmarkSampleHistory is one tick of the sampler over 1,000 breakers:
+// what RunHistory costs every interval, off the request path.
+func BenchmarkSampleHistory(b *testing.B) {
+	r := New(Options{})
+	defer r.Close()
+	eps := make([]config.Entrypoint, 1000)
+	for i := range eps {
+		id := fmt.Sprintf("r%d", i)
+		eps[i] = route(id, "/", id+".test")
+		cb := config.DefaultCircuitBreaker()
+		eps[i].CircuitBreaker = &cb
+	}
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: eps})
+	events, cancel := r.Subscribe(1)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.SampleHistory()
+		select {
+		case <-events:
+		default:
+		}
 	}
 }
