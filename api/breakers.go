@@ -61,3 +61,9 @@ func (s *Server) controlBreaker(w http.ResponseWriter, r *http.Request, who, act
 	}
 	writeJSON(w, http.StatusOK, st)
 }
+
+// history serves the router's ring of breaker samples (the dashboard's
+// sparklines).
+func (s *Server) history(w http.ResponseWriter, r *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, s.router.History())
+}

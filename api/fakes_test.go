@@ -38,6 +38,7 @@ type fakeRouter struct {
 	sources  map[string][]config.Entrypoint
 	updates  []config.SourceUpdate
 	breakers map[string]*status.BreakerStatus
+	points   map[string][]status.HistoryPoint // History's points by route
 	diags    []diagnostics.Diagnostic
 	controls []string // "route action who"
 	// controlErr, when set, is what ControlBreaker returns.
@@ -112,6 +113,16 @@ func (f *fakeRouter) Breakers() []status.BreakerStatus {
 	var out []status.BreakerStatus
 	for _, n := range names {
 		out = append(out, *f.breakers[n])
+	}
+	return out
+}
+
+func (f *fakeRouter) History() status.History {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := status.History{IntervalSeconds: 5, Samples: 60, Breakers: []status.BreakerHistory{}}
+	for _, b := range f.breakers {
+		out.Breakers = append(out.Breakers, status.BreakerHistory{Route: b.Route, Name: b.Name, Points: f.points[b.Route]})
 	}
 	return out
 }

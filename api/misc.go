@@ -64,3 +64,25 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ string) {
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request, _ string) {
 	writeRaw(w, http.StatusOK, s.openapi)
 }
+
+// sessionInfo is the GET /session answer: what the caller's token may do,
+// so a client (the dashboard) can offer only the actions it can take. The
+// server checks every request anyway.
+type sessionInfo struct {
+	Role     string `json:"role"`
+	CanWrite bool   `json:"can_write"`
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request, _ string) {
+	role := s.auth.role(r)
+	writeJSON(w, http.StatusOK, sessionInfo{Role: role, CanWrite: role == roleAdmin || role == roleOpen})
+}
+
+// catalogueList is the GET /diagnostics/catalogue answer.
+type catalogueList struct {
+	Codes []diagnostics.Entry `json:"codes"`
+}
+
+func (s *Server) catalogue(w http.ResponseWriter, r *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, catalogueList{Codes: diagnostics.Catalogue()})
+}

@@ -192,6 +192,34 @@ func schemas() obj {
 		"BreakerList": obj{"type": "object", "properties": obj{
 			"breakers": obj{"type": "array", "items": ref("BreakerStatus")},
 		}},
+		"BreakerHistory": obj{"type": "object", "properties": obj{
+			"interval_seconds": obj{"type": "number", "description": "the sampling interval"},
+			"samples":          obj{"type": "integer", "description": "the most points a breaker keeps"},
+			"breakers": obj{"type": "array", "items": obj{"type": "object", "properties": obj{
+				"route":   obj{"type": "string"},
+				"backend": obj{"type": "string", "description": "scope=backend breakers only"},
+				"name":    obj{"type": "string"},
+				"points": obj{"type": "array", "description": "oldest first", "items": obj{"type": "object", "properties": obj{
+					"time":     obj{"type": "string", "format": "date-time", "description": "end of the interval"},
+					"requests": obj{"type": "integer", "description": "requests that reached the breaker (admitted and rejected)"},
+					"failures": obj{"type": "integer", "description": "admitted requests counted as failures"},
+				}}},
+			}}},
+		}},
+		"Session": obj{"type": "object", "properties": obj{
+			"role":      obj{"type": "string", "enum": []string{"admin", "read", "open"}},
+			"can_write": obj{"type": "boolean"},
+		}},
+		"Catalogue": obj{"type": "object", "properties": obj{
+			"codes": obj{"type": "array", "items": obj{"type": "object", "properties": obj{
+				"code":     obj{"type": "string", "example": "W024"},
+				"severity": obj{"type": "string"},
+				"title":    obj{"type": "string"},
+				"effect":   obj{"type": "string"},
+				"fix":      obj{"type": "string"},
+				"example":  obj{"type": "string"},
+			}}},
+		}},
 		"Health": obj{"type": "object", "properties": obj{"status": obj{"type": "string", "example": "ok"}}},
 		"Readiness": obj{"type": "object", "properties": obj{
 			"ready":   obj{"type": "boolean"},

@@ -82,10 +82,10 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 // route cannot be dropped from the table (and the document) unnoticed.
 func TestIssueEndpointsAreRegistered(t *testing.T) {
 	want := []string{
-		"GET /health", "GET /ready", "GET /entrypoints", "GET /entrypoints/{id}", "POST /entrypoints",
+		"GET /health", "GET /ready", "GET /session", "GET /diagnostics/catalogue", "GET /entrypoints", "GET /entrypoints/{id}", "POST /entrypoints",
 		"PUT /entrypoints/{id}", "DELETE /entrypoints/{id}", "GET /diagnostics", "GET /breakers",
 		"GET /breakers/{route}", "POST /breakers/{route}/open", "POST /breakers/{route}/close",
-		"POST /breakers/{route}/reset", "GET /events", "GET /metrics", "GET /openapi.json",
+		"POST /breakers/{route}/reset", "GET /history", "GET /events", "GET /metrics", "GET /openapi.json",
 	}
 	h := newHarness(t)
 	have := map[string]bool{}

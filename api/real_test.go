@@ -224,3 +224,26 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// GET /history serves the router's samples of every breaker, oldest first,
+// with the sampling interval.
+func TestRealHistory(t *testing.T) {
+	h := newRealHarness(t, filepath.Join(t.TempDir(), "state.json"))
+	wantStatus(t, h.post(seedPayload), http.StatusCreated)
+	h.rt.SampleHistory()
+	rec := h.do(http.MethodGet, "/history", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	var got status.History
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.IntervalSeconds != router.DefaultHistoryInterval.Seconds() || got.Samples != router.DefaultHistorySamples {
+		t.Errorf("interval %v s, %d samples; want the router's defaults", got.IntervalSeconds, got.Samples)
+	}
+	if len(got.Breakers) != 1 || got.Breakers[0].Route != "app" || len(got.Breakers[0].Points) != 1 {
+		t.Fatalf("history = %+v, want one point for app", got)
+	}
+	if p := got.Breakers[0].Points[0]; p.Requests != 0 || p.Failures != 0 || p.Time.IsZero() {
+		t.Errorf("point = %+v, want 0 requests, 0 failures, a time", p)
+	}
+}

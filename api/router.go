@@ -25,6 +25,9 @@ type Router interface {
 	// breakers; who is recorded in the router's log and events. An unknown
 	// route is an error wrapping status.ErrNotFound.
 	ControlBreaker(route, action, who string) error
+	// History returns every breaker's recent requests and failures, the
+	// router's in-memory ring of samples.
+	History() status.History
 	// Subscribe returns a bounded event stream and a function that ends the
 	// subscription (and closes the channel).
 	Subscribe(buffer int) (<-chan status.Event, func())

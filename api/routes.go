@@ -44,6 +44,9 @@ const (
 	schemaBreaker    = "BreakerStatus"
 	schemaBreakers   = "BreakerList"
 	schemaHealth     = "Health"
+	schemaSession    = "Session"
+	schemaCatalogue  = "Catalogue"
+	schemaHistory    = "BreakerHistory"
 	schemaReady      = "Readiness"
 	schemaOpenAPI    = "OpenAPIDocument"
 )
@@ -77,6 +80,8 @@ func (s *Server) routeTable() []route {
 			responses: with(accessOpen, response{200, schemaHealth, "alive"}), handler: s.health},
 		{method: "GET", path: "/ready", op: "ready", summary: "200 once every enabled provider has synced once; lists each provider with its connection state.", access: accessRead,
 			responses: with(accessRead, response{200, schemaReady, "ready"}, response{503, schemaReady, "a provider is pending"}), handler: s.readiness},
+		{method: "GET", path: "/session", op: "session", summary: "The role the request's token grants (admin, read, or open without tokens) and whether it may write.", access: accessRead,
+			responses: with(accessRead, response{200, schemaSession, "the caller's role"}), handler: s.session},
 		{method: "GET", path: "/entrypoints", op: "listEntrypoints", summary: "Entrypoints of all sources with backend health, breaker state and diagnostics.", access: accessRead,
 			responses: with(accessRead, response{200, schemaStatusList, "all entrypoints"}), handler: s.listEntrypoints},
 		{method: "GET", path: "/entrypoints/{id}", op: "getEntrypoint", summary: "One entrypoint of any source.", access: accessRead,
@@ -95,6 +100,8 @@ func (s *Server) routeTable() []route {
 				{name: "code", doc: "only these codes, e.g. W024 (comma-separated)"},
 			},
 			responses: with(accessRead, response{200, schemaDiags, "diagnostics"}, response{400, schemaError, "unknown severity or code"}), handler: s.listDiagnostics},
+		{method: "GET", path: "/diagnostics/catalogue", op: "diagnosticsCatalogue", summary: "Every diagnostic code with its title, effect, fix and example (what `levee explain` prints).", access: accessRead,
+			responses: with(accessRead, response{200, schemaCatalogue, "the catalogue"}), handler: s.catalogue},
 		{method: "GET", path: "/breakers", op: "listBreakers", summary: "State and figures of every breaker.", access: accessRead,
 			responses: with(accessRead, response{200, schemaBreakers, "all breakers"}), handler: s.listBreakers},
 		{method: "GET", path: "/breakers/{route}", op: "getBreaker", summary: "One route's breaker.", access: accessRead,
@@ -102,6 +109,8 @@ func (s *Server) routeTable() []route {
 		s.breakerControl("open", "Force the breaker open (rule manual)."),
 		s.breakerControl("close", "Force the breaker closed."),
 		s.breakerControl("reset", "Reset the breaker to closed with empty counters."),
+		{method: "GET", path: "/history", op: "breakerHistory", summary: "Every breaker's requests and failures over the last minutes, one point per sampling interval (in memory; gone at restart).", access: accessRead,
+			responses: with(accessRead, response{200, schemaHistory, "the history of every breaker"}), handler: s.history},
 		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes, fallback starts and stops.", access: accessRead, stream: true,
 			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
 		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,8 @@ const (
 	DefaultEventBuffer = 256
 	// MaxBodyBytes is the largest accepted request body (1 MiB).
 	MaxBodyBytes = 1 << 20
+	// DashboardPath is where Options.Dashboard is served.
+	DashboardPath = "/dashboard/"
 )
 
 // Options configures New.
@@ -52,6 +55,10 @@ type Options struct {
 	// EventBuffer is each SSE subscriber's buffer; 0 means
 	// DefaultEventBuffer.
 	EventBuffer int
+	// Dashboard, when set, is served at /dashboard/ without a token: it
+	// must serve static files only (package api/dashboard), which then
+	// call this API with the user's token like any client.
+	Dashboard http.Handler
 }
 
 // ReadyCheck is one thing /ready waits for.
@@ -137,6 +144,12 @@ func New(opts Options) (*Server, error) {
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern(), s.guard(rt.access, rt.handler))
+	}
+	if opts.Dashboard != nil {
+		// Not an API operation (not in /openapi.json): static files a
+		// browser navigates to, which cannot carry a bearer header.
+		s.mux.Handle("GET "+DashboardPath, opts.Dashboard)
+		s.mux.Handle("GET "+strings.TrimSuffix(DashboardPath, "/"), http.RedirectHandler(DashboardPath, http.StatusMovedPermanently))
 	}
 	doc, err := json.MarshalIndent(openAPI(s.routes), "", "  ")
 	if err != nil {

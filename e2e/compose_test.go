@@ -295,6 +295,8 @@ func TestComposeDemo(t *testing.T) {
 	if status != 200 || !bytes.Contains(body, []byte("levee.http.broken.circuitBreaker.threshold")) {
 		t.Fatalf("GET /diagnostics?code=W024 = %d %s", status, body)
 	}
+	// And the dashboard (docs/dashboard.md).
+	tab := composeDashboard(t, api)
 
 	// Make echo fail: the breaker opens and Levee answers 503 + Retry-After.
 	ips := echoIPs(t, cli, c.project)
@@ -330,6 +332,7 @@ func TestComposeDemo(t *testing.T) {
 	if err := json.Unmarshal(body, &breaker); status != 200 || err != nil || breaker.State != "open" || breaker.LastTransition.Rule != "error_ratio" {
 		t.Fatalf("GET /breakers/echo = %d %s, want open by error_ratio", status, body)
 	}
+	composeDashboardOpened(t, tab)
 
 	// Make it healthy: after the cooldown a probe succeeds and it closes.
 	for _, ip := range ips {

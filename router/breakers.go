@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,6 +30,18 @@ type Guard struct {
 	dropped atomic.Bool
 	// by names the operator of a pending manual action, for its event.
 	by atomic.Pointer[string]
+	// lastBy names who forced the latest manual transition, and when, for
+	// last_transition in the status.
+	lastBy atomic.Pointer[manualBy]
+	// hist is the breaker's recent traffic, sampled off the request path
+	// (SampleHistory).
+	hist history
+}
+
+// manualBy is who forced a transition and when it happened.
+type manualBy struct {
+	by string
+	at time.Time
 }
 
 // name is the breaker's metric and event identity: the route id, or
@@ -77,6 +90,9 @@ func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 			ev = ev.Str("by", by)
 		}
 	}
+	if t.Rule == breaker.RuleManual {
+		g.lastBy.Store(&manualBy{by: by, at: t.At})
+	}
 	if t.Rule != breaker.RuleNone { // as in the event: no rule, no field
 		ev = ev.Str("rule", t.Rule.String())
 	}
@@ -88,7 +104,7 @@ func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 	r.bus.publish(status.Event{Type: status.EventBreaker, Time: t.At, Data: status.BreakerEvent{
 		Route: g.route, Backend: g.backend, Event: t.Event(),
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
-		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by,
+		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by, At: t.At,
 	}})
 	r.noteFallback(g.route)
 }
@@ -153,7 +169,12 @@ func statusOf(g *Guard, rt *Route) status.BreakerStatus {
 	if lt := st.LastTransition; !lt.At.IsZero() {
 		bs.LastTransition = &status.BreakerEvent{
 			Route: g.route, Backend: g.backend, Event: lt.Event(), From: lt.From.String(), To: lt.To.String(),
-			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation,
+			Rule: lt.Rule.String(), RetryAfter: lt.RetryAfter.Seconds(), Generation: lt.Generation, At: lt.At,
+		}
+		// Only when it is this transition's: the callback that records it
+		// runs just after the breaker changes.
+		if m := g.lastBy.Load(); m != nil && lt.Rule == breaker.RuleManual && m.at.Equal(lt.At) {
+			bs.LastTransition.By = m.by
 		}
 	}
 	return bs

@@ -46,7 +46,10 @@
 //
 // Breaker transitions, route changes and diagnostic changes are zerolog
 // events and go to a bounded, non-blocking event bus (Subscribe) that
-// counts what slow subscribers lose. The router's Prometheus series
+// counts what slow subscribers lose. RunHistory samples every breaker's
+// own counters on a ticker into a small ring per breaker (History, the
+// dashboard's sparklines) and publishes each sample as a history event;
+// the request path does nothing for it. The router's Prometheus series
 // (breakers, backend rotation, diagnostics, dropped events) are registered
 // on the injected Registerer; the request metrics are router/proxy's.
 package router

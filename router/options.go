@@ -55,6 +55,11 @@ type Options struct {
 	// in-flight limits keyed by client address apply the same rule as the
 	// proxy's X-Forwarded-For (router/policy.ClientIP).
 	TrustedProxies []netip.Prefix
+	// HistoryInterval is how often RunHistory samples every breaker's
+	// counters (default 5s); HistorySamples is how many samples each
+	// breaker keeps (default 60: five minutes at the default interval).
+	HistoryInterval time.Duration
+	HistorySamples  int
 }
 
 // Defaults of the backend connection settings, shared by the router's
@@ -83,6 +88,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if o.HistoryInterval <= 0 {
+		o.HistoryInterval = DefaultHistoryInterval
+	}
+	if o.HistorySamples <= 0 {
+		o.HistorySamples = DefaultHistorySamples
 	}
 	if o.RemovedRouteGrace <= 0 {
 		o.RemovedRouteGrace = 30 * time.Second

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/api"
+	"github.com/levee-proxy/levee/api/dashboard"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
@@ -82,6 +83,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 
 	a := &app{proxy: handler}
+	// The breakers' history (GET /history, the dashboard's sparklines) is
+	// sampled from the counters the breakers keep anyway, on a ticker:
+	// nothing is added to the request path.
+	a.background = append(a.background, rt.RunHistory)
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
 		closeAll()
@@ -111,6 +116,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		AdminToken: cfg.APIToken,
 		ReadToken:  cfg.APIReadToken,
 		Logger:     log.With().Str("component", "api").Logger(),
+		Dashboard:  dashboard.Handler(),
 	})
 	if err != nil {
 		closeAll()

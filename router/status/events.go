@@ -12,11 +12,15 @@ const (
 	EventRoute      = "route"
 	EventDiagnostic = "diagnostic"
 	EventFallback   = "fallback"
+	// EventHistory carries each new sample of the breakers' history
+	// (HistorySample), so a live view extends its sparklines without
+	// asking again.
+	EventHistory = "history"
 )
 
 // Event is one thing that happened in the data plane, for consumers such as
-// the API's server-sent events. Data is one of BreakerEvent, RouteEvent, FallbackEvent or
-// DiagnosticEvent and marshals to JSON.
+// the API's server-sent events. Data is one of BreakerEvent, RouteEvent,
+// FallbackEvent, DiagnosticEvent or HistorySample and marshals to JSON.
 type Event struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
@@ -41,6 +45,8 @@ type BreakerEvent struct {
 	Generation uint64  `json:"generation"`
 	// By names who forced a manual transition (API caller), if anyone.
 	By string `json:"by,omitempty"`
+	// At is when the transition happened.
+	At time.Time `json:"at,omitzero"`
 }
 
 // RouteEvent says a route appeared, changed or went away.
@@ -72,4 +78,19 @@ type FallbackEvent struct {
 	Fallback string `json:"fallback,omitempty"`
 	// Change is "started" or "stopped".
 	Change string `json:"change"`
+}
+
+// HistorySample is one sampling of every breaker: the point each got.
+type HistorySample struct {
+	Time     time.Time       `json:"time"`
+	Breakers []BreakerSample `json:"breakers"`
+}
+
+// BreakerSample is one breaker's new history point.
+type BreakerSample struct {
+	Route    string `json:"route"`
+	Backend  string `json:"backend,omitempty"`
+	Name     string `json:"name"`
+	Requests uint64 `json:"requests"`
+	Failures uint64 `json:"failures"`
 }

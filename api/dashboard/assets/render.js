@@ -1,0 +1,184 @@
+// The pages, rendered from the read model the API serves. States are
+// always written out in words (and marked with a symbol); colour only
+// repeats them.
+
+import { h, pct, timeOf, idPart, sparkline } from "./dom.js";
+
+const DOCS = "https://github.com/levee-proxy/levee/blob/main/docs/";
+const STATE_MARK = { closed: "✓", open: "✕", "half-open": "◐" };
+const SEVERITY_MARK = { error: "✕", warn: "!", info: "i" };
+
+function stateBadge(state) {
+  return h("span", { class: "badge state", "data-state": state }, `${STATE_MARK[state] || "?"} ${state}`);
+}
+
+function severityBadge(sev) {
+  return h("span", { class: "badge sev", "data-severity": sev }, `${SEVERITY_MARK[sev] || ""} ${sev}`);
+}
+
+function card(title, value, detail, attrs = {}) {
+  return h("div", { class: "card", ...attrs }, h("h3", {}, title), h("p", { class: "big" }, value), detail ? h("p", {}, detail) : null);
+}
+
+function count(list, pred) { return list.filter(pred).length; }
+
+export function overview(m) {
+  const eps = m.entrypoints;
+  const backends = eps.flatMap((e) => e.backends || []);
+  const healthy = count(backends, (b) => b.up && !b.ejected);
+  const breakers = eps.flatMap((e) => e.breakers || []);
+  const t = m.diagnostics.totals || {};
+  const docker = (m.ready.providers || []).find((p) => p.name === "docker");
+  const dockerText = docker ? docker.state || (docker.ready ? "ready" : "pending") : "not enabled";
+  return [
+    card("Routes", String(eps.length), `${count(eps, (e) => e.source === "docker")} from Docker, ${count(eps, (e) => e.source === "api")} from the API`, { id: "ov-routes" }),
+    card("Backends", `${healthy} healthy`, `${backends.length - healthy} unhealthy (down or ejected) of ${backends.length}`, { id: "ov-backends" }),
+    card("Breakers", `${count(breakers, (b) => b.state === "open")} open`,
+      `${count(breakers, (b) => b.state === "closed")} closed, ${count(breakers, (b) => b.state === "half-open")} half-open`, { id: "ov-breakers", "data-open": count(breakers, (b) => b.state === "open") }),
+    card("Diagnostics", String(t.all || 0), `${t.error || 0} errors, ${t.warn || 0} warnings, ${t.info || 0} info`, { id: "ov-diagnostics" }),
+    card("Docker provider", dockerText,
+      docker ? [docker.since ? `since ${new Date(docker.since).toLocaleString()}` : "", docker.error ? ` — ${docker.error}` : ""].join("") : "Levee runs with --docker=false",
+      { id: "ov-docker", "data-state": dockerText }),
+  ];
+}
+
+function rules(ep) {
+  const c = ep.config || {};
+  return h("dl", { class: "facts" },
+    h("dt", {}, "hosts"), h("dd", {}, (c.hostnames || []).join(", ")),
+    h("dt", {}, "path"), h("dd", {}, c.path_regex ? `~ ${c.path_regex}` : c.path || "/", c.strip_prefix ? " (prefix stripped)" : ""),
+    c.methods && c.methods.length ? [h("dt", {}, "methods"), h("dd", {}, c.methods.join(", "))] : null,
+    h("dt", {}, "priority"), h("dd", {}, String(c.priority ?? 0)));
+}
+
+// Known config keys shown elsewhere; every other key is a policy.
+const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker"]);
+
+function policies(ep) {
+  const c = ep.config || {};
+  const items = Object.keys(c).filter((k) => !SHOWN.has(k)).map((k) => {
+    const v = c[k];
+    const text = v !== null && typeof v === "object" ? Object.entries(v).map(([a, b]) => `${a}=${typeof b === "object" ? JSON.stringify(b) : b}`).join(", ") : String(v);
+    return h("li", {}, h("span", { class: "key" }, k.replace(/_/g, " ")), " ", text);
+  });
+  return h("details", { class: "policies", id: `pol-${idPart(ep.name)}` }, h("summary", {}, `Policies (${items.length})`), h("ul", {}, items));
+}
+
+function backendsTable(e) {
+  const rows = (e.backends || []).map((b) => {
+    let health = b.up ? "up" : "down";
+    if (b.ejected) health = `ejected until ${timeOf(b.ejected_until)}`;
+    const ok = b.up && !b.ejected;
+    return h("tr", {},
+      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.name})` : ""),
+      h("td", {}, h("span", { class: "badge health", "data-ok": ok ? "yes" : "no" }, ok ? "✓ " : "✕ ", health)),
+      h("td", { class: "num" }, String(b.weight)),
+      h("td", { class: "num" }, String(b.in_flight ?? 0)));
+  });
+  if (!rows.length) return h("p", {}, "No backends: the route answers 503.");
+  return h("div", { class: "scroll" }, h("table", {},
+    h("caption", {}, "Backends"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "address"), h("th", { scope: "col" }, "health"),
+      h("th", { scope: "col" }, "weight"), h("th", { scope: "col" }, "in flight"))),
+    h("tbody", {}, rows)));
+}
+
+function transitionText(lt) {
+  if (!lt) return "none yet";
+  const rule = lt.rule && lt.rule !== "none" ? ` by rule ${lt.rule}` : "";
+  const by = lt.by ? ` (${lt.by})` : "";
+  const at = lt.at ? ` at ${timeOf(lt.at)}` : "";
+  return `${lt.from} → ${lt.to}${rule}${by}${at}`;
+}
+
+function breakerBlock(m, e, b, canWrite, actions) {
+  const cb = (e.entrypoint.config || {}).circuit_breaker || {};
+  const key = idPart(b.name);
+  const hist = m.history.get(b.name) || [];
+  const until = b.state === "open" && b.retry_after_seconds ? Date.now() + b.retry_after_seconds * 1000 : 0;
+  return h("section", { class: "breaker", "aria-label": `breaker ${b.name}`, "data-breaker": b.name, "data-state": b.state },
+    h("h4", {}, "Breaker", b.backend ? ` of ${b.backend}` : "", " ", stateBadge(b.state), b.mode === "shadow" ? h("span", { class: "badge" }, "shadow mode") : null),
+    h("dl", { class: "facts" },
+      h("dt", {}, "failure ratio"),
+      h("dd", {}, h("meter", { min: 0, max: 1, value: b.failure_ratio, high: cb.threshold ?? 0.5, optimum: 0, "aria-label": "failure ratio" }),
+        ` ${pct(b.failure_ratio)} of ${pct(cb.threshold ?? 0)} threshold (${b.window_failures} of ${b.window_total} requests in the window; needs ${cb.min_requests ?? "?"})`),
+      h("dt", {}, "half-open"),
+      h("dd", { class: "countdown", "data-until": until || null }, until ? `in ${b.retry_after_seconds} s` : b.state === "open" ? "when forced closed (manual)" : "—"),
+      h("dt", {}, "last transition"), h("dd", { class: "transition" }, transitionText(b.last_transition)),
+      h("dt", {}, "totals"), h("dd", {}, `${b.admitted} admitted, ${b.rejected} rejected, ${b.failures} failures, ${b.trips} trips`)),
+    sparkline(hist, m.historyInterval),
+    canWrite ? h("div", { class: "actions", role: "group", "aria-label": `actions on the breaker of ${e.id}` },
+      ["open", "close", "reset"].map((a) => h("button", { type: "button", id: `act-${a}-${key}`, class: a === "open" ? "danger" : "",
+        onclick: () => actions(e.id, a) }, `${a[0].toUpperCase()}${a.slice(1)}`))) : null);
+}
+
+export function routes(m, canWrite, actions) {
+  if (!m.entrypoints.length) return [h("p", {}, "No routes yet.")];
+  return m.entrypoints.map((e) => {
+    const bs = e.breakers || [];
+    const worst = bs.find((b) => b.state === "open") || bs.find((b) => b.state === "half-open") || bs[0];
+    return h("article", { class: "route", id: `route-${idPart(e.id)}`, "data-route": e.id, "data-breaker-state": worst ? worst.state : "none" },
+      h("h3", {}, e.id, " ", h("span", { class: "badge source" }, sourceText(e.source)), e.removed ? h("span", { class: "badge" }, "removed") : null,
+        worst ? stateBadge(worst.state) : null),
+      rules(e.entrypoint),
+      backendsTable(e),
+      policies(e.entrypoint),
+      bs.length ? bs.map((b) => breakerBlock(m, e, b, canWrite, actions)) : h("p", {}, "No circuit breaker."),
+      (e.diagnostics || []).length ? h("p", {}, h("a", { href: "#diagnostics" }, `${e.diagnostics.length} diagnostic(s)`)) : null);
+  });
+}
+
+function sourceText(s) {
+  return { docker: "container", api: "API" }[s] || s;
+}
+
+function objectTitle(o) {
+  if (o.provider === "api") return `API entrypoint ${o.object || o.object_id}`;
+  if (o.provider === "docker") return `container ${o.object || o.object_id}`;
+  return `${o.provider} ${o.object || o.object_id}`;
+}
+
+export function diagnostics(m) {
+  const objs = m.diagnostics.objects || [];
+  if (!objs.length) return [h("p", { id: "no-diagnostics" }, "No diagnostics: every label and payload was understood.")];
+  return objs.map((o) => h("section", { class: "diag-object", "data-object": o.object || o.object_id },
+    h("h3", {}, objectTitle(o)),
+    h("ul", { class: "diags" }, (o.diagnostics || []).map((d) => diagnostic(m, d)))));
+}
+
+function diagnostic(m, d) {
+  const entry = m.catalogue.get(d.code);
+  const anchor = DOCS + "diagnostics.md#" + String(d.code).toLowerCase();
+  return h("li", { class: "diag", "data-code": d.code },
+    h("p", {}, severityBadge(d.severity), " ", h("a", { href: anchor, rel: "noopener", target: "_blank" }, d.code),
+      entry ? ` ${entry.title}` : "", d.key ? [" — ", h("code", {}, d.key)] : ""),
+    h("p", {}, d.message),
+    d.value !== undefined || d.fallback !== undefined ? h("dl", { class: "facts" },
+      d.value !== undefined ? [h("dt", {}, "bad value"), h("dd", {}, h("code", {}, d.value))] : null,
+      d.fallback !== undefined ? [h("dt", {}, "fallback"), h("dd", {}, h("code", {}, d.fallback))] : null,
+      d.suggestion ? [h("dt", {}, "did you mean"), h("dd", {}, h("code", {}, d.suggestion))] : null) : null,
+    entry ? h("details", { class: "explain", id: `exp-${idPart(d.source.object_id || d.source.object)}-${d.code}-${idPart(d.key || "")}` }, h("summary", {}, `Explain ${d.code}`),
+      h("p", {}, h("strong", {}, "Effect: "), entry.effect),
+      h("p", {}, h("strong", {}, "Fix: "), entry.fix),
+      entry.example ? h("p", {}, h("strong", {}, "Example: "), h("code", {}, entry.example)) : null) : null);
+}
+
+export function activityItem(type, ev) {
+  const d = ev.data || {};
+  let text;
+  switch (type) {
+    case "breaker":
+      text = [`breaker ${d.route}${d.backend ? "@" + d.backend : ""}: ${d.from} → ${d.to}`,
+        d.rule ? ` (rule ${d.rule})` : "", d.by ? ` by ${d.by}` : ""].join("");
+      break;
+    case "route":
+      text = `route ${d.route} (${sourceText(d.source)}) ${d.change}`;
+      break;
+    case "diagnostic":
+      text = `diagnostic ${d.diagnostic ? d.diagnostic.code : "?"} ${d.change}${d.diagnostic && d.diagnostic.key ? " for " + d.diagnostic.key : ""}`;
+      break;
+    default:
+      return null;
+  }
+  return h("li", { "data-type": type }, h("time", { datetime: ev.time }, timeOf(ev.time)), " ", text);
+}
