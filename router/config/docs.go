@@ -71,6 +71,9 @@ one without ` + "`address`" + ` is dropped (W010). Unknown fields are W013, neve
 `)
 	for _, f := range fieldTable {
 		label := "`" + f.Label + "`"
+		if f.Kind == KindMap {
+			label += ", `" + f.Label + ".<Name>`"
+		}
 		for _, a := range f.LabelAliases {
 			label += ", `" + a + "`"
 		}

@@ -39,6 +39,7 @@ type wireConfig struct {
 	HealthCheck    *wireHealth  `json:"health_check,omitempty"`
 	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
+	wireTransform
 }
 
 type wireRetry struct {
@@ -105,6 +106,7 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			Retry:          wireRetry{Attempts: ep.Retry.Attempts},
 		},
 	}
+	w.Config.wireTransform = encodeTransform(ep.Transform)
 	if w.Config.Hostnames == nil {
 		w.Config.Hostnames = []string{}
 	}

@@ -67,6 +67,9 @@ type Entrypoint struct {
 	HealthCheck    *HealthCheck    `json:"health_check,omitempty"`
 	PassiveHealth  PassiveHealth   `json:"passive_health"`
 	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
+	// Transform holds the policies that change a request or its response,
+	// and sticky sessions (model_transform.go).
+	Transform Transform `json:"transform"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"sort"
 	"strconv"
@@ -61,16 +62,25 @@ var jsonNames = func() []string {
 			out = append(out, f.JSONAliases...)
 		}
 	}
-	return append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
+	out = append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
+	for g := range transformJSONGroups() {
+		out = append(out, g)
+	}
+	sort.Strings(out[len(out)-len(transformJSONGroups()):])
+	return out
 }()
 
 // jsonGroups are config paths whose value is an object of fields.
-var jsonGroups = map[string]diagnostics.Code{
-	"config.retry":           diagnostics.BadRetry,
-	"config.health_check":    diagnostics.BadHealthCheck,
-	"config.passive_health":  diagnostics.BadPassiveHealth,
-	"config.circuit_breaker": diagnostics.BadCircuitBreaker,
-}
+var jsonGroups = func() map[string]diagnostics.Code {
+	m := map[string]diagnostics.Code{
+		"config.retry":           diagnostics.BadRetry,
+		"config.health_check":    diagnostics.BadHealthCheck,
+		"config.passive_health":  diagnostics.BadPassiveHealth,
+		"config.circuit_breaker": diagnostics.BadCircuitBreaker,
+	}
+	maps.Copy(m, transformJSONGroups())
+	return m
+}()
 
 var (
 	topLevelKeys = []string{"name", "protocol", "backends", "config", "created"}
@@ -295,6 +305,10 @@ func (d *draft) enableGroup(path string) {
 		d.cbSet = true
 	case "config.health_check":
 		d.hcSet = true
+	case "config.compress":
+		d.tr.compressSet = true
+	case "config.sticky":
+		d.tr.stickySet = true
 	}
 }
 
