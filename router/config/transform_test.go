@@ -212,13 +212,18 @@ func TestTransformCrossFieldRules(t *testing.T) {
 		{"replacement without regex", map[string]string{"replacePathRegex.replacement": "/x"},
 			diagnostics.BadPathRewrite, func(ep Entrypoint) bool { return ep.Transform.ReplacePathRegex == nil }},
 		{"replacePath beats the regex", map[string]string{"replacePath": "/x", "replacePathRegex.regex": "^/(.*)", "replacePathRegex.replacement": "/$1"},
-			diagnostics.RewriteConflict, func(ep Entrypoint) bool { return ep.Transform.ReplacePathRegex == nil && ep.Transform.ReplacePath == "/x" }},
+			diagnostics.RewriteConflict, func(ep Entrypoint) bool {
+				return ep.Transform.ReplacePathRegex == nil && ep.Transform.ReplacePath == "/x"
+			}},
 		{"stripPrefix is dropped beside a rewrite", map[string]string{"path": "/api", "stripPrefix": "true", "replacePath": "/x"},
 			diagnostics.RewriteConflict, func(ep Entrypoint) bool { return !ep.StripPrefix }},
 		{"compress turned off", map[string]string{"compress": "false", "compress.encodings": "gzip"},
 			"", func(ep Entrypoint) bool { return ep.Transform.Compress == nil }},
 		{"sticky turned on by a field", map[string]string{"sticky.cookie.secure": "true"},
-			"", func(ep Entrypoint) bool { s := ep.Transform.Sticky; return s != nil && s.Secure && s.CookieName == DefaultStickyCookie }},
+			"", func(ep Entrypoint) bool {
+				s := ep.Transform.Sticky
+				return s != nil && s.Secure && s.CookieName == DefaultStickyCookie
+			}},
 		{"unknown encodings only: the default", map[string]string{"compress.encodings": "deflate"},
 			diagnostics.BadCompress, func(ep Entrypoint) bool { return reflect.DeepEqual(ep.Transform.Compress.Encodings, DefaultEncodings) }},
 	}
