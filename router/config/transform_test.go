@@ -207,6 +207,8 @@ func TestTransformCrossFieldRules(t *testing.T) {
 			diagnostics.BadCORS, func(ep Entrypoint) bool { return !ep.Transform.CORS.AllowCredentials }},
 		{"cors without origins is off", map[string]string{"cors.allowMethods": "GET"},
 			diagnostics.BadCORS, func(ep Entrypoint) bool { return ep.Transform.CORS == nil }},
+		{"a route that does not take OPTIONS gets no preflights", map[string]string{"cors.allowOrigins": "https://a.com", "methods": "GET,POST"},
+			diagnostics.BadCORS, func(ep Entrypoint) bool { return ep.Transform.CORS != nil }},
 		{"regex without replacement", map[string]string{"redirectRegex.regex": "^(.*)$"},
 			diagnostics.BadRedirect, func(ep Entrypoint) bool { return ep.Transform.RedirectRegex == nil }},
 		{"replacement without regex", map[string]string{"replacePathRegex.replacement": "/x"},
