@@ -18,6 +18,8 @@ type wireTransform struct {
 type wireHeaders struct {
 	Request            map[string]string `json:"custom_request_headers,omitempty"`
 	Response           map[string]string `json:"custom_response_headers,omitempty"`
+	RequestAdd         map[string]string `json:"add_request_headers,omitempty"`
+	ResponseAdd        map[string]string `json:"add_response_headers,omitempty"`
 	FrameDeny          bool              `json:"frame_deny"`
 	ContentTypeNosniff bool              `json:"content_type_nosniff"`
 	ReferrerPolicy     string            `json:"referrer_policy,omitempty"`
@@ -54,7 +56,8 @@ func encodeTransform(t Transform) wireTransform {
 	w := wireTransform{RedirectScheme: t.RedirectScheme, RedirectRegex: t.RedirectRegex,
 		ReplacePath: t.ReplacePath, ReplacePathRegex: t.ReplacePathRegex}
 	if h := t.Headers; h != nil {
-		w.Headers = &wireHeaders{Request: maps.Clone(h.Request), Response: maps.Clone(h.Response), FrameDeny: h.FrameDeny,
+		w.Headers = &wireHeaders{Request: maps.Clone(h.Request), Response: maps.Clone(h.Response),
+			RequestAdd: maps.Clone(h.RequestAdd), ResponseAdd: maps.Clone(h.ResponseAdd), FrameDeny: h.FrameDeny,
 			ContentTypeNosniff: h.ContentTypeNosniff, ReferrerPolicy: h.ReferrerPolicy, PermissionsPolicy: h.PermissionsPolicy}
 	}
 	if c := t.CORS; c != nil {

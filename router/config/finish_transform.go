@@ -25,7 +25,7 @@ func (d *draft) finishTransform() {
 	} else {
 		t.Sticky = nil
 	}
-	if h := t.Headers; h != nil && len(h.Request) == 0 && len(h.Response) == 0 && !h.FrameDeny &&
+	if h := t.Headers; h != nil && len(h.Request) == 0 && len(h.Response) == 0 && len(h.RequestAdd) == 0 && len(h.ResponseAdd) == 0 && !h.FrameDeny &&
 		!h.ContentTypeNosniff && h.ReferrerPolicy == "" && h.PermissionsPolicy == "" {
 		t.Headers = nil
 	}

@@ -31,6 +31,10 @@ func (t Transform) IsZero() bool {
 type Headers struct {
 	Request  map[string]string `json:"custom_request_headers,omitempty"`
 	Response map[string]string `json:"custom_response_headers,omitempty"`
+	// RequestAdd and ResponseAdd add a value beside the header's others
+	// (after the sets and removals above).
+	RequestAdd  map[string]string `json:"add_request_headers,omitempty"`
+	ResponseAdd map[string]string `json:"add_response_headers,omitempty"`
 	// The security headers: X-Frame-Options: DENY, X-Content-Type-Options:
 	// nosniff, Referrer-Policy and Permissions-Policy.
 	FrameDeny          bool   `json:"frame_deny,omitempty"`

@@ -65,6 +65,16 @@ var transformFieldCases = []fieldCase{
 			{label: "Keep-Alive: 5", json: `{"Keep-Alive":"5"}`, code: diagnostics.ReservedHeader, fallback: "ignored", value: "Keep-Alive"},
 			{label: "X-A: a\x01b", json: `{"X-A":"a\u0001b"}`, code: diagnostics.BadHeaders, fallback: "ignored", value: "a\x01b"},
 		}},
+	{field: "headers.addRequestHeaders", get: func(d cfgDecoded) any { return tr(d).Headers.RequestAdd },
+		valid: []validCase{{"X-Tag: levee", `{"X-Tag":"levee"}`, map[string]string{"X-Tag": "levee"}}},
+		invalid: []invalidCase{
+			{label: "TE: trailers", json: `{"TE":"trailers"}`, code: diagnostics.ReservedHeader, fallback: "ignored", value: "TE"},
+		}},
+	{field: "headers.addResponseHeaders", get: func(d cfgDecoded) any { return tr(d).Headers.ResponseAdd },
+		valid: []validCase{{"Link: </a.css>; rel=preload", `{"link":"</a.css>; rel=preload"}`, map[string]string{"Link": "</a.css>; rel=preload"}}},
+		invalid: []invalidCase{
+			{label: "Content-Length: 5", json: `{"Content-Length":"5"}`, code: diagnostics.ReservedHeader, fallback: "ignored", value: "Content-Length"},
+		}},
 	{field: "headers.frameDeny", get: func(d cfgDecoded) any { return tr(d).Headers != nil && tr(d).Headers.FrameDeny },
 		valid:   []validCase{{"true", "true", true}, {"false", "false", false}},
 		invalid: []invalidCase{{label: "maybe", code: diagnostics.BadBool}}},
@@ -251,6 +261,7 @@ func TestTransformRoundTrip(t *testing.T) {
 	labels := map[string]string{
 		"host": "a.com", "path": "/api", "addPrefix": "/v1",
 		"headers.customRequestHeaders.X-A": "1", "headers.customResponseHeaders.Server": "",
+		"headers.addRequestHeaders.X-Tag": "a", "headers.addResponseHeaders.Link": "</x>",
 		"headers.frameDeny": "true", "headers.referrerPolicy": "no-referrer", "headers.permissionsPolicy": "camera=()",
 		"cors.allowOrigins": "https://a.com", "cors.allowCredentials": "true", "cors.maxAge": "60", "cors.allowHeaders": "X-B", "cors.exposeHeaders": "X-C",
 		"compress.encodings": "gzip,br", "compress.excludedContentTypes": "text/event-stream", "compress.minResponseBodyBytes": "10",

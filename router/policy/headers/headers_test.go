@@ -3,6 +3,7 @@ package headers
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/levee-proxy/levee/router/config"
@@ -25,6 +26,8 @@ func TestHeaders(t *testing.T) {
 	p := New(&config.Headers{
 		Request:            map[string]string{"X-Script-Name": "app", "Cookie": ""},
 		Response:           map[string]string{"Server": "", "Cache-Control": "no-store"},
+		RequestAdd:         map[string]string{"X-Tag": "levee", "X-Script-Name": "extra"},
+		ResponseAdd:        map[string]string{"X-Keep": "2"},
 		FrameDeny:          true,
 		ContentTypeNosniff: true,
 		ReferrerPolicy:     "no-referrer",
@@ -33,16 +36,21 @@ func TestHeaders(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "http://a.com/", nil)
 	req.Header.Set("Cookie", "secret=1")
 	req.Header.Set("X-Script-Name", "client")
+	req.Header.Set("X-Tag", "client")
 	rec := httptest.NewRecorder()
 	var seen http.Header
 	p.Serve(rec, req, backend(&seen))
 
-	if seen.Get("X-Script-Name") != "app" || seen.Get("Cookie") != "" {
+	if !slices.Equal(seen["X-Script-Name"], []string{"app", "extra"}) || seen.Get("Cookie") != "" ||
+		!slices.Equal(seen["X-Tag"], []string{"client", "levee"}) {
 		t.Errorf("request headers %v", seen)
 	}
 	want := map[string]string{
 		"Server": "", "Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-		"Referrer-Policy": "no-referrer", "Permissions-Policy": "camera=()", "X-Keep": "1",
+		"Referrer-Policy": "no-referrer", "Permissions-Policy": "camera=()",
+	}
+	if !slices.Equal(rec.Header()["X-Keep"], []string{"1", "2"}) {
+		t.Errorf("added response header %q", rec.Header()["X-Keep"])
 	}
 	for k, v := range want {
 		if got := rec.Header().Get(k); got != v {
