@@ -75,6 +75,9 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	u := *r.URL
 	path, err := url.PathUnescape(raw)
 	if err != nil || !clean(path, raw) {
+		// Levee's own answer, marked as the proxy marks the same refusal
+		// of a client's path (docs/operations.md).
+		w.Header()["X-Levee-Diagnostic"] = []string{"bad-path"}
 		http.Error(w, "the route's path rewrite produced an invalid path", http.StatusBadRequest)
 		return
 	}

@@ -49,6 +49,9 @@ func TestRewrite(t *testing.T) {
 				t.Errorf("the client's request was changed: %s", req.URL)
 			}
 			if c.wantStatus != 200 {
+				if rec.Header().Get("X-Levee-Diagnostic") != "bad-path" {
+					t.Errorf("diagnostic %q", rec.Header().Get("X-Levee-Diagnostic"))
+				}
 				if seen != nil {
 					t.Fatal("a refused rewrite reached the backend")
 				}
