@@ -85,7 +85,9 @@ type stickyWriter struct {
 }
 
 func (w *stickyWriter) WriteHeader(status int) {
-	if !w.done && (status >= 200 || status == http.StatusSwitchingProtocols) {
+	// Interim answers (103) do not carry it; a 101 never comes here (the
+	// backend's is relayed on the hijacked connection as it came).
+	if !w.done && status >= 200 {
 		w.done = true
 		h := w.ResponseWriter.Header()
 		// Clip: the backend's slice is not appended to in place.

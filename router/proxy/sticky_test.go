@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -184,5 +187,40 @@ func BenchmarkServeHTTPSticky(b *testing.B) {
 				p.ServeHTTP(w, req)
 			}
 		})
+	}
+}
+
+// An upgrade on a sticky route still tunnels: the cookie's writer unwraps
+// for the hijack. The 101 is the backend's, relayed as it came: no cookie.
+func TestStickyUpgrade(t *testing.T) {
+	h := newHarness(t, Options{})
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_ = brw.Flush()
+		_, _ = io.Copy(conn, brw)
+	}))
+	defer be.Close()
+	e := stickyRoute(&testBackend{name: "ws", srv: be})
+	h.set(config.SourceAPI, e)
+
+	conn := h.dialFront()
+	fmt.Fprintf(conn, "GET /chat HTTP/1.1\r\nHost: sticky.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("got %d %v", resp.StatusCode, resp.Header)
+	}
+	_, _ = conn.Write([]byte("hello"))
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "hello" {
+		t.Fatalf("echo: %q %v", buf, err)
 	}
 }
