@@ -49,7 +49,7 @@ var foreignTable = []ForeignKey{
 	{Key: "entrypoints", Proxy: proxyTraefik,
 		Note: "Levee serves every route on its one proxy listener (--http-listen)"},
 	{Key: "middlewares", Proxy: proxyTraefik,
-		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, retry.attempts, circuitBreaker.*"},
+		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, replacePath, replacePathRegex.*, redirectScheme.*, redirectRegex.*, headers.*, cors.*, compress, retry.attempts, circuitBreaker.*"},
 	{Key: "tls.*", Proxy: proxyBoth,
 		Note: "Levee serves plain HTTP: terminate TLS in front of it"},
 	// Traefik services.
