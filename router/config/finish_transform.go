@@ -21,7 +21,14 @@ func (d *draft) finishTransform() {
 		t.Compress = nil
 	}
 	if on(d.tr.stickySet || t.Sticky != nil, d.tr.stickyEnabled) {
-		t.sticky()
+		if s := t.sticky(); s.SameSite == SameSiteNone && !s.Secure {
+			// Browsers drop a SameSite=None cookie that is not Secure
+			// (RFC 6265bis 5.4.7): the route would never be sticky.
+			g := d.givenOr("sticky.cookie.sameSite", s.SameSite)
+			d.add(diagnostics.BadSticky, g.key, g.value, "secure=true",
+				"sticky.cookie.sameSite=none needs sticky.cookie.secure=true (browsers drop the cookie otherwise): secure is set", "set "+d.keyOf(fieldByLabel("sticky.cookie.secure"))+"=true")
+			s.Secure = true
+		}
 	} else {
 		t.Sticky = nil
 	}

@@ -24,6 +24,7 @@ var fieldCompanions = map[string]map[string]string{
 	"redirectRegex.permanent":      {"redirectRegex.regex": "^http://old/(.*)", "redirectRegex.replacement": "https://example.com/$1"},
 	"replacePathRegex.regex":       {"replacePathRegex.replacement": "/v2/$1"},
 	"replacePathRegex.replacement": {"replacePathRegex.regex": "^/api/(.*)"},
+	"sticky.cookie.sameSite":       {"sticky.cookie.secure": "true"},
 }
 
 // jsonCompanions are fieldCompanions as JSON paths and values.
@@ -236,6 +237,8 @@ func TestTransformCrossFieldRules(t *testing.T) {
 				s := ep.Transform.Sticky
 				return s != nil && s.Secure && s.CookieName == DefaultStickyCookie
 			}},
+		{"sameSite=none needs secure", map[string]string{"sticky.cookie.sameSite": "none"},
+			diagnostics.BadSticky, func(ep Entrypoint) bool { return ep.Transform.Sticky.Secure }},
 		{"unknown encodings only: the default", map[string]string{"compress.encodings": "deflate"},
 			diagnostics.BadCompress, func(ep Entrypoint) bool { return reflect.DeepEqual(ep.Transform.Compress.Encodings, DefaultEncodings) }},
 	}

@@ -57,7 +57,7 @@ func (c *writer) WriteHeader(status int) {
 	}
 	if cl := h.Get("Content-Length"); cl != "" {
 		n, err := strconv.ParseInt(cl, 10, 64)
-		if err != nil || n < int64(c.p.min) {
+		if err != nil || n == 0 || n < int64(c.p.min) {
 			c.pass()
 			return
 		}
