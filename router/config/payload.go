@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,11 +64,7 @@ var jsonNames = func() []string {
 		}
 	}
 	out = append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
-	for g := range transformJSONGroups() {
-		out = append(out, g)
-	}
-	sort.Strings(out[len(out)-len(transformJSONGroups()):])
-	return out
+	return append(out, slices.Sorted(maps.Keys(transformJSONGroups()))...)
 }()
 
 // jsonGroups are config paths whose value is an object of fields.
