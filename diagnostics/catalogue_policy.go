@@ -48,3 +48,54 @@ func policyEntries() []Entry {
 		},
 	}
 }
+
+// The transform policies' codes (060-069): headers and CORS, compression,
+// redirects, path rewrites and sticky sessions.
+const (
+	BadHeaders      Code = "W060"
+	BadCORS         Code = "W061"
+	BadCompress     Code = "W062"
+	BadRedirect     Code = "W063"
+	BadPathRewrite  Code = "W064"
+	BadSticky       Code = "W065"
+	ReservedHeader  Code = "W066"
+	RewriteConflict Code = "W067"
+)
+
+// transformPolicyEntries are the catalogue entries of codes 060-069.
+func transformPolicyEntries() []Entry {
+	return []Entry{
+		{Code: BadHeaders, Severity: Warn, Title: "invalid header policy setting",
+			Effect:  "The header (or the setting) is ignored; the route's other headers still apply.",
+			Fix:     "Use a valid header name (letters, digits and !#$%&'*+-.^_`|~) and a value without control characters; referrerPolicy takes one of the W3C Referrer-Policy tokens.",
+			Example: "levee.http.app.headers.referrerPolicy=sometimes"},
+		{Code: BadCORS, Severity: Warn, Title: "invalid CORS setting",
+			Effect:  "The value is ignored (an origin is dropped; credentials with the wildcard origin are refused): Levee adds no CORS header for what it dropped, so browsers refuse those cross-origin reads (fails closed).",
+			Fix:     "List origins as scheme://host[:port] or *, methods as HTTP methods, headers as header names; allowCredentials needs explicit origins.",
+			Example: "levee.http.app.cors.allowOrigins=app.example.com"},
+		{Code: BadCompress, Severity: Warn, Title: "invalid compression setting",
+			Effect:  "An unknown encoding is dropped (none left: the default zstd,br,gzip); a bad size or content type falls back to the default.",
+			Fix:     "Encodings are zstd, br and gzip; minResponseBodyBytes is 0 or more; excludedContentTypes are media types such as image/png.",
+			Example: "levee.http.app.compress.encodings=deflate"},
+		{Code: BadRedirect, Severity: Warn, Title: "invalid redirect",
+			Effect:  "The redirect is not installed: requests go to the backend as if it were not set.",
+			Fix:     "redirectScheme.scheme is http or https and .port 1-65535; redirectRegex.regex is a Go (RE2) regular expression and .replacement is set.",
+			Example: "levee.http.app.redirectRegex.regex=^http://(.*"},
+		{Code: BadPathRewrite, Severity: Warn, Title: "invalid path rewrite",
+			Effect:  "The rewrite is not installed: the path goes to the backend as before (stripPrefix and addPrefix still apply).",
+			Fix:     "replacePath starts with / and has no query, fragment or spaces; replacePathRegex.regex is a Go (RE2) regular expression and .replacement starts with / or $.",
+			Example: "levee.http.app.replacePathRegex.regex=^/api/(.*"},
+		{Code: BadSticky, Severity: Warn, Title: "invalid sticky-session setting",
+			Effect:  "The setting falls back to its default (cookie levee_sticky, sameSite unset); the route is still sticky.",
+			Fix:     "The cookie name is an RFC 6265 token; sameSite is none, lax or strict (none needs secure=true in browsers).",
+			Example: "levee.http.app.sticky.cookie.sameSite=sometimes"},
+		{Code: ReservedHeader, Severity: Warn, Title: "header Levee owns",
+			Effect:  "The header is not set or removed: hop-by-hop headers (Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), Host and Content-Length describe one connection or the message framing, which Levee manages.",
+			Fix:     "Remove the header from headers.customRequestHeaders / customResponseHeaders; the backend sees the client's Host.",
+			Example: "levee.http.app.headers.customRequestHeaders.Host=other.example.com"},
+		{Code: RewriteConflict, Severity: Warn, Title: "path rewrites that exclude each other",
+			Effect:  "replacePath replaces the whole path: replacePathRegex and stripPrefix are not applied beside it (addPrefix still is); replacePathRegex beside stripPrefix runs on the client's path, so stripPrefix is dropped.",
+			Fix:     "Keep one of replacePath, replacePathRegex and stripPrefix; write the strip into the regex (^/api(/.*) → $1).",
+			Example: "levee.http.app.stripPrefix=true + levee.http.app.replacePath=/x"},
+	}
+}

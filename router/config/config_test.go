@@ -260,6 +260,9 @@ var cfgSrc = diagnostics.Source{Provider: "docker", ObjectID: "c1", ObjectName: 
 func decodeLabel(t *testing.T, field, value string) (cfgDecoded, []diagnostics.Diagnostic) {
 	t.Helper()
 	fields := map[string]string{field: value}
+	for k, v := range fieldCompanions[field] {
+		fields[k] = v
+	}
 	if field != "host" {
 		fields["host"] = "app.example.com"
 	}
@@ -277,14 +280,10 @@ func payloadWith(t *testing.T, jsonPath, raw string) []byte {
 	case strings.HasPrefix(jsonPath, "backends[]."):
 		backend[strings.TrimPrefix(jsonPath, "backends[].")] = json.RawMessage(raw)
 	case strings.HasPrefix(jsonPath, "config."):
-		parts := strings.Split(strings.TrimPrefix(jsonPath, "config."), ".")
-		m := cfg
-		for _, p := range parts[:len(parts)-1] {
-			sub := map[string]any{}
-			m[p] = sub
-			m = sub
+		setConfigPath(cfg, jsonPath, json.RawMessage(raw))
+		for path, v := range jsonCompanions(jsonPath) {
+			setConfigPath(cfg, path, v)
 		}
-		m[parts[len(parts)-1]] = json.RawMessage(raw)
 	default:
 		t.Fatalf("unexpected JSON path %q", jsonPath)
 	}
@@ -293,6 +292,21 @@ func payloadWith(t *testing.T, jsonPath, raw string) []byte {
 		t.Fatalf("build payload for %s=%s: %v", jsonPath, raw, err)
 	}
 	return b
+}
+
+// setConfigPath sets a config.* path in cfg, making the groups on the way.
+func setConfigPath(cfg map[string]any, jsonPath string, v any) {
+	parts := strings.Split(strings.TrimPrefix(jsonPath, "config."), ".")
+	m := cfg
+	for _, p := range parts[:len(parts)-1] {
+		sub, ok := m[p].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[p] = sub
+		}
+		m = sub
+	}
+	m[parts[len(parts)-1]] = v
 }
 
 func decodeJSON(t *testing.T, f Field, raw string) (cfgDecoded, []diagnostics.Diagnostic) {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
@@ -33,6 +34,8 @@ type draft struct {
 	// cbGiven maps a breaker field's label name ("minRequests") to what the
 	// operator wrote, so Params.Validate's findings carry their key and value.
 	cbGiven map[string]givenValue
+
+	tr transformDraft // the transform policies' groups (setters_transform.go)
 }
 
 type givenValue struct{ key, value string }
@@ -84,15 +87,20 @@ func (d *draft) apply(items []fieldValue) {
 		}
 		return items[i].key < items[j].key
 	})
-	applied := map[int]string{}
+	applied := map[string]string{}
 	for _, it := range items {
 		f := &fieldTable[it.field]
-		if first, dup := applied[it.field]; dup {
+		// A map field's entries are separate keys (headers.X.Name).
+		slot := f.Label
+		if f.Kind == KindMap {
+			slot += "\x00" + it.key
+		}
+		if first, dup := applied[slot]; dup {
 			d.add(diagnostics.DuplicateKey, it.key, displayValue(it.value), "value of "+first,
 				fmt.Sprintf("%s is given twice; %s wins", f.Label, first), "remove "+it.key)
 			continue
 		}
-		applied[it.field] = it.key
+		applied[slot] = it.key
 		if it.value == nil {
 			continue // JSON null: not given
 		}
@@ -115,6 +123,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 		d.ep.HealthCheck = &hc
 	}
 	d.passiveHealth()
+	d.finishTransform()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled
@@ -236,7 +245,7 @@ func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(fie
 
 func lookupLabel(name string) (idx int, alias bool, ok bool) {
 	for i, f := range fieldTable {
-		if f.Label == name {
+		if f.Label == name || f.Kind == KindMap && len(name) > len(f.Label)+1 && strings.HasPrefix(name, f.Label+".") {
 			return i, false, true
 		}
 		for _, a := range f.LabelAliases {

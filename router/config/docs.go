@@ -47,6 +47,8 @@ Both go through one field table and one validator, so the same mistake gives the
 - **boolean**: ` + "`true/false`" + `, ` + "`1/0`" + `, ` + "`yes/no`" + `, ` + "`on/off`" + `, any case (JSON booleans too).
 - **list**: comma-separated, items trimmed, empty items dropped (JSON: a list of strings, or the same comma-separated string).
 - **status list**: codes, ranges and classes: ` + "`500,502-504`" + `, ` + "`5xx`" + ` (JSON: also a number or a list).
+- **map**: named values, one label per name: ` + "`headers.customRequestHeaders.X-Script-Name=app`" + ` (JSON: an object, ` + "`{\"X-Script-Name\":\"app\"}`" + `);
+  a single label without a name takes ` + "`Name: value`" + ` lines.
 - **integer**, **number**: as written; ` + "`1.5`" + ` is not an integer.
 
 A bad value falls back to the field's default with the field's code; every other field still applies.
@@ -71,6 +73,9 @@ one without ` + "`address`" + ` is dropped (W010). Unknown fields are W013, neve
 `)
 	for _, f := range fieldTable {
 		label := "`" + f.Label + "`"
+		if f.Kind == KindMap {
+			label += ", `" + f.Label + ".<Name>`"
+		}
 		for _, a := range f.LabelAliases {
 			label += ", `" + a + "`"
 		}

@@ -40,6 +40,7 @@ type wireConfig struct {
 	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
 	wireAccess
+	wireTransform
 }
 
 type wireRetry struct {
@@ -111,6 +112,7 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			Retry:          wireRetry{Attempts: ep.Retry.Attempts},
 		},
 	}
+	w.Config.wireTransform = encodeTransform(ep.Transform)
 	if w.Config.Hostnames == nil {
 		w.Config.Hostnames = []string{}
 	}

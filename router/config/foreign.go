@@ -49,7 +49,7 @@ var foreignTable = []ForeignKey{
 	{Key: "entrypoints", Proxy: proxyTraefik,
 		Note: "Levee serves every route on its one proxy listener (--http-listen)"},
 	{Key: "middlewares", Proxy: proxyTraefik,
-		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, retry.attempts, circuitBreaker.*"},
+		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, replacePath, replacePathRegex.*, redirectScheme.*, redirectRegex.*, headers.*, cors.*, compress, retry.attempts, circuitBreaker.*"},
 	{Key: "tls.*", Proxy: proxyBoth,
 		Note: "Levee serves plain HTTP: terminate TLS in front of it"},
 	// Traefik services.
@@ -58,8 +58,8 @@ var foreignTable = []ForeignKey{
 		Note: "Levee speaks plain HTTP to backends"},
 	{Key: "loadbalancer.passhostheader", Proxy: proxyTraefik,
 		Note: "Levee always passes the client's Host header to the backend"},
-	{Key: "loadbalancer.sticky.*", Proxy: proxyTraefik,
-		Note: "Levee has no sticky sessions"},
+	{Key: "loadbalancer.sticky.*", Proxy: proxyTraefik, Fields: []string{"sticky.cookie"},
+		Note: "loadbalancer.sticky.cookie.name is sticky.cookie.name, and so are secure, httpOnly and sameSite"},
 	{Key: "loadbalancer.healthcheck.path", Proxy: proxyTraefik, Fields: []string{"healthCheck.path"}},
 	{Key: "loadbalancer.healthcheck.interval", Proxy: proxyTraefik, Fields: []string{"healthCheck.interval"}},
 	{Key: "loadbalancer.healthcheck.timeout", Proxy: proxyTraefik, Fields: []string{"healthCheck.timeout"}},
@@ -84,15 +84,21 @@ var foreignTable = []ForeignKey{
 	{Key: "digestauth.*", Proxy: proxyTraefik, Fields: []string{"basicAuth.users"},
 		Note: "Levee has no digest auth; basic auth with bcrypt hashes does the job over TLS"},
 	// Features both proxies have and Levee does not.
-	{Key: "headers.*", Proxy: proxyBoth},
-	{Key: "compress", Proxy: proxyBoth},
-	{Key: "redirect*", Proxy: proxyBoth},
 	// Sōzune's own keys.
-	{Key: "httpsRedirect", Proxy: proxySozune,
-		Note: "Levee serves plain HTTP: redirect where TLS is terminated"},
+	{Key: "httpsRedirect", Proxy: proxySozune, Fields: []string{"redirectScheme.scheme"},
+		Note: "redirectScheme.scheme=https"},
+	{Key: "headers.sslRedirect", Proxy: proxyTraefik, Fields: []string{"redirectScheme.scheme"},
+		Note: "redirectScheme.scheme=https"},
+	{Key: "headers.browserXssFilter", Proxy: proxyTraefik,
+		Note: "browsers dropped X-XSS-Protection; use headers.contentTypeNosniff and a Content-Security-Policy in headers.customResponseHeaders"},
+	{Key: "headers.stsSeconds", Proxy: proxyTraefik,
+		Note: "HSTS belongs with TLS, where it is terminated"},
+	{Key: "headers.customFrameOptionsValue", Proxy: proxyTraefik, Fields: []string{"headers.frameDeny", "headers.customResponseHeaders"},
+		Note: "frameDeny=true sends DENY; another value is headers.customResponseHeaders.X-Frame-Options"},
+	{Key: "headers.accessControlAllowOriginListRegex", Proxy: proxyTraefik, Fields: []string{"cors.allowOrigins"},
+		Note: "Levee lists origins exactly"},
 	{Key: "auth.*", Proxy: proxySozune},
-	{Key: "stickySession", Proxy: proxySozune,
-		Note: "Levee has no sticky sessions"},
+	{Key: "stickySession", Proxy: proxySozune, Fields: []string{"sticky.cookie"}},
 }
 
 // ForeignKeys returns the table of foreign keys, in documentation order.

@@ -173,8 +173,8 @@ func TestForeignHintText(t *testing.T) {
 		{"s.loadbalancer.server.port", "loadbalancer.server.port is a Traefik key: Levee calls this " + cfgLabelKey("port") + " (see docs/migrating.md)", "", ""},
 		{"circuitbreaker.fallbackduration", "circuitbreaker.fallbackduration is a Traefik key: Levee calls this " + cfgLabelKey("circuitBreaker.cooldown") + " (see docs/migrating.md)",
 			"config.circuit_breaker.fallback_duration", "circuit_breaker.fallback_duration is a Traefik key: Levee calls this config.circuit_breaker.cooldown (see docs/migrating.md)"},
-		{"stickySession", "stickySession is a Sōzune key: not supported by Levee; Levee has no sticky sessions (see docs/migrating.md)",
-			"config.sticky_session", "sticky_session is a Sōzune key: not supported by Levee; Levee has no sticky sessions (see docs/migrating.md)"},
+		{"stickySession", "stickySession is a Sōzune key: Levee calls this " + cfgLabelKey("sticky.cookie") + " (see docs/migrating.md)",
+			"config.sticky_session", "sticky_session is a Sōzune key: Levee calls this config.sticky.enabled (see docs/migrating.md)"},
 	}
 	for _, c := range cases {
 		_, ds := DecodeLabels(map[string]string{"host": "a.com", c.labelField: "x"}, cfgSrc, cfgLabelKey)

@@ -70,6 +70,9 @@ type Entrypoint struct {
 	// Access are the policies that admit or refuse a request
 	// (model_access.go).
 	Access AccessPolicies `json:"access"`
+	// Transform holds the policies that change a request or its response,
+	// and sticky sessions (model_transform.go).
+	Transform Transform `json:"transform"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).

@@ -67,16 +67,20 @@ var jsonNames = func() []string {
 	for _, g := range slices.Sorted(maps.Keys(accessGroups)) {
 		out = append(out, g)
 	}
-	return out
+	return append(out, slices.Sorted(maps.Keys(transformJSONGroups()))...)
 }()
 
 // jsonGroups are config paths whose value is an object of fields.
-var jsonGroups = map[string]diagnostics.Code{
-	"config.retry":           diagnostics.BadRetry,
-	"config.health_check":    diagnostics.BadHealthCheck,
-	"config.passive_health":  diagnostics.BadPassiveHealth,
-	"config.circuit_breaker": diagnostics.BadCircuitBreaker,
-}
+var jsonGroups = func() map[string]diagnostics.Code {
+	m := map[string]diagnostics.Code{
+		"config.retry":           diagnostics.BadRetry,
+		"config.health_check":    diagnostics.BadHealthCheck,
+		"config.passive_health":  diagnostics.BadPassiveHealth,
+		"config.circuit_breaker": diagnostics.BadCircuitBreaker,
+	}
+	maps.Copy(m, transformJSONGroups())
+	return m
+}()
 
 var (
 	topLevelKeys = []string{"name", "protocol", "backends", "config", "created"}
@@ -305,6 +309,10 @@ func (d *draft) enableGroup(path string) {
 		d.cbSet = true
 	case "config.health_check":
 		d.hcSet = true
+	case "config.compress":
+		d.tr.compressSet = true
+	case "config.sticky":
+		d.tr.stickySet = true
 	default:
 		enableAccessGroup(d, path)
 	}

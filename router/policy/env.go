@@ -34,6 +34,18 @@ func (e Env) Clock() func() time.Time {
 	return e.Now
 }
 
+// PeerTrusted reports whether r came straight from a trusted proxy, whose
+// X-Forwarded-* headers may then be believed (redirectScheme reads
+// X-Forwarded-Proto by this rule).
+func (e Env) PeerTrusted(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	return err == nil && isTrusted(peer.Unmap().WithZone(""), e.TrustedProxies)
+}
+
 // ClientIP returns the address of the client that sent r, by the rule the
 // proxy applies to X-Forwarded-For: a peer that is not a trusted proxy is
 // the client, whatever it claims in the header. A trusted peer's

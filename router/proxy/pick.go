@@ -60,12 +60,25 @@ func (x *exchange) markTried(b *router.Backend) {
 	x.moreTried = append(x.moreTried, b)
 }
 
-// pick asks the balancer, relaxing eligibility step by step.
+// pick asks the balancer, relaxing eligibility step by step. On a sticky
+// route the client's cookie is asked first (pick_sticky.go), and a
+// backend the balancer picks is named in a new cookie.
 func (x *exchange) pick() *router.Backend {
-	lb := balancerFor(x.route.Config().LoadBalancer)
+	cfg := x.route.Config()
+	sticky := cfg.Transform.Sticky
+	if sticky != nil {
+		x.level = 0
+		if b := x.stickyPick(sticky); b != nil {
+			return b
+		}
+	}
+	lb := balancerFor(cfg.LoadBalancer)
 	bs, st := x.route.Backends(), x.route.State().Balancer()
 	for x.level = 0; x.level < 3; x.level++ {
 		if b := lb.pick(bs, st, x); b != nil {
+			if sticky != nil {
+				x.issueSticky(sticky, b)
+			}
 			return b
 		}
 	}
