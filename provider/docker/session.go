@@ -171,7 +171,7 @@ func (p *Provider) subscribe(ctx context.Context) (*stream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	opened := make(chan *stream, 1)
 	go func() {
-		msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: eventFilters()})
+		msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: p.eventFilters()})
 		opened <- &stream{msgs: msgs, errs: errs, close: cancel}
 	}()
 	deadline, stop := context.WithTimeout(ctx, p.opts.CallTimeout)
@@ -202,6 +202,9 @@ func (p *Provider) follow(ctx context.Context, sink Sink, st *stream, stable fun
 	defer func() { watchdog.Stop() }()
 	win := debounce{clock: p.opts.Clock, d: p.opts.Debounce}
 	defer win.stop()
+	poll := poller{clock: p.opts.Clock}
+	defer poll.stop()
+	poll.arm(p.pollEvery(), false)
 	for {
 		select {
 		case <-ctx.Done():
@@ -220,12 +223,25 @@ func (p *Provider) follow(ctx context.Context, sink Sink, st *stream, stable fun
 				return err
 			}
 			if changed && win.change() {
-				p.publish(sink, false)
+				if err := p.flush(ctx, sink); err != nil {
+					return err
+				}
 			}
+			poll.arm(p.pollEvery(), false)
 		case <-win.c:
 			if win.expired() {
-				p.publish(sink, false)
+				if err := p.flush(ctx, sink); err != nil {
+					return err
+				}
 			}
+		case <-poll.c:
+			// Swarm mode only: re-list, since a task on another node
+			// stops without an event.
+			p.stale = true
+			if err := p.flush(ctx, sink); err != nil {
+				return err
+			}
+			poll.arm(p.pollEvery(), true)
 		case <-resync.C():
 			if err := p.fullSync(ctx); err != nil {
 				return err
