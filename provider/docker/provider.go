@@ -140,6 +140,12 @@ type Provider struct {
 	stale       bool
 	settled     bool
 	settleUntil time.Time
+	// gone are tasks whose container was seen stopping, by task ID, with
+	// when (see dropGone).
+	gone map[string]time.Time
+	// urgent: a task left the cache on an event; publish before the
+	// re-list.
+	urgent bool
 }
 
 // New makes a Provider for opts.Host. It does not contact the engine: Run
@@ -197,6 +203,7 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 		status:  Status{State: StateConnecting, Since: opts.Clock.Now()},
 		cache:   map[string]labels.Container{},
 		settled: true,
+		gone:    map[string]time.Time{},
 	}
 	return p, nil
 }

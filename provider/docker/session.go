@@ -222,7 +222,9 @@ func (p *Provider) follow(ctx context.Context, sink Sink, st *stream, stable fun
 			if err != nil {
 				return err
 			}
-			if changed && win.change() {
+			// A Swarm task seen stopping (urgent) is published at once,
+			// window or not: its server takes no new request.
+			if changed && (win.change() || p.urgent) {
 				if err := p.flush(ctx, sink); err != nil {
 					return err
 				}

@@ -289,3 +289,57 @@ func TestSwarmModeNeedsTheSwarmAPI(t *testing.T) {
 		t.Fatal("an engine without the Swarm API was accepted")
 	}
 }
+
+// A task whose container this node sees stopping (Swarm's SIGTERM at a
+// scale-down, a kill) leaves the backends at once, before the manager
+// records it, and comes back if it is still running after the settle
+// window.
+func TestSwarmTaskStoppingLeavesAtOnce(t *testing.T) {
+	e := newFakeSwarm()
+	e.service("s1", "web", 2)
+	e.task("t1", "s1", 1, "n1", swarm.TaskStateRunning, "10.0.1.5")
+	e.task("t2", "s1", 2, "n1", swarm.TaskStateRunning, "10.0.1.6")
+	h := startSwarm(t, e, Options{})
+	h.rec.next(t)
+	s := h.eng.stream(t)
+	h.clock.expectTimer(t, DefaultSwarmPoll)
+
+	// A SIGHUP is not a stop: no change.
+	s.send(t, events.ContainerEventType, "kill", "c2", map[string]string{swarmServiceLabel: "s1", swarmTaskLabel: "t2", "signal": "1"})
+	s.send(t, events.ContainerEventType, "kill", "c2", map[string]string{swarmServiceLabel: "s1", swarmTaskLabel: "t2", "signal": "15"})
+	// The SIGHUP event re-listed at once and opened the debounce window;
+	// the SIGTERM is published at once all the same.
+	call, _ := h.rec.next(t)
+	if got := taskNames(call.containers); !reflect.DeepEqual(got, []string{"web.1=10.0.1.5"}) {
+		t.Fatalf("after SIGTERM to t2 (the manager still says running): %v", got)
+	}
+	// Still running once the settle window is over: it is back.
+	// The clock moves on in poll steps (the provider may still be
+	// re-arming its poll timer when a step lands) until a re-list after
+	// the window brings t2 back.
+	call = advanceUntilUpdate(t, h, DefaultSwarmSettle)
+	if h.clock.Now().Sub(time.Unix(1_700_000_000, 0)) <= swarmSettleWindow {
+		t.Fatalf("t2 came back before the settle window ended")
+	}
+	if got := taskNames(call.containers); len(got) != 2 {
+		t.Fatalf("after the settle window: %v", got)
+	}
+}
+
+// advanceUntilUpdate advances the fake clock by step until the provider
+// publishes, and returns that parse call.
+func advanceUntilUpdate(t *testing.T, h *harness, step time.Duration) parseCall {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		h.clock.Advance(step)
+		select {
+		case c := <-h.rec.calls:
+			<-h.rec.updates
+			return c
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("no update within the deadline")
+	return parseCall{}
+}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/events"
@@ -10,9 +11,12 @@ import (
 	"github.com/levee-proxy/levee/provider/labels"
 )
 
-// swarmServiceLabel is the label the engine puts on the container of a
-// Swarm task; container events carry it as an attribute.
-const swarmServiceLabel = "com.docker.swarm.service.id"
+// swarmServiceLabel and swarmTaskLabel are labels the engine puts on the
+// container of a Swarm task; container events carry them as attributes.
+const (
+	swarmServiceLabel = "com.docker.swarm.service.id"
+	swarmTaskLabel    = "com.docker.swarm.task.id"
+)
 
 // swarmSync replaces the cache with a fresh list of the swarm and
 // re-detects Levee's own container.
@@ -26,9 +30,42 @@ func (p *Provider) swarmSync(ctx context.Context) error {
 		prefix = labels.DefaultPrefix
 	}
 	p.cache, p.settled = swarmFacts(st, prefix)
+	p.dropGone()
 	p.stale = false
 	return p.detectOwn(ctx)
 }
+
+// dropGone removes from the cache the tasks whose container this node saw
+// being stopped or dying: the manager records the task's end a moment
+// later, and until then a task whose server is shutting down would get
+// new requests. An entry expires after the settle window, so a task that
+// survives its signal comes back.
+func (p *Provider) dropGone() {
+	now := p.opts.Clock.Now()
+	for id, at := range p.gone {
+		if now.Sub(at) > swarmSettleWindow {
+			delete(p.gone, id)
+		}
+	}
+	if len(p.gone) == 0 {
+		return
+	}
+	for k, c := range p.cache {
+		kept := c.Tasks[:0:0]
+		for _, t := range c.Tasks {
+			if _, gone := p.gone[t.ID]; !gone {
+				kept = append(kept, t)
+			}
+		}
+		c.Tasks = kept
+		p.cache[k] = c
+	}
+}
+
+// stopSignals are the signals of a kill event that end a task's server:
+// SIGINT, SIGKILL, SIGTERM (Swarm stops a task with SIGTERM, or its
+// stop_signal, then SIGKILL).
+var stopSignals = map[string]bool{"": true, "2": true, "9": true, "15": true, "SIGINT": true, "SIGKILL": true, "SIGTERM": true}
 
 // swarmEvent marks the swarm stale on an event that can change it: a
 // service or node change, a task's container starting or stopping on
@@ -42,6 +79,20 @@ func (p *Provider) swarmEvent(m events.Message) bool {
 	case events.ContainerEventType:
 		if m.Actor.Attributes[swarmServiceLabel] == "" {
 			return false
+		}
+		action, _, _ := strings.Cut(string(m.Action), ":")
+		task := m.Actor.Attributes[swarmTaskLabel]
+		switch {
+		case task == "":
+		case action == "kill" && stopSignals[m.Actor.Attributes["signal"]],
+			action == "die", action == "stop", action == "destroy":
+			if _, known := p.gone[task]; !known {
+				p.gone[task] = p.opts.Clock.Now()
+				// Published before the re-list (flush): a server
+				// shutting down gets no new request from here on.
+				p.dropGone()
+				p.urgent = true
+			}
 		}
 	case events.NetworkEventType:
 		if p.ownID == "" || m.Actor.Attributes["container"] != p.ownID {
@@ -58,6 +109,10 @@ func (p *Provider) swarmEvent(m events.Message) bool {
 // flush publishes the current set, re-listing the swarm first when an
 // event made it stale.
 func (p *Provider) flush(ctx context.Context, sink Sink) error {
+	if p.urgent {
+		p.urgent = false
+		p.publish(sink, false)
+	}
 	if p.stale {
 		if err := p.fullSync(ctx); err != nil {
 			return err
@@ -123,7 +178,7 @@ func (p *Provider) eventFilters() filters.Args {
 		filters.Arg("type", string(events.ContainerEventType)),
 		filters.Arg("type", string(events.NetworkEventType)),
 	)
-	for _, a := range []string{"create", "update", "remove", "start", "die", "stop", "destroy", "connect", "disconnect"} {
+	for _, a := range []string{"create", "update", "remove", "start", "kill", "die", "stop", "destroy", "connect", "disconnect"} {
 		f.Add("event", a)
 	}
 	return f
