@@ -146,7 +146,13 @@ func serviceFacts(s swarm.Service, netName map[string]string) labels.Container {
 	for _, v := range s.Endpoint.VirtualIPs {
 		vip[v.NetworkID] = stripPrefixLen(v.Addr)
 	}
-	for _, n := range s.Spec.TaskTemplate.Networks {
+	attached := s.Spec.TaskTemplate.Networks
+	if len(attached) == 0 {
+		// Services created through API versions before 1.44 may carry
+		// their networks in the deprecated spec field only.
+		attached = s.Spec.Networks //nolint:staticcheck // read for old services
+	}
+	for _, n := range attached {
 		id, name := n.Target, netName[n.Target]
 		if name == "" {
 			// A target given by name; find its ID for the VIP.

@@ -343,3 +343,14 @@ func advanceUntilUpdate(t *testing.T, h *harness, step time.Duration) parseCall 
 	t.Fatal("no update within the deadline")
 	return parseCall{}
 }
+
+func TestSwarmFactsReadTheDeprecatedNetworksField(t *testing.T) {
+	s := swarm.Service{ID: "s1"}
+	s.Spec.Name = "old"
+	s.Spec.Networks = []swarm.NetworkAttachmentConfig{{Target: "netfront"}} //nolint:staticcheck // the field under test
+	s.Endpoint.VirtualIPs = []swarm.EndpointVirtualIP{{NetworkID: "netfront", Addr: "10.0.1.2/24"}}
+	c := serviceFacts(s, map[string]string{"netfront": "front"})
+	if want := []labels.Network{{Name: "front", IP: "10.0.1.2"}}; !reflect.DeepEqual(c.Networks, want) {
+		t.Fatalf("networks %+v, want %+v", c.Networks, want)
+	}
+}
