@@ -357,7 +357,7 @@ func (p *Provider) publish(sink Sink, always bool) {
 	p.sent, p.sentOwn, p.everSent = cs, p.own, true
 	p.synced.Store(true)
 	p.log.Debug().Int("objects", len(cs)).Int("entrypoints", len(eps)).Int("diagnostics", len(diags)).
-		Msg("docker: update sent")
+		Msgf("%s: update sent", p.name)
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
