@@ -47,5 +47,7 @@
 // (services, tasks, nodes, networks) follows when the change is published;
 // and the swarm is re-listed every SwarmSettle for a while after an event
 // and while a labelled service runs another number of tasks than it wants
-// (scaling shows within it), else every SwarmPoll.
+// (scaling shows within it; for at most a minute), else every SwarmPoll.
+// A task whose container this node sees being stopped leaves the routes
+// at once, ahead of the re-list.
 package docker

@@ -140,6 +140,8 @@ type Provider struct {
 	stale       bool
 	settled     bool
 	settleUntil time.Time
+	// unsettledSince is when settled last became false.
+	unsettledSince time.Time
 	// gone are tasks whose container was seen stopping, by task ID, with
 	// when (see dropGone).
 	gone map[string]time.Time

@@ -30,6 +30,9 @@ const (
 	// applies: the manager records a task's new state shortly after the
 	// event that announced it.
 	swarmSettleWindow = 5 * time.Second
+	// swarmUnsettledMax bounds the close polling while a labelled service
+	// runs another number of tasks than it wants.
+	swarmUnsettledMax = time.Minute
 )
 
 // swarmEngine is the part of the Docker API client Swarm mode uses, on a

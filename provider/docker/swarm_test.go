@@ -354,3 +354,22 @@ func TestSwarmFactsReadTheDeprecatedNetworksField(t *testing.T) {
 		t.Fatalf("networks %+v, want %+v", c.Networks, want)
 	}
 }
+
+// A labelled service that never reaches its replica count is polled at
+// the settle period for a minute, then at the poll period.
+func TestSwarmUnsettledPollingIsBounded(t *testing.T) {
+	e := newFakeSwarm()
+	e.service("s1", "web", 3) // wants 3, will never run more than 1
+	e.task("t1", "s1", 1, "n1", swarm.TaskStateRunning, "10.0.1.5")
+	h := startSwarm(t, e, Options{})
+	h.rec.next(t)
+	h.eng.stream(t)
+	h.clock.expectTimer(t, DefaultSwarmSettle)
+	for elapsed := time.Duration(0); elapsed < swarmUnsettledMax; elapsed += DefaultSwarmSettle {
+		h.clock.Advance(DefaultSwarmSettle)
+		if elapsed+DefaultSwarmSettle < swarmUnsettledMax {
+			h.clock.expectTimer(t, DefaultSwarmSettle)
+		}
+	}
+	h.clock.expectTimer(t, DefaultSwarmPoll)
+}

@@ -29,7 +29,15 @@ func (p *Provider) swarmSync(ctx context.Context) error {
 	if prefix == "" {
 		prefix = labels.DefaultPrefix
 	}
-	p.cache, p.settled = swarmFacts(st, prefix)
+	var settled bool
+	p.cache, settled = swarmFacts(st, prefix)
+	switch {
+	case settled:
+		p.unsettledSince = time.Time{}
+	case p.settled:
+		p.unsettledSince = p.opts.Clock.Now()
+	}
+	p.settled = settled
 	p.dropGone()
 	p.stale = false
 	return p.detectOwn(ctx)
@@ -122,14 +130,20 @@ func (p *Provider) flush(ctx context.Context, sink Sink) error {
 	return nil
 }
 
-// pollEvery is the period of the swarm re-list: the settle period while a
-// labelled service scales or shortly after an event, else the poll
-// period; 0 (no poll) for containers, whose every change has an event.
+// pollEvery is the period of the swarm re-list: the settle period shortly
+// after an event, and while a labelled service scales (for at most
+// swarmUnsettledMax), else the poll period; 0 (no poll) for containers,
+// whose every change has an event.
 func (p *Provider) pollEvery() time.Duration {
 	switch {
 	case p.swarm == nil:
 		return 0
-	case !p.settled || p.opts.Clock.Now().Before(p.settleUntil):
+	case p.opts.Clock.Now().Before(p.settleUntil):
+		return p.opts.SwarmSettle
+	case !p.settled && p.opts.Clock.Now().Sub(p.unsettledSince) < swarmUnsettledMax:
+		// A service that never reaches its replica count (no node
+		// fits its constraints, a crash loop) is polled closely for a
+		// while, not forever.
 		return p.opts.SwarmSettle
 	default:
 		return p.opts.SwarmPoll
