@@ -15,6 +15,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/docker/client"
@@ -37,8 +38,11 @@ type swarmEnv struct {
 	echo    string // echo image tag
 	netID   string
 	netName string
-	levee   string // Levee's container ID
-	leveeIP string // on the default bridge
+	// proxy and apiAddr are where the test reaches Levee: its address on
+	// the default bridge (a container), or the host's published ports (a
+	// service).
+	proxy   string
+	apiAddr string
 }
 
 // requireSwarm makes the engine a swarm manager for t: it initialises a
@@ -75,7 +79,10 @@ func requireSwarm(t *testing.T, cli *client.Client) {
 	})
 }
 
-func newSwarmEnv(t *testing.T) *swarmEnv {
+// newSwarmEnv prepares the swarm, the images and the overlay network, and
+// starts Levee: as a Swarm service on the manager when asService (the
+// stack of docs/swarm.md), else as a plain container.
+func newSwarmEnv(t *testing.T, asService bool) *swarmEnv {
 	cli := dockertest.Require(t)
 	e := &swarmEnv{t: t, cli: cli, runID: dockertest.RunID(t)}
 	e.echo = dockertest.EchoImage(t, cli)
@@ -108,21 +115,71 @@ func newSwarmEnv(t *testing.T) *swarmEnv {
 		}
 	})
 
-	e.levee = e.startLevee(ctx, leveeImage)
+	if asService {
+		e.startLeveeService(leveeImage)
+	} else {
+		e.startLevee(ctx, leveeImage)
+	}
+	dockertest.Eventually(t, 60*time.Second, func() error {
+		var ready struct {
+			Ready bool `json:"ready"`
+		}
+		return e.api("/ready", &ready)
+	})
 	return e
+}
+
+// leveeArgs are the serve flags of Levee in both forms.
+var leveeArgs = []string{"serve", "--docker=false", "--swarm", "--http-listen", ":8080", "--api-listen", ":3035",
+	"--api-token", swarmToken, "--log-format", "json", "--log-level", "debug", "--state-file", "/levee-state.json"}
+
+// startLeveeService runs Levee as docs/swarm.md's stack does: a service
+// placed on a manager, the engine's socket mounted, its ports published in
+// host mode (here on free ports of this host).
+func (e *swarmEnv) startLeveeService(image string) {
+	t := e.t
+	proxyPort, apiPort := uint32(freePort(t)), uint32(freePort(t))
+	spec := swarm.ServiceSpec{
+		Annotations: swarm.Annotations{Name: "levee-i15-levee-" + e.runID},
+		TaskTemplate: swarm.TaskSpec{
+			ContainerSpec: &swarm.ContainerSpec{
+				Image: image, Args: leveeArgs, Labels: map[string]string{dockertest.Label: e.runID},
+				Mounts: []mount.Mount{{Type: mount.TypeBind, Source: "/var/run/docker.sock", Target: "/var/run/docker.sock", ReadOnly: true}},
+			},
+			Networks:  []swarm.NetworkAttachmentConfig{{Target: e.netID}},
+			Placement: &swarm.Placement{Constraints: []string{"node.role == manager"}},
+		},
+		EndpointSpec: &swarm.EndpointSpec{Ports: []swarm.PortConfig{
+			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishedPort: proxyPort, PublishMode: swarm.PortConfigPublishModeHost},
+			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 3035, PublishedPort: apiPort, PublishMode: swarm.PortConfigPublishModeHost},
+		}},
+	}
+	id := e.createService(spec)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cs, err := e.cli.ContainerList(ctx, container.ListOptions{All: true,
+			Filters: filters.NewArgs(filters.Arg("label", "com.docker.swarm.service.id="+id))})
+		if err != nil {
+			t.Logf("levee service containers: %v", err)
+		}
+		for _, c := range cs {
+			e.dumpLogs(c.ID)
+		}
+	})
+	e.proxy = fmt.Sprintf("127.0.0.1:%d", proxyPort)
+	e.apiAddr = fmt.Sprintf("127.0.0.1:%d", apiPort)
 }
 
 // startLevee runs Levee as a container with the engine's socket, on the
 // default bridge (for the test) and the overlay network (for the tasks).
-func (e *swarmEnv) startLevee(ctx context.Context, image string) string {
+func (e *swarmEnv) startLevee(ctx context.Context, image string) {
 	t := e.t
 	name := "levee-i15-levee-" + e.runID
-	cfg := &container.Config{
-		Image:  image,
-		Labels: map[string]string{dockertest.Label: e.runID},
-		Cmd: []string{"serve", "--docker=false", "--swarm", "--http-listen", ":8080", "--api-listen", ":3035",
-			"--api-token", swarmToken, "--log-format", "json", "--log-level", "debug", "--state-file", "/levee-state.json"},
-	}
+	cfg := &container.Config{Image: image, Labels: map[string]string{dockertest.Label: e.runID}, Cmd: leveeArgs}
 	host := &container.HostConfig{Binds: []string{"/var/run/docker.sock:/var/run/docker.sock"}}
 	resp, err := e.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{"bridge": {}}}, nil, name)
 	if err != nil {
@@ -144,14 +201,8 @@ func (e *swarmEnv) startLevee(ctx context.Context, image string) string {
 	})
 	dockertest.Connect(t, e.cli, e.netName, resp.ID)
 	dockertest.Start(t, e.cli, resp.ID)
-	e.leveeIP = dockertest.IPs(t, e.cli, resp.ID)["bridge"]
-	dockertest.Eventually(t, 30*time.Second, func() error {
-		var ready struct {
-			Ready bool `json:"ready"`
-		}
-		return e.api("/ready", &ready)
-	})
-	return resp.ID
+	ip := dockertest.IPs(t, e.cli, resp.ID)["bridge"]
+	e.proxy, e.apiAddr = ip+":8080", ip+":3035"
 }
 
 func (e *swarmEnv) dumpLogs(id string) {
@@ -174,7 +225,7 @@ func (e *swarmEnv) dumpLogs(id string) {
 
 // api GETs path from Levee's API into v.
 func (e *swarmEnv) api(path string, v any) error {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+e.leveeIP+":3035"+path, nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.apiAddr+path, nil)
 	req.Header.Set("Authorization", "Bearer "+swarmToken)
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
@@ -211,7 +262,7 @@ func (e *swarmEnv) backends(id string) ([]string, error) {
 // get sends one request for host through Levee and returns the answering
 // echo's host name (its container ID).
 func (e *swarmEnv) get(host string) (string, error) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+e.leveeIP+":8080/", nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.proxy+"/", nil)
 	req.Host = host
 	resp, err := (&http.Client{Timeout: 3 * time.Second}).Do(req)
 	if err != nil {
@@ -228,7 +279,6 @@ func (e *swarmEnv) get(host string) (string, error) {
 // service creates a replicated echo service on the overlay network with
 // the given service labels (deploy.labels), removed when the test ends.
 func (e *swarmEnv) service(suffix string, replicas uint64, labels map[string]string) string {
-	t := e.t
 	name := "levee-i15-" + suffix + "-" + e.runID
 	delay := 100 * time.Millisecond
 	spec := swarm.ServiceSpec{
@@ -240,6 +290,14 @@ func (e *swarmEnv) service(suffix string, replicas uint64, labels map[string]str
 		},
 		Mode: swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &replicas}},
 	}
+	return e.createService(spec)
+}
+
+// createService creates a service, removed when the test ends (waiting
+// until its task containers are gone, so that the network can go).
+func (e *swarmEnv) createService(spec swarm.ServiceSpec) string {
+	t := e.t
+	name := spec.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp, err := e.cli.ServiceCreate(ctx, spec, swarm.ServiceCreateOptions{})

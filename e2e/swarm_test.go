@@ -22,7 +22,7 @@ import (
 // is removed and its replacement added; a bad deploy.labels value gives a
 // diagnostic naming the service; lb.swarm=true routes through the VIP.
 func TestSwarmServiceThroughLevee(t *testing.T) {
-	e := newSwarmEnv(t)
+	e := newSwarmEnv(t, false)
 	const host = "swarm.i15.test"
 	web := e.service("web", 2, map[string]string{
 		"levee.enable": "true", "levee.http.web.host": host, "levee.http.web.port": "8080",
@@ -247,4 +247,32 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 			return err
 		})
 	})
+}
+
+// Levee deployed as docs/swarm.md's stack deploys it: a Swarm service on a
+// manager with the socket mounted and host-mode ports. It finds its own
+// task's networks and reaches the labelled service's tasks.
+func TestSwarmLeveeAsAService(t *testing.T) {
+	e := newSwarmEnv(t, true)
+	const host = "svc.i15.test"
+	web := e.service("web", 2, map[string]string{
+		"levee.enable": "true", "levee.http.web.host": host, "levee.http.web.port": "8080",
+	})
+	e.converge(web, "web@swarm", 2, 90*time.Second)
+	seen := map[string]bool{}
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		h, err := e.get(host)
+		if err != nil {
+			return err
+		}
+		seen[h] = true
+		if len(seen) < 2 {
+			return fmt.Errorf("reached %v", seen)
+		}
+		return nil
+	})
+	e.scale(web, 3)
+	if lag := e.converge(web, "web@swarm", 3, 60*time.Second); lag > time.Second {
+		t.Errorf("scale to 3: Levee followed the swarm after %v, want within 1s", lag)
+	}
 }
