@@ -29,20 +29,25 @@ type serveConfig struct {
 	DockerCallTimeout  time.Duration
 	DockerPingInterval time.Duration
 	DockerBackoffMax   time.Duration
-	LabelPrefix        string
-	LogLevel           string
-	LogFormat          string
-	StateFile          string
-	APIToken           string
-	APIReadToken       string
-	AccessLog          bool
-	ShutdownTimeout    time.Duration
-	DialTimeout        time.Duration
-	IdleConnTimeout    time.Duration
-	RouteGrace         time.Duration
-	TrustedProxies     string
-	HTTPServer         string
-	BackendClient      string
+	// SwarmEnabled runs the docker provider in Swarm mode too (service
+	// labels, tasks as backends) against the same engine; SwarmPoll is
+	// its re-list period while nothing happens.
+	SwarmEnabled    bool
+	SwarmPoll       time.Duration
+	LabelPrefix     string
+	LogLevel        string
+	LogFormat       string
+	StateFile       string
+	APIToken        string
+	APIReadToken    string
+	AccessLog       bool
+	ShutdownTimeout time.Duration
+	DialTimeout     time.Duration
+	IdleConnTimeout time.Duration
+	RouteGrace      time.Duration
+	TrustedProxies  string
+	HTTPServer      string
+	BackendClient   string
 
 	// Limits of the data plane (docs/operations.md, "Timeouts and limits").
 	RequestBodyTimeout   time.Duration
@@ -74,6 +79,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DockerCallTimeout, "docker-call-timeout", docker.DefaultCallTimeout, "deadline of each Docker Engine call (ping, list, inspect, opening the event stream)")
 	fs.DurationVar(&cfg.DockerPingInterval, "docker-ping-interval", docker.DefaultPingInterval, "how often the Docker Engine is pinged while connected; a failed ping reconnects and resyncs")
 	fs.DurationVar(&cfg.DockerBackoffMax, "docker-backoff-max", docker.DefaultRetryMax, "longest wait between attempts to reconnect to the Docker Engine (the wait doubles from 250ms, with jitter)")
+	fs.BoolVar(&cfg.SwarmEnabled, "swarm", false, "watch the Swarm services of the Docker Engine (a manager) for labelled services (deploy.labels); runs beside --docker")
+	fs.DurationVar(&cfg.SwarmPoll, "swarm-poll", docker.DefaultSwarmPoll, "how often the swarm's tasks are re-listed while nothing happens (a task stopping on another node sends no event); after an event and while a service scales, every 250ms")
 	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")
@@ -156,7 +163,7 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))

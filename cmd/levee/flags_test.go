@@ -78,6 +78,7 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{args: []string{"--docker-ping-interval", "-1s"}, want: "--docker-ping-interval (LEVEE_DOCKER_PING_INTERVAL) -1s: must be positive"},
 		{args: []string{"--docker-backoff-max", "100ms"}, want: "--docker-backoff-max (LEVEE_DOCKER_BACKOFF_MAX) 100ms: must be at least 250ms"},
 		{args: []string{"extra"}, want: `unexpected argument "extra"`},
+		{args: []string{"--swarm-poll", "0s"}, want: "--swarm-poll (LEVEE_SWARM_POLL) 0s: must be positive"},
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
 	}
 	for _, c := range cases {
@@ -85,6 +86,17 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("args %v env %v: error %v, want it to mention %s", c.args, c.env, err, c.want)
 		}
+	}
+}
+
+func TestServeFlagsSwarm(t *testing.T) {
+	cfg, err := parseServeFlags(nil, envOf(nil), &bytes.Buffer{})
+	if err != nil || cfg.SwarmEnabled || !cfg.DockerEnabled || cfg.SwarmPoll != 5*time.Second {
+		t.Fatalf("defaults: swarm %v docker %v poll %v (%v); want swarm off beside docker, 5s", cfg.SwarmEnabled, cfg.DockerEnabled, cfg.SwarmPoll, err)
+	}
+	cfg, err = parseServeFlags([]string{"--swarm", "--docker=false"}, envOf(map[string]string{"LEVEE_SWARM_POLL": "2s"}), &bytes.Buffer{})
+	if err != nil || !cfg.SwarmEnabled || cfg.DockerEnabled || cfg.SwarmPoll != 2*time.Second {
+		t.Fatalf("swarm %v docker %v poll %v (%v)", cfg.SwarmEnabled, cfg.DockerEnabled, cfg.SwarmPoll, err)
 	}
 }
 

@@ -32,6 +32,9 @@ const (
 // serviceReport is one row of `levee validate`: one label service of one
 // container.
 type serviceReport struct {
+	// Provider reads the labels: docker (a container's labels) or swarm
+	// (a Swarm service's labels: deploy.labels in a compose file).
+	Provider    string                   `json:"provider"`
 	Container   string                   `json:"container"`
 	Service     string                   `json:"service,omitempty"`
 	Entrypoint  string                   `json:"entrypoint,omitempty"`
@@ -43,7 +46,9 @@ type serviceReport struct {
 
 type validateReport struct {
 	Services []serviceReport `json:"services"`
-	Summary  map[string]int  `json:"summary"`
+	// Swarm is set when some row comes from deploy.labels.
+	Swarm   bool           `json:"swarm,omitempty"`
+	Summary map[string]int `json:"summary"`
 	// Hint suggests another label prefix when nothing was enabled under
 	// the given one but other containers carry a label grammar like ours.
 	Hint string `json:"hint,omitempty"`
@@ -51,10 +56,18 @@ type validateReport struct {
 
 const validateUsage = `Usage: levee validate [flags] [FILE...]
 
-Checks the labels of docker-compose FILEs (or, with no file, of the live
-engine's containers) with the same parser and validator as levee serve, and
-prints per service: routed, degraded (routed, some field fell back) or
-skipped (not routed), with its diagnostics (see levee explain CODE).
+Checks the labels of compose FILEs (or, with no file, of the live engine's
+containers) with the same parser and validator as levee serve, and prints
+per service: routed, degraded (routed, some field fell back) or skipped
+(not routed), with its diagnostics (see levee explain CODE).
+
+Compose files are read as Docker Compose reads them: variables
+(${HOST:-default}) from the environment, then --env-file or .env; anchors,
+merge keys, x- extensions, extends, profiles (--profile); several files
+(-f a.yml -f b.yml, or as arguments) merged in order; - for standard input.
+A service's labels are container labels, read by the docker provider
+(levee serve); its deploy.labels are Swarm service labels, read by the
+swarm provider (levee serve --swarm); rows marked [swarm] are those.
 
 Exit status: 0 everything routes, 1 something is skipped, 2 usage error or
 nothing could be read.
@@ -65,13 +78,17 @@ Flags:
 // runValidate implements `levee validate`.
 // Flags not given fall back to the same LEVEE_* variables as serve, so a
 // validate run in serve's environment judges labels exactly as serve would.
-func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("levee validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	prefix := fs.String("label-prefix", labels.DefaultPrefix, "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	format := fs.String("format", "text", "output format: text or json")
 	host := fs.String("docker-host", "", "Docker engine address for the live check (default: DOCKER_HOST, else the local socket)")
 	byDefault := fs.Bool("docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
+	var fileFlags, envFiles, profiles listFlag
+	fs.Var(&fileFlags, "f", "compose file (repeatable; - for standard input); files may also be given as arguments")
+	fs.Var(&envFiles, "env-file", "env file for interpolation (repeatable; default: .env beside the first file)")
+	fs.Var(&profiles, "profile", "compose profile to enable (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, validateUsage)
 		fs.PrintDefaults()
@@ -96,31 +113,39 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		return 2
 	}
 
-	var containers []labels.Container
+	files = append(append([]string(nil), fileFlags...), files...)
 	parser := labels.Parser{Prefix: *prefix, ExposedByDefault: *byDefault}
+	var rep validateReport
 	if len(files) > 0 {
-		containers, err = readComposeFiles(files)
+		objs, err := readCompose(ctx, composeInput{files: files, envFiles: envFiles, profiles: profiles, stdin: stdin, getenv: getenv})
 		if err != nil {
 			fmt.Fprintf(stderr, "levee validate: %v\n", err)
 			return 2
 		}
+		for _, v := range objs.unset {
+			fmt.Fprintf(stderr, "levee validate: note: required variable %s is not set; values that use it are checked as written\n", v)
+		}
 		parser.Offline = true
+		rep = reportBoth(parser, objs)
 	} else {
+		if len(envFiles) > 0 || len(profiles) > 0 {
+			fmt.Fprintln(stderr, "levee validate: --env-file and --profile apply to compose files; none given")
+			return 2
+		}
 		if listContainers == nil {
 			fmt.Fprintln(stderr, "levee validate: no compose file given, and this build cannot read the live Docker engine; pass compose files: levee validate docker-compose.yml")
 			return 2
 		}
-		containers, err = listContainers(ctx, *host)
+		containers, err := listContainers(ctx, *host)
 		if err != nil {
 			fmt.Fprintf(stderr, "levee validate: read the live Docker engine: %v\n", err)
 			return 2
 		}
-	}
-
-	eps, ds := parser.Parse(containers)
-	rep := buildReport(containers, eps, ds)
-	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
-		rep.Hint = prefixHint(containers, *prefix)
+		eps, ds := parser.Parse(containers)
+		rep = buildReport(config.SourceDocker, containers, eps, ds)
+		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+			rep.Hint = prefixHint(containers, *prefix)
+		}
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -136,6 +161,57 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		return 1
 	}
 	return 0
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// reportBoth checks a compose project's labels as container labels (docker
+// provider) and its deploy.labels as Swarm service labels (swarm
+// provider), and joins the two reports: containers first, then services.
+func reportBoth(parser labels.Parser, objs composeObjects) validateReport {
+	parser.Source = config.SourceDocker
+	eps, ds := parser.Parse(objs.containers)
+	rep := buildReport(config.SourceDocker, objs.containers, eps, ds)
+	if len(objs.services) > 0 {
+		sp := parser
+		sp.Source = config.SourceSwarm
+		eps, ds := sp.Parse(objs.services)
+		srep := buildReport(config.SourceSwarm, objs.services, eps, ds)
+		swarmRows := map[string]bool{}
+		for _, r := range srep.Services {
+			if r.Status == statusIgnored {
+				// deploy.labels without Levee's: nothing to say.
+				continue
+			}
+			rep.Services = append(rep.Services, r)
+			rep.Summary[r.Status]++
+			rep.Swarm = true
+			swarmRows[r.Container] = true
+		}
+		// A service labelled only under deploy is not also a container
+		// "not enabled".
+		kept := rep.Services[:0]
+		for _, r := range rep.Services {
+			if r.Provider == config.SourceDocker && r.Status == statusIgnored && swarmRows[r.Container] {
+				rep.Summary[statusIgnored]--
+				continue
+			}
+			kept = append(kept, r)
+		}
+		rep.Services = kept
+	}
+	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+		rep.Hint = prefixHint(append(append([]labels.Container(nil), objs.containers...), objs.services...), parser.Prefix)
+	}
+	return rep
 }
 
 // parseInterspersed parses flags that may come after file names
@@ -163,7 +239,7 @@ type rowKey struct{ container, service string }
 // buildReport turns the parser's output into one row per (container,
 // service). Diagnostics about a whole container (Service "") go to each of
 // its rows.
-func buildReport(containers []labels.Container, eps []config.Entrypoint, ds []diagnostics.Diagnostic) validateReport {
+func buildReport(provider string, containers []labels.Container, eps []config.Entrypoint, ds []diagnostics.Diagnostic) validateReport {
 	order := map[string]int{}
 	for i, c := range containers {
 		order[c.Name] = i
@@ -172,7 +248,7 @@ func buildReport(containers []labels.Container, eps []config.Entrypoint, ds []di
 	row := func(container, service string) *serviceReport {
 		k := rowKey{container, service}
 		if rows[k] == nil {
-			rows[k] = &serviceReport{Container: container, Service: service, Diagnostics: []diagnostics.Diagnostic{}}
+			rows[k] = &serviceReport{Provider: provider, Container: container, Service: service, Diagnostics: []diagnostics.Diagnostic{}}
 		}
 		return rows[k]
 	}
@@ -276,6 +352,9 @@ func writeText(w io.Writer, rep validateReport) {
 		if r.Status == statusIgnored {
 			detail = "(not enabled)"
 		}
+		if r.Provider == config.SourceSwarm {
+			detail += " [swarm]"
+		}
 		line := fmt.Sprintf("%-*s  %-*s  %-*s  %s", ws, r.Status, wc, r.Container, wv, svc, detail)
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 		for _, d := range r.Diagnostics {
@@ -284,6 +363,9 @@ func writeText(w io.Writer, rep validateReport) {
 	}
 	fmt.Fprintf(w, "\n%d routed, %d degraded, %d skipped, %d not enabled\n",
 		rep.Summary[statusRouted], rep.Summary[statusDegraded], rep.Summary[statusSkipped], rep.Summary[statusIgnored])
+	if rep.Swarm {
+		fmt.Fprintln(w, "labels are read by the docker provider (levee serve); deploy.labels, the rows marked [swarm], by the swarm provider (levee serve --swarm)")
+	}
 	if rep.Hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", rep.Hint)
 	}

@@ -1,187 +1,275 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/levee-proxy/levee/provider/labels"
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/levee-proxy/levee/provider/labels"
 )
 
-// composeService is what validate needs from one compose service.
-type composeService struct {
-	name          string
-	containerName string
-	labels        map[string]string
-	exposed       []int
+// composeInput says what to load: the files (several -f, "-" for standard
+// input), the env files and profiles, and where to look variables up.
+type composeInput struct {
+	files    []string
+	envFiles []string
+	profiles []string
+	stdin    io.Reader
+	getenv   func(string) string
 }
 
-// readComposeFiles reads compose files the way `docker compose -f a -f b`
-// merges them: services keep the order in which they first appear, later
-// files add and override labels. Both labels forms (list and map) and
-// deploy.labels are read; deploy.labels win over labels on the same key.
-func readComposeFiles(paths []string) ([]labels.Container, error) {
+// composeObjects are what a compose project gives the two label readers:
+// each service's `labels` as a container (the docker provider reads those),
+// and each service's `deploy.labels` as a Swarm service (the swarm provider
+// reads those, once the file is deployed with `docker stack deploy`).
+type composeObjects struct {
+	containers []labels.Container
+	services   []labels.Container
+	// unset are required variables (${VAR:?…}) without a value: the
+	// values that use them were kept as written.
+	unset []string
+}
+
+// readCompose loads a compose project the way Docker Compose does, through
+// compose-go (the library Docker Compose itself uses): variable
+// interpolation with defaults (${HOST:-app.example.com}), x- extensions,
+// YAML anchors and merge keys, extends, profiles, .env and --env-file,
+// several files merged in order, "-" for standard input. Variables are
+// looked up in the environment first, then in the env files (an empty
+// variable counts as unset).
+func readCompose(ctx context.Context, in composeInput) (composeObjects, error) {
+	details, order, err := composeDetails(in)
+	if err != nil {
+		return composeObjects{}, err
+	}
+	env, err := envFileValues(details.WorkingDir, in)
+	if err != nil {
+		return composeObjects{}, err
+	}
+	details.Environment = env
+	lookup := func(key string) (string, bool) {
+		if v := in.getenv(key); v != "" {
+			return v, true
+		}
+		v, ok := env[key]
+		return v, ok
+	}
+	var unset []string
+	project, err := loader.LoadWithContext(ctx, details, func(o *loader.Options) {
+		o.Interpolate.LookupValue = lookup
+		o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
+			out, err := template.Substitute(s, m)
+			// A required variable (${TOKEN:?set it}) that is unset fails
+			// `docker compose up`, but validate judges labels: the value
+			// is checked as written, and the caller says so.
+			var req *template.MissingRequiredError
+			if errors.As(err, &req) {
+				if !slices.Contains(unset, req.Variable) {
+					unset = append(unset, req.Variable)
+				}
+				return s, nil
+			}
+			return out, err
+		}
+		o.Profiles = in.profiles
+		o.SetProjectName(loader.NormalizeProjectName(filepath.Base(details.WorkingDir)), false)
+		// validate judges labels: a service without an image (built
+		// elsewhere) is not its concern.
+		o.SkipConsistencyCheck = true
+		o.SkipResolveEnvironment = true
+	})
+	if err != nil {
+		return composeObjects{}, fmt.Errorf("load compose files %s: %w", strings.Join(in.files, ", "), err)
+	}
+	objs := projectObjects(project, order)
+	objs.unset = unset
+	return objs, nil
+}
+
+// composeDetails reads every file (standard input for "-") and notes the
+// order in which services first appear, so that the report follows the
+// files. The working directory is that of the first file on disk, as for
+// Docker Compose.
+func composeDetails(in composeInput) (types.ConfigDetails, []string, error) {
+	var details types.ConfigDetails
 	var order []string
-	byName := map[string]*composeService{}
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("read compose file: %w", err)
+	stdinRead := false
+	for _, path := range in.files {
+		var data []byte
+		var err error
+		if path == "-" {
+			if stdinRead {
+				return details, nil, errors.New("standard input (-) can be given only once")
+			}
+			stdinRead = true
+			if data, err = io.ReadAll(in.stdin); err != nil {
+				return details, nil, fmt.Errorf("read compose file from standard input: %w", err)
+			}
+		} else {
+			if data, err = os.ReadFile(path); err != nil {
+				return details, nil, fmt.Errorf("read compose file: %w", err)
+			}
+			if details.WorkingDir == "" {
+				abs, err := filepath.Abs(path)
+				if err != nil {
+					return details, nil, fmt.Errorf("compose file %s: %w", path, err)
+				}
+				details.WorkingDir = filepath.Dir(abs)
+			}
 		}
-		svcs, err := parseCompose(data)
-		if err != nil {
-			return nil, fmt.Errorf("parse compose file %s: %w", path, err)
+		name := path
+		if path == "-" {
+			// compose-go names standard input so; a relative path
+			// would be resolved against the working directory.
+			name = "-"
 		}
-		for _, s := range svcs {
-			cur, ok := byName[s.name]
-			if !ok {
-				cp := s
-				byName[s.name] = &cp
-				order = append(order, s.name)
-				continue
+		details.ConfigFiles = append(details.ConfigFiles, types.ConfigFile{Filename: name, Content: data})
+		for _, s := range serviceOrder(data) {
+			if !slices.Contains(order, s) {
+				order = append(order, s)
 			}
-			if s.containerName != "" {
-				cur.containerName = s.containerName
-			}
-			for k, v := range s.labels {
-				cur.labels[k] = v
-			}
-			cur.exposed = append(cur.exposed, s.exposed...)
 		}
 	}
-	// Creation times follow file order, so "the oldest replica wins" means
-	// "the first service in the file" and output is deterministic.
+	if details.WorkingDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return details, nil, err
+		}
+		details.WorkingDir = wd
+	}
+	return details, order, nil
+}
+
+// envFileValues reads the env files: --env-file as given, else .env in the
+// working directory when there is one. References inside them resolve
+// against the environment.
+func envFileValues(wd string, in composeInput) (map[string]string, error) {
+	files := in.envFiles
+	if len(files) == 0 {
+		def := filepath.Join(wd, ".env")
+		if st, err := os.Stat(def); err == nil && !st.IsDir() {
+			files = []string{def}
+		}
+	}
+	if len(files) == 0 {
+		return map[string]string{}, nil
+	}
+	env, err := dotenv.ReadWithLookup(func(k string) (string, bool) {
+		v := in.getenv(k)
+		return v, v != ""
+	}, files...)
+	if err != nil {
+		return nil, fmt.Errorf("read env file: %w", err)
+	}
+	return env, nil
+}
+
+// serviceOrder lists the service names of one file in file order; a file
+// that does not parse here is left to compose-go to report.
+func serviceOrder(data []byte) []string {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return nil
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "services" || doc.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		var out []string
+		svcs := doc.Content[i+1]
+		for j := 0; j+1 < len(svcs.Content); j += 2 {
+			out = append(out, svcs.Content[j].Value)
+		}
+		return out
+	}
+	return nil
+}
+
+// projectObjects turns the loaded project into label objects, in file
+// order (services the files do not name, from extends or include, after
+// them by name). Creation times follow that order, so "the oldest replica
+// wins" means "the first service in the file".
+func projectObjects(p *types.Project, order []string) composeObjects {
+	var names []string
+	for _, n := range order {
+		if _, ok := p.Services[n]; ok {
+			names = append(names, n)
+		}
+	}
+	var rest []string
+	for n := range p.Services {
+		if !slices.Contains(names, n) {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	names = append(names, rest...)
+
 	base := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	out := make([]labels.Container, 0, len(order))
-	for i, name := range order {
-		s := byName[name]
-		cname := s.containerName
+	var out composeObjects
+	for i, name := range names {
+		s := p.Services[name]
+		created := base.Add(time.Duration(i) * time.Second)
+		targets := targetPorts(s.Ports)
+		cname := s.ContainerName
 		if cname == "" {
 			cname = name
 		}
-		out = append(out, labels.Container{ID: name, Name: cname, Created: base.Add(time.Duration(i) * time.Second),
-			Labels: s.labels, ExposedPorts: s.exposed})
-	}
-	return out, nil
-}
-
-func parseCompose(data []byte) ([]composeService, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, err
-	}
-	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("empty file")
-	}
-	doc := root.Content[0]
-	services := mapValue(doc, "services")
-	if services == nil || services.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("no services mapping")
-	}
-	var out []composeService
-	for i := 0; i+1 < len(services.Content); i += 2 {
-		name, body := services.Content[i].Value, services.Content[i+1]
-		s := composeService{name: name, labels: map[string]string{}}
-		if body.Kind == yaml.MappingNode {
-			if cn := mapValue(body, "container_name"); cn != nil {
-				s.containerName = cn.Value
-			}
-			if err := readLabels(mapValue(body, "labels"), s.labels); err != nil {
-				return nil, fmt.Errorf("service %s: labels: %w", name, err)
-			}
-			if deploy := mapValue(body, "deploy"); deploy != nil {
-				if err := readLabels(mapValue(deploy, "labels"), s.labels); err != nil {
-					return nil, fmt.Errorf("service %s: deploy.labels: %w", name, err)
-				}
-			}
-			s.exposed = append(s.exposed, exposedPorts(mapValue(body, "expose"))...)
-			s.exposed = append(s.exposed, targetPorts(mapValue(body, "ports"))...)
+		exposed := append(exposedPorts(s.Expose), targets...)
+		out.containers = append(out.containers, labels.Container{ID: name, Name: cname, Created: created,
+			Labels: copyLabels(s.Labels), ExposedPorts: exposed})
+		if s.Deploy != nil && len(s.Deploy.Labels) > 0 {
+			out.services = append(out.services, labels.Container{ID: name, Name: name, Created: created,
+				Labels: copyLabels(s.Deploy.Labels), ExposedPorts: targets, Service: true})
 		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// mapValue returns the value node of key in a mapping node, or nil.
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-// readLabels reads labels in list form ("k=v") or map form (k: v). Scalar
-// values keep their text exactly as written (0.50 stays "0.50").
-func readLabels(n *yaml.Node, into map[string]string) error {
-	if n == nil {
-		return nil
-	}
-	switch n.Kind {
-	case yaml.SequenceNode:
-		for _, it := range n.Content {
-			if it.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: want \"key=value\"", it.Line)
-			}
-			k, v, _ := strings.Cut(it.Value, "=")
-			into[k] = v
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			v := n.Content[i+1]
-			if v.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: label %s: want a scalar value", v.Line, n.Content[i].Value)
-			}
-			if v.Tag == "!!null" {
-				into[n.Content[i].Value] = ""
-				continue
-			}
-			into[n.Content[i].Value] = v.Value
-		}
-	default:
-		return fmt.Errorf("line %d: want a list or a map", n.Line)
-	}
-	return nil
-}
-
-// exposedPorts reads `expose` items: "3000", 3000, "3000-3002", "3000/tcp".
-func exposedPorts(n *yaml.Node) []int {
-	if n == nil || n.Kind != yaml.SequenceNode {
-		return nil
-	}
-	var out []int
-	for _, it := range n.Content {
-		out = append(out, portRange(it.Value)...)
 	}
 	return out
 }
 
-// targetPorts reads the container side of `ports`: short syntax
-// "[ip:][host:]container[/proto]" and long syntax {target: 80}.
-func targetPorts(n *yaml.Node) []int {
-	if n == nil || n.Kind != yaml.SequenceNode {
-		return nil
+func copyLabels(l types.Labels) map[string]string {
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
 	}
+	return out
+}
+
+// exposedPorts reads `expose` items: "3000", "3000-3002", "3000/tcp".
+func exposedPorts(items types.StringOrNumberList) []int {
 	var out []int
-	for _, it := range n.Content {
-		switch it.Kind {
-		case yaml.ScalarNode:
-			s := it.Value
-			if i := strings.LastIndex(s, ":"); i >= 0 {
-				s = s[i+1:]
-			}
-			out = append(out, portRange(s)...)
-		case yaml.MappingNode:
-			if t := mapValue(it, "target"); t != nil {
-				out = append(out, portRange(t.Value)...)
-			}
+	for _, it := range items {
+		out = append(out, portRange(it)...)
+	}
+	return out
+}
+
+// targetPorts reads the container side of `ports` (TCP only).
+func targetPorts(ports []types.ServicePortConfig) []int {
+	var out []int
+	for _, p := range ports {
+		if p.Protocol != "" && p.Protocol != "tcp" {
+			continue
+		}
+		if p.Target >= 1 && p.Target <= 65535 {
+			out = append(out, int(p.Target))
 		}
 	}
 	return out

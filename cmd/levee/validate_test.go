@@ -20,7 +20,7 @@ func validate(t *testing.T, args ...string) (string, string, int) {
 func validateEnv(t *testing.T, env map[string]string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runValidate(context.Background(), args, &out, &errOut, envOf(env))
+	code := runValidate(context.Background(), args, strings.NewReader(""), &out, &errOut, envOf(env))
 	return out.String(), errOut.String(), code
 }
 
@@ -80,6 +80,10 @@ func TestValidateGood(t *testing.T) {
 	}
 	if !strings.Contains(out, "www.example.com,example.com -> web-1:8080") || !strings.Contains(out, "3 routed, 0 degraded, 0 skipped, 1 not enabled") {
 		t.Errorf("output:\n%s", out)
+	}
+	// deploy.labels are a Swarm service's labels, and the report says so.
+	if !strings.Contains(out, "jobs.example.com -> worker:8000 [swarm]") || !strings.Contains(out, "deploy.labels, the rows marked [swarm], by the swarm provider (levee serve --swarm)") {
+		t.Errorf("deploy.labels not reported as the swarm provider's:\n%s", out)
 	}
 }
 

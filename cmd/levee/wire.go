@@ -14,6 +14,7 @@ import (
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/proxy"
 )
 
@@ -93,16 +94,25 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	})
 
 	var ready []api.ReadyCheck
-	if cfg.DockerEnabled {
-		prov, err := newDockerProvider(cfg, log, reg)
+	// The docker provider watches containers, its Swarm mode services;
+	// both may run at once against one engine.
+	for _, swarm := range []bool{false, true} {
+		if (!swarm && !cfg.DockerEnabled) || (swarm && !cfg.SwarmEnabled) {
+			continue
+		}
+		name := config.SourceDocker
+		if swarm {
+			name = config.SourceSwarm
+		}
+		prov, err := newDockerProvider(cfg, swarm, log, reg)
 		if err != nil {
 			closeAll()
-			return nil, fmt.Errorf("docker provider: %w", err)
+			return nil, fmt.Errorf("%s provider: %w", name, err)
 		}
-		ready = append(ready, api.ReadyCheck{Name: "docker", Ready: prov.Synced, Connection: dockerConnection(prov)})
+		ready = append(ready, api.ReadyCheck{Name: name, Ready: prov.Synced, Connection: dockerConnection(prov)})
 		a.background = append(a.background, func(ctx context.Context) {
 			if err := prov.Run(ctx, rt); err != nil {
-				log.Error().Err(err).Msg("docker provider stopped")
+				log.Error().Err(err).Msgf("%s provider stopped", name)
 			}
 		})
 	}
@@ -126,9 +136,13 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	return a, nil
 }
 
-// newDockerProvider builds the docker provider from the serve flags, with
-// its metrics in reg.
-func newDockerProvider(cfg serveConfig, log zerolog.Logger, reg prometheus.Registerer) (*docker.Provider, error) {
+// newDockerProvider builds the docker provider (in Swarm mode when swarm)
+// from the serve flags, with its metrics in reg.
+func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prometheus.Registerer) (*docker.Provider, error) {
+	component := config.SourceDocker
+	if swarm {
+		component = config.SourceSwarm
+	}
 	return docker.New(docker.Options{
 		Host:           cfg.DockerHost,
 		Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault},
@@ -138,7 +152,9 @@ func newDockerProvider(cfg serveConfig, log zerolog.Logger, reg prometheus.Regis
 		PingInterval:   cfg.DockerPingInterval,
 		RetryMax:       cfg.DockerBackoffMax,
 		Registerer:     reg,
-		Logger:         log.With().Str("component", "docker").Logger(),
+		Logger:         log.With().Str("component", component).Logger(),
+		Swarm:          swarm,
+		SwarmPoll:      cfg.SwarmPoll,
 	})
 }
 

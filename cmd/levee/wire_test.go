@@ -77,3 +77,55 @@ func TestBuildReportsTheDockerConnection(t *testing.T) {
 		}
 	}
 }
+
+// --swarm runs a second provider beside docker, against the same engine:
+// /ready lists both, and the metrics carry one series per provider.
+func TestBuildRunsTheSwarmProviderBesideDocker(t *testing.T) {
+	const host = "tcp://127.0.0.1:1"
+	cfg, err := parseServeFlags([]string{"--swarm", "--docker-host", host, "--state-file", filepath.Join(t.TempDir(), "state.json"),
+		"--docker-backoff-max", "250ms", "--docker-call-timeout", "2s"}, envOf(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := build(ctx, cfg, zerolog.Nop(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, background := range a.background {
+		wg.Add(1)
+		go func() { defer wg.Done(); background(ctx) }()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		rec := httptest.NewRecorder()
+		a.api.ServeHTTP(rec, httptest.NewRequest("GET", "/ready", nil))
+		var body struct {
+			Providers []struct{ Name, State, Error string }
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			return fmt.Errorf("/ready body %q: %w", rec.Body, err)
+		}
+		var names []string
+		for _, p := range body.Providers {
+			if p.State != "disconnected" || !strings.Contains(p.Error, host) {
+				return fmt.Errorf("provider %s: %s %q, want disconnected naming %s", p.Name, p.State, p.Error, host)
+			}
+			names = append(names, p.Name)
+		}
+		if strings.Join(names, ",") != "docker,swarm" {
+			return fmt.Errorf("/ready providers %v, want docker and swarm", names)
+		}
+		return nil
+	})
+	rec := httptest.NewRecorder()
+	a.api.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`levee_provider_connected{provider="docker"} 0`, `levee_provider_connected{provider="swarm"} 0`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -41,4 +41,21 @@
 // When Levee itself runs in a container (a container whose ID starts with
 // the host name), that container's networks are passed to the parser as
 // Parser.OwnNetworks, so it can pick a network Levee can reach.
+//
+// Swarm mode (Options.Swarm, `levee serve --swarm`) watches the Swarm
+// services of the engine, a manager, with the same session (reconnect,
+// backoff, watchdog, resync, debounce, status and metrics, labelled
+// provider="swarm"): the object is the service, whose labels are read with
+// the same grammar (Parser.Source "swarm", entrypoint IDs <service>@swarm),
+// and its backends are its tasks that run, are meant to run, and sit on a
+// node that is ready and not drained (labels.Container with Service and
+// Tasks). The engine sends service and node events, and container events
+// for the tasks of this node only, never for a task stopping on another
+// node, so each relevant event marks the swarm stale and one re-list
+// (services, tasks, nodes, networks) follows when the change is published;
+// and the swarm is re-listed every SwarmSettle for a while after an event
+// and while a labelled service runs another number of tasks than it wants
+// (scaling shows within it; for at most a minute), else every SwarmPoll.
+// A task whose container this node sees being stopped leaves the routes
+// at once, ahead of the re-list.
 package docker

@@ -625,13 +625,13 @@ func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[
 }
 
 // wantConnection checks the provider's state in its Status and its
-// metrics.
+// metrics (labelled with its source, docker or swarm).
 func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want State) {
 	t.Helper()
 	if got := p.Status().State; got != want {
 		t.Errorf("Status().State = %q, want %q", got, want)
 	}
-	docker := map[string]string{"provider": config.SourceDocker}
+	docker := map[string]string{"provider": p.name}
 	connected := 0.0
 	if want == StateConnected {
 		connected = 1
@@ -644,7 +644,7 @@ func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want Sta
 		if s == want {
 			v = 1
 		}
-		if got := metricValue(t, reg, "levee_provider_state", map[string]string{"provider": config.SourceDocker, "state": string(s)}); got != v {
+		if got := metricValue(t, reg, "levee_provider_state", map[string]string{"provider": p.name, "state": string(s)}); got != v {
 			t.Errorf("levee_provider_state{state=%q} = %v, want %v", s, got, v)
 		}
 	}

@@ -94,13 +94,27 @@ type Options struct {
 	// that a custom host name (compose `hostname:`) does not hide it; the
 	// host name is tried as well.
 	SelfID string
+
+	// Swarm watches the engine's Swarm services instead of its containers
+	// (the engine must be a manager): service labels, running tasks as
+	// backends. Its entrypoints and diagnostics have the source "swarm".
+	Swarm bool
+	// SwarmPoll is the period of the swarm re-list while nothing happens
+	// (default 5 s): the engine sends no event when a task on another
+	// node stops. SwarmSettle is the period after an event and while a
+	// labelled service is scaling (default 250 ms).
+	SwarmPoll, SwarmSettle time.Duration
 }
 
 // Provider watches one Docker Engine. Run drives it; Synced reports whether
 // the first full sync has been delivered, Status the connection.
 type Provider struct {
-	opts    Options
-	eng     engine
+	opts  Options
+	eng   engine
+	swarm swarmEngine
+	// name is the source: config.SourceDocker, or SourceSwarm in Swarm
+	// mode.
+	name    string
 	host    string
 	closer  func() error
 	log     zerolog.Logger
@@ -120,6 +134,20 @@ type Provider struct {
 	sent      []labels.Container
 	sentOwn   []string
 	everSent  bool
+	// Swarm mode: stale is set by an event and cleared by the re-list
+	// that follows; settled is false while a labelled service scales;
+	// settleUntil ends the close polling that follows an event.
+	stale       bool
+	settled     bool
+	settleUntil time.Time
+	// unsettledSince is when settled last became false.
+	unsettledSince time.Time
+	// gone are tasks whose container was seen stopping, by task ID, with
+	// when (see dropGone).
+	gone map[string]time.Time
+	// urgent: a task left the cache on an event; publish before the
+	// re-list.
+	urgent bool
 }
 
 // New makes a Provider for opts.Host. It does not contact the engine: Run
@@ -152,7 +180,16 @@ func newClient(host string) (*client.Client, error) {
 
 func newProvider(opts Options, eng engine) (*Provider, error) {
 	opts = withDefaults(opts)
-	m, err := newMetrics(opts.Registerer)
+	name := config.SourceDocker
+	var se swarmEngine
+	if opts.Swarm {
+		name = config.SourceSwarm
+		var ok bool
+		if se, ok = eng.(swarmEngine); !ok {
+			return nil, fmt.Errorf("the %s provider needs an engine client with the Swarm API", name)
+		}
+	}
+	m, err := newMetrics(opts.Registerer, name)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +197,15 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 	p := &Provider{
 		opts:    opts,
 		eng:     eng,
+		swarm:   se,
+		name:    name,
 		host:    host,
-		log:     opts.Logger.With().Str("provider", config.SourceDocker).Str("docker_host", host).Logger(),
+		log:     opts.Logger.With().Str("provider", name).Str("docker_host", host).Logger(),
 		metrics: m,
 		status:  Status{State: StateConnecting, Since: opts.Clock.Now()},
 		cache:   map[string]labels.Container{},
+		settled: true,
+		gone:    map[string]time.Time{},
 	}
 	return p, nil
 }
@@ -178,6 +219,8 @@ func withDefaults(opts Options) Options {
 	defaultDuration(&opts.ResyncInterval, DefaultResyncInterval)
 	defaultDuration(&opts.CallTimeout, DefaultCallTimeout)
 	defaultDuration(&opts.PingInterval, DefaultPingInterval)
+	defaultDuration(&opts.SwarmPoll, DefaultSwarmPoll)
+	defaultDuration(&opts.SwarmSettle, DefaultSwarmSettle)
 	// Both bounds get their defaults: a zero RetryMax would cap the
 	// backoff at RetryMin, retrying every 250 ms forever.
 	defaultDuration(&opts.RetryMin, DefaultRetryMin)
@@ -223,6 +266,9 @@ func (p *Provider) Close() error {
 // fullSync replaces the cache with a fresh list + inspect, and re-detects
 // Levee's own container. Each call has its own deadline.
 func (p *Provider) fullSync(ctx context.Context) error {
+	if p.swarm != nil {
+		return p.swarmSync(ctx)
+	}
 	cache, err := listFacts(ctx, p.eng, p.opts.CallTimeout, p.opts.Parser.Relevant)
 	if err != nil {
 		return err
@@ -234,6 +280,9 @@ func (p *Provider) fullSync(ctx context.Context) error {
 // apply updates the cache for one event and reports whether anything
 // changed. An error means the engine failed and a resync is due.
 func (p *Provider) apply(ctx context.Context, m events.Message) (bool, error) {
+	if p.swarm != nil {
+		return p.swarmEvent(m), nil
+	}
 	action, _, _ := strings.Cut(string(m.Action), ":")
 	switch m.Type {
 	case events.ContainerEventType:
@@ -317,12 +366,13 @@ func (p *Provider) publish(sink Sink, always bool) {
 	}
 	parser := p.opts.Parser
 	parser.OwnNetworks = append([]string(nil), p.own...)
+	parser.Source = p.name
 	eps, diags := p.opts.Parse(parser, cs)
-	sink.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: eps, Diagnostics: diags})
+	sink.Update(config.SourceUpdate{Source: p.name, Entrypoints: eps, Diagnostics: diags})
 	p.sent, p.sentOwn, p.everSent = cs, p.own, true
 	p.synced.Store(true)
-	p.log.Debug().Int("containers", len(cs)).Int("entrypoints", len(eps)).Int("diagnostics", len(diags)).
-		Msg("docker: update sent")
+	p.log.Debug().Int("objects", len(cs)).Int("entrypoints", len(eps)).Int("diagnostics", len(diags)).
+		Msgf("%s: update sent", p.name)
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }

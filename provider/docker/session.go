@@ -63,14 +63,14 @@ func (p *Provider) logEnding(end ending, err error, delay time.Duration) {
 	switch {
 	case end == lost:
 		p.log.Warn().Err(err).Dur("retry_in", delay).
-			Msgf("docker: lost the connection to the engine at %s; reconnecting and resyncing", p.host)
+			Msgf("%s: lost the connection to the engine at %s; reconnecting and resyncing", p.name, p.host)
 		p.announced = true
 	case !p.announced:
 		p.log.Error().Err(err).Dur("retry_in", delay).
-			Msgf("docker: cannot reach the Docker engine at %s; other sources keep serving, retrying in the background", p.host)
+			Msgf("%s: cannot reach the Docker engine at %s; other sources keep serving, retrying in the background", p.name, p.host)
 		p.announced = true
 	default:
-		p.log.Debug().Err(err).Dur("retry_in", delay).Msgf("docker: engine at %s still unreachable", p.host)
+		p.log.Debug().Err(err).Dur("retry_in", delay).Msgf("%s: engine at %s still unreachable", p.name, p.host)
 	}
 }
 
@@ -81,10 +81,10 @@ func (p *Provider) logEnding(end ending, err error, delay time.Duration) {
 // nothing to the error already logged.
 func (p *Provider) syncWithoutStream(ctx context.Context, sink Sink) {
 	if err := p.fullSync(ctx); err != nil {
-		p.log.Debug().Err(err).Msg("docker: sync without an event stream failed")
+		p.log.Debug().Err(err).Msgf("%s: sync without an event stream failed", p.name)
 		return
 	}
-	p.log.Debug().Int("containers", len(p.cache)).Msg("docker: synced without an event stream")
+	p.log.Debug().Int("containers", len(p.cache)).Msgf("%s: synced without an event stream", p.name)
 	p.publish(sink, !p.everSent)
 }
 
@@ -115,7 +115,7 @@ func (p *Provider) session(ctx context.Context, sink Sink, stable func()) (endin
 	}
 	p.announced = false
 	p.setState(StateConnected, nil)
-	p.log.Info().Msgf("docker: connected to the engine at %s", p.host)
+	p.log.Info().Msgf("%s: connected to the engine at %s", p.name, p.host)
 	p.publish(sink, !p.everSent)
 	return lost, p.follow(ctx, sink, st, stable)
 }
@@ -171,7 +171,7 @@ func (p *Provider) subscribe(ctx context.Context) (*stream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	opened := make(chan *stream, 1)
 	go func() {
-		msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: eventFilters()})
+		msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: p.eventFilters()})
 		opened <- &stream{msgs: msgs, errs: errs, close: cancel}
 	}()
 	deadline, stop := context.WithTimeout(ctx, p.opts.CallTimeout)
@@ -202,6 +202,9 @@ func (p *Provider) follow(ctx context.Context, sink Sink, st *stream, stable fun
 	defer func() { watchdog.Stop() }()
 	win := debounce{clock: p.opts.Clock, d: p.opts.Debounce}
 	defer win.stop()
+	poll := poller{clock: p.opts.Clock}
+	defer poll.stop()
+	poll.arm(p.pollEvery(), false)
 	for {
 		select {
 		case <-ctx.Done():
@@ -219,18 +222,33 @@ func (p *Provider) follow(ctx context.Context, sink Sink, st *stream, stable fun
 			if err != nil {
 				return err
 			}
-			if changed && win.change() {
-				p.publish(sink, false)
+			// A Swarm task seen stopping (urgent) is published at once,
+			// window or not: its server takes no new request.
+			if changed && (win.change() || p.urgent) {
+				if err := p.flush(ctx, sink); err != nil {
+					return err
+				}
 			}
+			poll.arm(p.pollEvery(), false)
 		case <-win.c:
 			if win.expired() {
-				p.publish(sink, false)
+				if err := p.flush(ctx, sink); err != nil {
+					return err
+				}
 			}
+		case <-poll.c:
+			// Swarm mode only: re-list, since a task on another node
+			// stops without an event.
+			p.stale = true
+			if err := p.flush(ctx, sink); err != nil {
+				return err
+			}
+			poll.arm(p.pollEvery(), true)
 		case <-resync.C():
 			if err := p.fullSync(ctx); err != nil {
 				return err
 			}
-			p.log.Debug().Int("containers", len(p.cache)).Msg("docker: periodic resync")
+			p.log.Debug().Int("containers", len(p.cache)).Msgf("%s: periodic resync", p.name)
 			// The resync publishes everything collected so far.
 			win.dirty = false
 			p.publish(sink, false)

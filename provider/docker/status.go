@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/levee-proxy/levee/router/config"
 )
 
 // State is the provider's connection to the engine.
@@ -79,16 +77,16 @@ func (p *Provider) reconnecting() {
 	p.metrics.reconnects.Inc()
 }
 
-// metrics are the provider's series, labelled provider="docker" so that
-// other providers can share the names.
+// metrics are the provider's series, labelled provider="docker" (or
+// "swarm") so that other providers can share the names.
 type metrics struct {
 	connected  prometheus.Gauge
 	state      *prometheus.GaugeVec
 	reconnects prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	provider := prometheus.Labels{"provider": config.SourceDocker}
+func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
+	provider := prometheus.Labels{"provider": name}
 	m := &metrics{
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name:        "levee_provider_connected",
@@ -108,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.connected, m.state, m.reconnects} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering the docker provider's metrics: %w", err)
+			return nil, fmt.Errorf("registering the %s provider's metrics: %w", name, err)
 		}
 	}
 	m.set(StateConnecting)

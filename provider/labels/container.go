@@ -2,27 +2,50 @@ package labels
 
 import "time"
 
-// Container is what the label grammar needs to know about one container. The
-// Docker provider fills it from list+inspect; `levee validate` fills it from a
-// compose file (no networks, no addresses: Offline).
+// Container is what the label grammar needs to know about one labelled
+// object: a container, or a Swarm service (Service set). The Docker provider
+// fills it from list+inspect, its Swarm mode from the service, task and node
+// lists; `levee validate` fills it from a compose file (no networks, no
+// addresses: Offline).
 type Container struct {
 	ID      string
 	Name    string // without the leading slash
 	Created time.Time
 	Labels  map[string]string
-	// Networks the container is attached to, with its IP on each.
+	// Networks the container is attached to, with its IP on each. For a
+	// Swarm service: the service's networks, with its virtual IP on each
+	// (empty when it has none, endpoint mode dnsrr).
 	Networks []Network
 	// ExposedPorts are the container's exposed TCP ports (image EXPOSE and
-	// --expose), ascending.
+	// --expose), ascending. For a Swarm service: the target ports of its
+	// endpoint spec.
 	ExposedPorts []int
 	// HasHealthcheck is true when the container defines a HEALTHCHECK;
 	// Health is then "starting", "healthy" or "unhealthy".
 	HasHealthcheck bool
 	Health         string
+
+	// Service marks a Swarm service: the labels are the service's, and its
+	// backends are Tasks (one per running task on an available node), or
+	// its virtual IP when the service asks for it (lb.swarm=true).
+	Service bool
+	// Tasks are a service's running tasks, each with its own addresses,
+	// ordered by name.
+	Tasks []Task
 }
 
 // Network is one network a container is attached to.
 type Network struct {
 	Name string
 	IP   string
+}
+
+// Task is one running task of a Swarm service: a replica, with its address
+// on each network of the service.
+type Task struct {
+	ID string
+	// Name is the task's name as `docker service ps` shows it: the
+	// service name and the slot (web.2), or the node for a global service.
+	Name     string
+	Networks []Network
 }

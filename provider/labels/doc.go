@@ -1,4 +1,7 @@
-// Package labels turns container labels into Levee entrypoints.
+// Package labels turns container labels, and Swarm service labels, into
+// Levee entrypoints. A Swarm service is one Container with Service set: its
+// labels are the service's, the diagnostics name the service, and its
+// backends are its running tasks (or its virtual IP with lb.swarm=true).
 //
 // The grammar is <prefix>.<protocol>.<service>.<field>=<value> plus the
 // global labels <prefix>.enable and <prefix>.network. The parser's job is only

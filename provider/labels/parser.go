@@ -25,6 +25,20 @@ type Parser struct {
 	// Offline skips address resolution (`levee validate` on compose files):
 	// backends get the container name as address and no W009/W010 is made.
 	Offline bool
+	// Source names the provider in diagnostics and entrypoints:
+	// config.SourceDocker when empty. The entrypoints of any other source
+	// get IDs of the form <service>@<source> (web@swarm), so an ID says
+	// where it came from and a container and a Swarm service of the same
+	// name can run side by side.
+	Source string
+}
+
+// sourceName returns the provider name.
+func (p Parser) sourceName() string {
+	if p.Source == "" {
+		return config.SourceDocker
+	}
+	return p.Source
 }
 
 // candidate is one (container, service) whose labels decoded to a routable
@@ -36,6 +50,8 @@ type candidate struct {
 	cfg    config.LabelConfig
 	fields map[string]string
 	net    *Network // chosen network; nil when none
+	// vip: route a Swarm service through its virtual IP (lb.swarm=true).
+	vip bool
 }
 
 // Parse turns the complete current set of containers into entrypoints and
@@ -83,8 +99,8 @@ func older(a, b *Container) bool {
 	return a.Name < b.Name
 }
 
-func source(c *Container, svc string) diagnostics.Source {
-	return diagnostics.Source{Provider: config.SourceDocker, ObjectID: c.ID, ObjectName: c.Name, Service: svc}
+func (p Parser) source(c *Container, svc string) diagnostics.Source {
+	return diagnostics.Source{Provider: p.sourceName(), ObjectID: c.ID, ObjectName: c.Name, Service: svc}
 }
 
 var globalKeys = []string{"enable", "network"}
@@ -95,8 +111,8 @@ var otherProtocols = map[string]bool{"tcp": true, "udp": true, "tls": true, "htt
 
 // parseContainer applies the grammar to one container's labels.
 func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diagnostics.Diagnostic) {
-	diags := traefikOnly(prefix, c)
-	src := source(c, "")
+	diags := p.traefikOnly(prefix, c)
+	src := p.source(c, "")
 	enableKey := prefix + ".enable"
 	enabled := p.ExposedByDefault
 	enableRaw, explicit := c.Labels[enableKey]
@@ -115,7 +131,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 		// near miss of the enable label itself (levee.Enable=true) and a
 		// container labelled for Traefik only (I003, above): the operator
 		// meant to opt in and would otherwise get silence.
-		return nil, append(diags, misspelledEnable(prefix, c)...)
+		return nil, append(diags, p.misspelledEnable(prefix, c)...)
 	}
 
 	keys := make([]string, 0, len(c.Labels))
@@ -183,7 +199,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	var cands []candidate
 	for _, sk := range order {
 		fields := services[sk]
-		ssrc := source(c, sk.svc)
+		ssrc := p.source(c, sk.svc)
 		if sk.proto != config.ProtocolHTTP {
 			first := sortedFieldNames(fields)[0]
 			hint := ""
@@ -198,12 +214,14 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			continue
 		}
 		keyOf := func(field string) string { return prefix + "." + sk.proto + "." + sk.svc + "." + field }
+		fields, vip, ds := p.swarmLB(c, fields, ssrc, keyOf)
+		diags = append(diags, ds...)
 		cfg, ds := config.DecodeLabels(fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		if !cfg.Routable {
 			continue
 		}
-		cands = append(cands, candidate{c: c, svc: sk.svc, proto: sk.proto, cfg: cfg, fields: fields, net: net})
+		cands = append(cands, candidate{c: c, svc: sk.svc, proto: sk.proto, cfg: cfg, fields: fields, net: net, vip: vip})
 	}
 	return cands, diags
 }
@@ -217,7 +235,7 @@ const traefikPrefix = "traefik."
 // of it, and the operator would otherwise get silence. It is one info
 // diagnostic per container, keyed by its first traefik label, never one per
 // label; a container with Levee labels too is being migrated and gets none.
-func traefikOnly(prefix string, c *Container) []diagnostics.Diagnostic {
+func (p Parser) traefikOnly(prefix string, c *Container) []diagnostics.Diagnostic {
 	first := ""
 	for k := range c.Labels {
 		if strings.HasPrefix(k, prefix+".") {
@@ -230,12 +248,12 @@ func traefikOnly(prefix string, c *Container) []diagnostics.Diagnostic {
 	if first == "" {
 		return nil
 	}
-	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.TraefikLabels, source(c, ""), first, c.Labels[first], "",
+	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.TraefikLabels, p.source(c, ""), first, c.Labels[first], "",
 		fmt.Sprintf("the container carries traefik.* labels and no %s.* label: Levee does not read Traefik's labels, so they route nothing", prefix),
 		"see "+config.MigratingDoc+" for Levee's names of Traefik's labels")}
 }
 
-func misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
+func (p Parser) misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
 	var out []diagnostics.Diagnostic
 	for _, k := range sortedFieldNames(c.Labels) {
 		rest, ok := strings.CutPrefix(k, prefix+".")
@@ -243,7 +261,7 @@ func misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
 			continue
 		}
 		if diagnostics.DidYouMean(rest, []string{"enable"}) != "" {
-			out = append(out, diagnostics.New(diagnostics.UnknownKey, source(c, ""), k, c.Labels[k], "",
+			out = append(out, diagnostics.New(diagnostics.UnknownKey, p.source(c, ""), k, c.Labels[k], "",
 				"unknown label: the container is not enabled", "did you mean "+prefix+".enable?"))
 		}
 	}
@@ -276,10 +294,13 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 		auto = &nets[0]
 	}
 	var diags []diagnostics.Diagnostic
+	if c.Service && !p.Offline {
+		diags = append(diags, p.noSharedNetwork(prefix, c, nets)...)
+	}
 	if hasLabel && label != "" {
 		for i := range nets {
 			if nets[i].Name == label {
-				return &nets[i], nil
+				return &nets[i], diags
 			}
 		}
 		fallback, names := "none", make([]string, len(nets))
@@ -289,7 +310,7 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 		for i := range nets {
 			names[i] = nets[i].Name
 		}
-		diags = append(diags, diagnostics.New(diagnostics.NetworkNotFound, source(c, ""), prefix+".network", label, fallback,
+		diags = append(diags, diagnostics.New(diagnostics.NetworkNotFound, p.source(c, ""), prefix+".network", label, fallback,
 			fmt.Sprintf("network %q is not attached to the container (attached: %s)", label, strings.Join(names, ", ")),
 			diagnostics.DidYouMean(label, names)))
 	}
@@ -338,11 +359,14 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 		taken[id] = true
 
 		ep := win.cfg.Entrypoint
-		ep.ID, ep.Name, ep.Source, ep.Created = id, win.svc, config.SourceDocker, win.c.Created
+		ep.ID, ep.Name, ep.Source, ep.Created = id, win.svc, p.sourceName(), win.c.Created
+		if p.sourceName() != config.SourceDocker {
+			ep.ID += "@" + p.sourceName()
+		}
 		ep.Backends = nil
 		keyOf := func(field string) string { return prefix + "." + win.proto + "." + win.svc + "." + field }
 		for i, m := range g.members {
-			src := source(m.c, m.svc)
+			src := p.source(m.c, m.svc)
 			if i > 0 {
 				if differ := differingKeys(win.fields, m.fields); len(differ) > 0 {
 					full := make([]string, len(differ))
@@ -352,6 +376,12 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 					diags = append(diags, diagnostics.New(diagnostics.ReplicasDisagree, src, "", strings.Join(full, ","), "labels of "+win.c.Name,
 						fmt.Sprintf("replica labels differ from the oldest replica %s on %s; its labels apply", win.c.Name, strings.Join(differ, ", ")), ""))
 				}
+			}
+			if m.c.Service {
+				bs, ds := p.serviceBackends(m, win, keyOf)
+				ep.Backends = append(ep.Backends, bs...)
+				diags = append(diags, ds...)
+				continue
 			}
 			if m.c.HasHealthcheck && m.c.Health != "healthy" {
 				continue // routed again once its HEALTHCHECK reports healthy
@@ -371,23 +401,29 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 				}
 				addr = m.net.IP
 			}
-			port := win.cfg.Port
-			if port == 0 {
-				var why string
-				port, why = choosePort(m.c.ExposedPorts)
-				if p.Offline && len(m.c.ExposedPorts) == 0 {
-					// A compose file does not say what the image EXPOSEs;
-					// the live engine may choose differently.
-					why += "; offline, the image's EXPOSE is not known"
-				}
-				diags = append(diags, diagnostics.New(diagnostics.PortDefaulted, src, keyOf("port"), "", strconv.Itoa(port),
-					fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose"))
-			}
+			port, ds := p.port(m, win, keyOf)
+			diags = append(diags, ds...)
 			ep.Backends = append(ep.Backends, config.Backend{Address: addr, Port: port, Weight: win.cfg.Weight, Name: m.c.Name})
 		}
 		eps = append(eps, ep)
 	}
 	return eps, diags
+}
+
+// port is the backend port of member m: the port label, else the port
+// rule's choice (I002 says which).
+func (p Parser) port(m, win candidate, keyOf func(string) string) (int, []diagnostics.Diagnostic) {
+	if win.cfg.Port != 0 {
+		return win.cfg.Port, nil
+	}
+	port, why := choosePort(m.c.ExposedPorts)
+	if p.Offline && len(m.c.ExposedPorts) == 0 {
+		// A compose file does not say what the image EXPOSEs; the live
+		// engine may choose differently.
+		why += "; offline, the image's EXPOSE is not known"
+	}
+	return port, []diagnostics.Diagnostic{diagnostics.New(diagnostics.PortDefaulted, p.source(m.c, m.svc), keyOf("port"), "", strconv.Itoa(port),
+		fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose")}
 }
 
 // choosePort applies the port rule: the only exposed port, else the lowest

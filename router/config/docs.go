@@ -38,6 +38,8 @@ Both go through one field table and one validator, so the same mistake gives the
   container, else the first by name. A container without an address on the chosen network is not a backend (W010).
 - Replicas (containers with the same service name and the same hosts) form one entrypoint with one backend each; when their labels
   differ the oldest container's labels apply (W031 names the keys). Containers with a HEALTHCHECK are backends only while healthy.
+- Swarm services are labelled the same way, under ` + "`deploy.labels`" + ` of a stack file (` + "`levee serve --swarm`" + `); their backends are
+  their running tasks, or their virtual IP with the Swarm-only field ` + "`lb.swarm=true`" + ` (W072 on a container). See [swarm.md](swarm.md).
 - Setting any ` + "`healthCheck.*`" + ` field turns health checks on, and any ` + "`circuitBreaker.*`" + ` field turns the breaker on; the fields not
   given take their defaults.
 

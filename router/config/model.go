@@ -14,6 +14,9 @@ const ProtocolHTTP = "http"
 const (
 	SourceDocker = "docker"
 	SourceAPI    = "api"
+	// SourceSwarm is the Docker provider in Swarm mode (services, not
+	// containers); its entrypoint IDs end in "@swarm".
+	SourceSwarm = "swarm"
 )
 
 // Load-balancing policies.

@@ -1,0 +1,278 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/swarm"
+
+	"github.com/levee-proxy/levee/e2e/dockertest"
+)
+
+// The issue's scenario on the real engine: a labelled service with two
+// replicas on an attachable overlay, Levee in a container on it; both tasks
+// are reached; scaling to 3 and to 1 shows within a second; a killed task
+// is removed and its replacement added; a bad deploy.labels value gives a
+// diagnostic naming the service; lb.swarm=true routes through the VIP.
+func TestSwarmServiceThroughLevee(t *testing.T) {
+	e := newSwarmEnv(t, false)
+	const host = "swarm.i15.test"
+	web := e.service("web", 2, map[string]string{
+		"levee.enable": "true", "levee.http.web.host": host, "levee.http.web.port": "8080",
+	})
+	const ep = "web@swarm"
+
+	t.Run("both tasks reached", func(t *testing.T) {
+		e.converge(web, ep, 2, 90*time.Second)
+		seen := map[string]bool{}
+		dockertest.Eventually(t, 10*time.Second, func() error {
+			h, err := e.get(host)
+			if err != nil {
+				return err
+			}
+			seen[h] = true
+			if len(seen) < 2 {
+				return fmt.Errorf("reached %v", seen)
+			}
+			return nil
+		})
+	})
+
+	t.Run("scale to 3 and to 1 within a second", func(t *testing.T) {
+		e.scale(web, 3)
+		if lag := e.converge(web, ep, 3, 60*time.Second); lag > time.Second {
+			t.Errorf("scale to 3: Levee followed the swarm after %v, want within 1s", lag)
+		} else {
+			t.Logf("scale to 3: Levee followed the swarm within %v", lag)
+		}
+		start := time.Now()
+		e.scale(web, 1)
+		dockertest.Eventually(t, 30*time.Second, func() error {
+			got, err := e.backends(ep)
+			if err != nil || len(got) != 1 {
+				return fmt.Errorf("backends %v (%v)", got, err)
+			}
+			return nil
+		})
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("scale to 1: Levee had one backend %v after the update, want within 1s", d)
+		} else {
+			t.Logf("scale to 1: one backend %v after the update", d)
+		}
+		e.converge(web, ep, 1, 60*time.Second)
+	})
+
+	t.Run("scale down under load", func(t *testing.T) {
+		e.scale(web, 3)
+		e.converge(web, ep, 3, 60*time.Second)
+		stop := make(chan struct{})
+		type result struct {
+			ok, failed int
+			errs       []string
+		}
+		results := make(chan result, 4)
+		for w := 0; w < 4; w++ {
+			go func() {
+				var r result
+				for {
+					select {
+					case <-stop:
+						results <- r
+						return
+					default:
+					}
+					if _, err := e.get(host); err != nil {
+						r.failed++
+						if len(r.errs) < 3 {
+							r.errs = append(r.errs, err.Error())
+						}
+					} else {
+						r.ok++
+					}
+				}
+			}()
+		}
+		e.scale(web, 1)
+		e.converge(web, ep, 1, 60*time.Second)
+		// Keep the load on until the stopped tasks' containers are gone.
+		dockertest.Eventually(t, 30*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cs, err := e.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "com.docker.swarm.service.id="+web))})
+			if err == nil && len(cs) != 1 {
+				err = fmt.Errorf("%d task containers running", len(cs))
+			}
+			return err
+		})
+		close(stop)
+		var total result
+		for w := 0; w < 4; w++ {
+			r := <-results
+			total.ok += r.ok
+			total.failed += r.failed
+			total.errs = append(total.errs, r.errs...)
+		}
+		t.Logf("scale 3 -> 1 under load: %d requests answered, %d failed %v", total.ok, total.failed, total.errs)
+		if total.ok == 0 || total.failed > 0 {
+			t.Errorf("scale-down under load: %d ok, %d failed: %v", total.ok, total.failed, total.errs)
+		}
+	})
+
+	t.Run("killed task replaced", func(t *testing.T) {
+		tasks, err := e.running(web)
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("running tasks %v (%v)", tasks, err)
+		}
+		var victim swarm.Task
+		for _, tk := range tasks {
+			victim = tk
+		}
+		oldIPs := e.taskIPs(tasks)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.cli.ContainerKill(ctx, victim.Status.ContainerStatus.ContainerID, "KILL"); err != nil {
+			t.Fatalf("kill task %s: %v", victim.ID, err)
+		}
+		killed := time.Now()
+		dockertest.Eventually(t, 10*time.Second, func() error {
+			got, err := e.backends(ep)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(got, oldIPs[0]) {
+				return fmt.Errorf("killed task %s still a backend: %v", oldIPs[0], got)
+			}
+			return nil
+		})
+		t.Logf("killed task removed after %v", time.Since(killed))
+		dockertest.Eventually(t, 60*time.Second, func() error {
+			now, err := e.running(web)
+			if err != nil {
+				return err
+			}
+			if _, same := now[victim.ID]; same || len(now) != 1 {
+				return fmt.Errorf("no replacement yet: %d running", len(now))
+			}
+			got, err := e.backends(ep)
+			if err != nil {
+				return err
+			}
+			if want := e.taskIPs(now); !slices.Equal(got, want) {
+				return fmt.Errorf("backends %v, replacement %v", got, want)
+			}
+			_, err = e.get(host)
+			return err
+		})
+	})
+
+	t.Run("bad deploy.labels value names the service", func(t *testing.T) {
+		name := "levee-i15-bad-" + e.runID
+		e.service("bad", 0, map[string]string{
+			"levee.enable": "true", "levee.http.bad.host": "bad.i15.test", "levee.http.bad.port": "eighty",
+		})
+		dockertest.Eventually(t, 20*time.Second, func() error {
+			var report struct {
+				Objects []struct {
+					Provider    string `json:"provider"`
+					Object      string `json:"object"`
+					Diagnostics []struct {
+						Code string `json:"code"`
+						Key  string `json:"key"`
+					} `json:"diagnostics"`
+				} `json:"objects"`
+			}
+			if err := e.api("/diagnostics", &report); err != nil {
+				return err
+			}
+			for _, o := range report.Objects {
+				for _, d := range o.Diagnostics {
+					if o.Provider == "swarm" && o.Object == name && d.Code == "W001" && d.Key == "levee.http.bad.port" {
+						return nil
+					}
+				}
+			}
+			return fmt.Errorf("no W001 on swarm service %s: %+v", name, report.Objects)
+		})
+	})
+
+	t.Run("VIP mode", func(t *testing.T) {
+		const vipHost = "vip.i15.test"
+		vip := e.service("vip", 2, map[string]string{
+			"levee.enable": "true", "levee.http.vip.host": vipHost, "levee.http.vip.port": "8080", "levee.http.vip.lb.swarm": "true",
+		})
+		// The swarm allocates the virtual IP shortly after the service
+		// is created.
+		addr := ""
+		dockertest.Eventually(t, 30*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, _, err := e.cli.ServiceInspectWithRaw(ctx, vip, swarm.ServiceInspectOptions{})
+			if err != nil {
+				return err
+			}
+			for _, v := range s.Endpoint.VirtualIPs {
+				if v.NetworkID == e.netID {
+					addr, _, _ = strings.Cut(v.Addr, "/")
+					return nil
+				}
+			}
+			return fmt.Errorf("service has no virtual IP on %s: %+v", e.netName, s.Endpoint.VirtualIPs)
+		})
+		dockertest.Eventually(t, 90*time.Second, func() error {
+			got, err := e.backends("vip@swarm")
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, []string{addr}) {
+				return fmt.Errorf("backends %v, want the virtual IP %s", got, addr)
+			}
+			return nil
+		})
+		// The virtual IP is the kernel's IPVS balancer: an engine whose
+		// kernel has none ("Could not get ipvs family information" in
+		// its log) creates the address but nothing answers on it.
+		if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
+			t.Logf("the kernel has no IPVS (%v): the swarm cannot balance on its virtual IPs, so only Levee's choice of the VIP is checked, not traffic through it", err)
+			return
+		}
+		dockertest.Eventually(t, 90*time.Second, func() error {
+			_, err := e.get(vipHost)
+			return err
+		})
+	})
+}
+
+// Levee deployed as docs/swarm.md's stack deploys it: a Swarm service on a
+// manager with the socket mounted and host-mode ports. It finds its own
+// task's networks and reaches the labelled service's tasks.
+func TestSwarmLeveeAsAService(t *testing.T) {
+	e := newSwarmEnv(t, true)
+	const host = "svc.i15.test"
+	web := e.service("web", 2, map[string]string{
+		"levee.enable": "true", "levee.http.web.host": host, "levee.http.web.port": "8080",
+	})
+	e.converge(web, "web@swarm", 2, 90*time.Second)
+	seen := map[string]bool{}
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		h, err := e.get(host)
+		if err != nil {
+			return err
+		}
+		seen[h] = true
+		if len(seen) < 2 {
+			return fmt.Errorf("reached %v", seen)
+		}
+		return nil
+	})
+	e.scale(web, 3)
+	if lag := e.converge(web, "web@swarm", 3, 60*time.Second); lag > time.Second {
+		t.Errorf("scale to 3: Levee followed the swarm after %v, want within 1s", lag)
+	}
+}
