@@ -74,7 +74,7 @@ func TestShare(t *testing.T) {
 				c.Advance(1500 * time.Millisecond)
 			}, state: Open, admitted: -1},
 			{name: "fallback", do: func(b *Breaker, _ *fakeClock) { b.SetFollowing(false) },
-				state: HalfOpen, admitted: 1, wantEvent: []string{"opened:error_ratio", "half-open"}}, // the failed probe re-opens it
+				state: HalfOpen, admitted: 1, wantEvent: []string{"opened:error_ratio", "half-open", "opened:half_open_probe_failed"}}, // the failed probe re-opens it
 		}},
 		{"forced by the fleet", []step{
 			{name: "forced", do: func(b *Breaker, c *fakeClock) {
