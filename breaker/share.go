@@ -132,9 +132,12 @@ func (b *Breaker) Epoch() uint64 {
 }
 
 // Apply moves the breaker to a state decided elsewhere. A different state
-// is a transition like any other (new generation, event with r.Rule); the
-// same state in a new epoch starts a new generation without an event, so
-// tokens of the earlier epoch are ignored. A new epoch also empties the
+// is a transition like any other (new generation, event with r.Rule). The
+// same open or half-open state in a new epoch starts a new generation
+// without an event, so that probes and tokens of the earlier epoch are
+// ignored; closed stays closed in the same generation, so that requests
+// under way when a replica joins the fleet are still counted. A new
+// epoch also empties the
 // tally's window and probe figures (they belonged to the old epoch) and
 // keeps its exact counts. Closing through Apply starts the recovery ramp
 // as a local close does (unless the rule is RuleManual).
@@ -157,7 +160,7 @@ func (b *Breaker) Apply(r Remote) {
 		if r.State == Closed && from == HalfOpen && r.Rule != RuleManual && b.p.RecoveryDuration > 0 {
 			b.ramping, b.rampStart, b.rampAcc = true, now, 0
 		}
-	case newEpoch:
+	case newEpoch && r.State != Closed:
 		b.newGenerationLocked()
 	}
 	b.forced = r.State == Open && r.Forced

@@ -68,6 +68,21 @@ func TestShare(t *testing.T) {
 			}, state: Closed, admitted: -1, checkTal: true,
 				tally: Tally{Epoch: 9, Successes: 1, Failures: 1}},
 		}},
+		{"joining keeps requests under way counted", []step{
+			{name: "admitted before, reported after joining", do: func(b *Breaker, _ *fakeClock) {
+				d := b.Admit()
+				b.Apply(Remote{Epoch: 5, State: Closed})
+				d.Token.Report(ok)
+			}, state: Closed, admitted: -1, checkTal: true, tally: Tally{Epoch: 5, Successes: 1, WindowTotal: 1, Broken: true}},
+		}},
+		{"a half-open epoch change voids earlier probes", []step{
+			{name: "probe under epoch 2", do: func(b *Breaker, _ *fakeClock) {
+				b.Apply(Remote{Epoch: 2, State: HalfOpen, GrantProbes: 1})
+				d := b.Admit()
+				b.Apply(Remote{Epoch: 3, State: HalfOpen})
+				d.Token.Report(ok)
+			}, state: HalfOpen, admitted: 0, checkTal: true, tally: Tally{Epoch: 3, WantProbes: 5}},
+		}},
 		{"fallback in open moves to half-open on the local clock", []step{
 			{name: "open", do: func(b *Breaker, c *fakeClock) {
 				b.Apply(Remote{Epoch: 2, State: Open, Rule: RuleErrorRatio, OpenFor: time.Second})
