@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -13,6 +14,7 @@ import (
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/fleet"
 	"github.com/levee-proxy/levee/router/proxy"
 )
 
@@ -42,14 +44,23 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		return nil, err
 	}
 	routerLog := log.With().Str("component", "router").Logger()
-	rt := router.New(router.Options{
+	breakers, rtRef, err := newBreakerStore(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	ropts := router.Options{
 		Logger:            routerLog,
 		Registerer:        reg,
 		Diagnostics:       store,
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
-	})
+	}
+	if breakers != nil {
+		ropts.BreakerStore = breakers
+	}
+	rt := router.New(ropts)
+	rtRef.Store(rt)
 	// The request path reads the router's snapshots; it logs under the
 	// router's component, as one data plane.
 	handler := proxy.New(rt, proxy.Options{
@@ -71,6 +82,9 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	closeAll := func() {
 		rt.Close()
 		handler.Close()
+		if breakers != nil {
+			_ = breakers.Close()
+		}
 	}
 
 	codec := api.StandardCodec()
@@ -117,6 +131,40 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 	a.api = srv
 	return a, nil
+}
+
+// newBreakerStore connects the shared breaker store when --breaker-store
+// is set (nil otherwise). Its diagnostics go to the router, which exists
+// only once the store is given to it: they are reported through rtRef,
+// and dropped until it is set (the first flush comes later anyway).
+func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registerer) (*fleet.Store, *atomic.Pointer[router.Router], error) {
+	rtRef := new(atomic.Pointer[router.Router])
+	if cfg.BreakerStore == "" {
+		return nil, rtRef, nil
+	}
+	client, err := fleet.NewClient(cfg.BreakerStore)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
+	}
+	st, err := fleet.New(fleet.Options{
+		Client:        client,
+		Prefix:        cfg.BreakerStorePrefix,
+		FlushInterval: cfg.BreakerStoreFlushInterval,
+		Logger:        log.With().Str("component", "breaker-store").Logger(),
+		Registerer:    reg,
+		OnDiagnostics: func(ds []diagnostics.Diagnostic) {
+			if rt := rtRef.Load(); rt != nil {
+				rt.ReportDiagnostics(fleet.DiagnosticsSource, ds)
+			}
+		},
+	})
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
+	}
+	log.Info().Str("event", "breaker_store").Str("prefix", cfg.BreakerStorePrefix).Str("replica", st.Replica()).
+		Dur("flush_interval", cfg.BreakerStoreFlushInterval).Msg("breakers are shared through the breaker store")
+	return st, rtRef, nil
 }
 
 // newDockerProvider builds the docker provider from the serve flags, with

@@ -41,6 +41,7 @@ type call struct {
 func (s *Store) Flush(ctx context.Context) {
 	members := s.snapshotMembers()
 	if len(members) == 0 {
+		s.publishDiagnostics()
 		return
 	}
 	now := time.Now()

@@ -178,23 +178,24 @@ func (s *Store) Join(name string, b *breaker.Breaker, control func(action, by st
 		b.SetFollowing(false)
 		b.StopTally()
 		s.metrics.forget(name)
-		s.publishDiagnostics()
+		// Its diagnostics go at the next flush: leave may be called under
+		// a lock that OnDiagnostics takes.
 	}
 }
 
 // Shared reports whether the named breaker currently follows the fleet
 // (false: it judges locally, as without a store, or during a fallback),
-// with the fleet window's figures from the last flush.
-func (s *Store) Shared(name string) (fleet bool, window Window) {
+// with the fleet window's outcomes and failures as of the last flush.
+func (s *Store) Shared(name string) (fleet bool, windowTotal, windowFailures int) {
 	s.mu.Lock()
 	m := s.members[name]
 	s.mu.Unlock()
 	if m == nil {
-		return false, Window{}
+		return false, 0, 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return !m.local, m.window
+	return !m.local, m.window.Total, m.window.Failures
 }
 
 // Window is the fleet window of one breaker, as of the last flush.
