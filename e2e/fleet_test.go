@@ -58,7 +58,6 @@ func newFleetBackend(t *testing.T) *fleetBackend {
 	return b
 }
 
-
 // startFleet runs n levee processes on one store, each with the route
 // "app" to backend (the same breaker parameters everywhere).
 func startFleet(t *testing.T, n int, storeURL string, backendURL, breaker string) []*leveeProc {
@@ -355,6 +354,14 @@ func TestFleetStoreDownAndBack(t *testing.T) {
 			}
 		}()
 	}
+	waitSent := func(n int64) { // requests keep flowing: at least n more
+		target := sent.Load() + n
+		deadline := time.Now().Add(10 * time.Second)
+		for sent.Load() < target && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitSent(100)
 	srv.Stop()
 	for i, p := range ps {
 		waitFleet(t, p, fmt.Sprintf("replica %d local", i), func(b map[string]any) bool { return b["store"] == "local" })
@@ -362,13 +369,20 @@ func TestFleetStoreDownAndBack(t *testing.T) {
 			return l["event"] == "diagnostic" && l["code"] == "W075"
 		})
 	}
+	duringOutage := sent.Load()
+	waitSent(300)
+	duringOutage = sent.Load() - duringOutage
 	srv.Restart()
 	for i, p := range ps {
 		waitFleet(t, p, fmt.Sprintf("replica %d rejoined", i), func(b map[string]any) bool { return b["store"] == "fleet" })
 		p.waitLog(5*time.Second, func(l map[string]any) bool { return l["event"] == "breaker_store_rejoined" })
 	}
+	waitSent(100)
 	close(stop)
 	wg.Wait()
+	if duringOutage < 300 {
+		t.Fatalf("only %d requests while the store was down: the test did not load the fallback", duringOutage)
+	}
 	if failed.Load() != 0 {
 		t.Fatalf("%d of %d requests failed while the store went away and came back", failed.Load(), sent.Load())
 	}
