@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/api"
@@ -142,6 +143,11 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 	if cfg.BreakerStore == "" {
 		return nil, rtRef, nil
 	}
+	// go-redis logs (a failed dial, a lost subscription) are the
+	// library's, process-wide: route them to the breaker store's log so
+	// that they are JSON lines like every other.
+	storeLog := log.With().Str("component", "breaker-store").Logger()
+	redis.SetLogger(redisLogger{storeLog})
 	client, err := fleet.NewClient(cfg.BreakerStore)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
@@ -150,7 +156,7 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 		Client:        client,
 		Prefix:        cfg.BreakerStorePrefix,
 		FlushInterval: cfg.BreakerStoreFlushInterval,
-		Logger:        log.With().Str("component", "breaker-store").Logger(),
+		Logger:        storeLog,
 		Registerer:    reg,
 		OnDiagnostics: func(ds []diagnostics.Diagnostic) {
 			if rt := rtRef.Load(); rt != nil {
@@ -165,6 +171,13 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 	log.Info().Str("event", "breaker_store").Str("prefix", cfg.BreakerStorePrefix).Str("replica", st.Replica()).
 		Dur("flush_interval", cfg.BreakerStoreFlushInterval).Msg("breakers are shared through the breaker store")
 	return st, rtRef, nil
+}
+
+// redisLogger adapts zerolog to go-redis's logger.
+type redisLogger struct{ log zerolog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn().Str("event", "breaker_store_client").Msg(fmt.Sprintf(format, v...))
 }
 
 // newDockerProvider builds the docker provider from the serve flags, with
