@@ -16,7 +16,9 @@
 //
 // Run them with
 //
-//	cd bench && go test -run='^$' -bench . -benchtime=200x -count=1 ./fleet/
+//	cd bench && go test -run='^$' -bench RequestPath -benchmem -count=5 ./fleet/
+//	cd bench && go test -run='^$' -bench TripPropagation -benchtime=200x -count=1 ./fleet/
+//	cd bench && go test -run='^$' -bench VersusGobreaker -benchtime=300x -count=2 ./fleet/
 //
 // They need redis-server in PATH (skipped without it).
 package fleetbench
