@@ -397,6 +397,15 @@ func TestFleetStoreDownAndBack(t *testing.T) {
 			t.Fatalf("replica %d tripped %d times on a healthy backend", i, n)
 		}
 	}
+	// Rejoined for events too: the subscription came back with the store.
+	resp, err := http.Post(ps[0].apiURL()+"/breakers/app/open", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for i, p := range ps {
+		waitFleet(t, p, fmt.Sprintf("replica %d forced open after the restart", i), func(b map[string]any) bool { return b["forced"] == true })
+	}
 }
 
 // TestFleetManualControl: open through one replica's API is an event on

@@ -195,9 +195,12 @@ type reply struct {
 }
 
 func parseReply(cmd *redis.Cmd) (reply, error) {
+	if err := cmd.Err(); err != nil {
+		return reply{}, err
+	}
 	v, err := cmd.Slice()
 	if err != nil {
-		return reply{}, err
+		return reply{}, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if len(v) < 14 {
 		return reply{}, fmt.Errorf("%w: %d fields, want 14", errMalformed, len(v))
