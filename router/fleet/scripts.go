@@ -46,7 +46,7 @@ const (
 // the only place a trip, a half-open or a close by probes is decided.
 //
 // Reply: {state, gen, open_remaining_ms, forced, trips, granted, dup,
-// mismatch, win_total, win_failures, win_slow, consec, rule, stored_version}.
+// mismatch, win_total, win_failures, win_slow, consec, rule (of the last transition), stored_version}.
 var flushScript = redis.NewScript(`
 local st, win, cnt, lease, batch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local A = ARGV
@@ -66,7 +66,7 @@ elseif cur[1] ~= A[13] then
   mismatch = 1
 end
 local P = redis.call('HMGET', st, 'thr', 'minr', 'winms', 'cfn', 'slowthr', 'cool', 'maxcool',
-  'probes', 's2c', 'pto', 'jit', 'state', 'gen', 'until', 'forced', 'trips', 'consec', 'psucc', 'pv')
+  'probes', 's2c', 'pto', 'jit', 'state', 'gen', 'until', 'forced', 'trips', 'consec', 'psucc', 'pv', 'lrule')
 local thr, minr, winms, cfn, slowthr = tonumber(P[1]), tonumber(P[2]), tonumber(P[3]), tonumber(P[4]), tonumber(P[5])
 local cool, maxcool, probes, s2c, pto, jit = tonumber(P[6]), tonumber(P[7]), tonumber(P[8]), tonumber(P[9]), tonumber(P[10]), tonumber(P[11])
 local state = P[12] or 'closed'
@@ -84,7 +84,9 @@ if not (thr and minr and winms and cfn and slowthr and cool and maxcool and prob
   return redis.error_reply('LEVEE breaker state is not valid')
 end
 
-local changed, rule = false, ''
+-- rule is that of the last transition, whoever decided it, so that the
+-- answer and the announcement name the same rule.
+local changed, rule = false, P[20] or ''
 local function go(to, r)
   state, gen, changed, rule, psucc = to, gen + 1, true, r, 0
   redis.call('DEL', lease)
@@ -190,7 +192,7 @@ if fresh then
 end
 
 redis.call('HSET', st, 'state', state, 'gen', gen, 'until', untilms, 'forced', forced and '1' or '0',
-  'trips', trips, 'consec', consec, 'psucc', psucc)
+  'trips', trips, 'consec', consec, 'psucc', psucc, 'lrule', rule)
 redis.call('PEXPIRE', st, keep)
 redis.call('PEXPIRE', cnt, keep)
 local wt, wf, ws = 0, 0, 0
@@ -237,7 +239,7 @@ else
 end
 redis.call('DEL', lease)
 local ctl = redis.call('HINCRBY', st, 'ctl', 1)
-redis.call('HSET', st, 'state', state, 'gen', gen, 'forced', forced and '1' or '0', 'trips', trips, 'psucc', 0)
+redis.call('HSET', st, 'state', state, 'gen', gen, 'forced', forced and '1' or '0', 'trips', trips, 'psucc', 0, 'lrule', 'manual')
 redis.call('PEXPIRE', st, tonumber(ARGV[5]))
 redis.call('PUBLISH', ARGV[3], table.concat({'C', ARGV[4], state, gen, 0, forced and 1 or 0, trips, action, ctl, by}, '\n'))
 return {state, gen, forced and 1 or 0, trips, ctl}

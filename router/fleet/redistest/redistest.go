@@ -21,24 +21,38 @@ import (
 
 // Server is one redis-server process.
 type Server struct {
-	Addr string
-	port int
-	bin  string
-	cmd  *exec.Cmd
-	t    testing.TB
+	Addr  string
+	port  int
+	bin   string
+	extra []string // more arguments (cluster, sentinel)
+	conf  string   // a config file to start with (sentinel needs one)
+	cmd   *exec.Cmd
+	t     testing.TB
 }
 
 // Start starts a redis-server on a free loopback port; t.Cleanup stops it.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return start(t, lookPath(t, "redis-server"), "", nil)
+}
+
+// lookPath finds a binary, skipping the test without it (failing under
+// CI=true).
+func lookPath(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not in PATH under CI=true (.ci/setup.d/redis.sh installs it): %v", err)
+			t.Fatalf("%s not in PATH under CI=true (.ci/setup.d/redis.sh installs it): %v", name, err)
 		}
-		t.Skipf("redis-server not in PATH (apt-get install redis-server): %v", err)
+		t.Skipf("%s not in PATH (apt-get install redis-server): %v", name, err)
 	}
-	s := &Server{bin: bin, t: t}
+	return bin
+}
+
+func start(t testing.TB, bin, conf string, extra []string) *Server {
+	t.Helper()
+	s := &Server{bin: bin, t: t, conf: conf, extra: extra}
 	for attempt := 0; ; attempt++ {
 		s.port = freePort(t)
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
@@ -56,8 +70,13 @@ func Start(t testing.TB) *Server {
 func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--dir", s.t.TempDir())
+	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -76,7 +95,8 @@ func (s *Server) start() error {
 			if len(lines) < 20 {
 				lines = append(lines, l)
 			}
-			if !sent && strings.Contains(l, "Ready to accept connections") {
+			// a sentinel says who it is instead of "ready"
+			if !sent && (strings.Contains(l, "Ready to accept connections") || strings.Contains(l, "Sentinel ID is")) {
 				ready <- nil
 				sent = true
 			}
