@@ -117,3 +117,48 @@ func value(c prometheus.Metric) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// TestSlowStore: a store that answers later than the timeout (here, one
+// that pauses its clients) is a fallback (W075) like one that is down,
+// and the breaker rejoins when it answers in time again.
+func TestSlowStore(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := NewClient(srv.URL())
+	admin, _ := NewClient(srv.URL())
+	defer admin.Close()
+	s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := breaker.NewWithParams("slow", fleetParams, breaker.Options{})
+	s.Join("slow", b, nil)
+	s.Flush(context.Background())
+	if !b.Following() {
+		t.Fatal("not following after the first flush")
+	}
+	if err := admin.Do(context.Background(), "CLIENT", "PAUSE", "1000", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s.Flush(context.Background())
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("a flush to a paused store took %v; the timeout is 100ms", took)
+	}
+	if b.Following() {
+		t.Fatal("still following a store slower than the timeout")
+	}
+	if ds := s.Diagnostics(); len(ds) != 1 || ds[0].Code != "W075" {
+		t.Fatalf("diagnostics %v, want [W075]", ds)
+	}
+	if err := admin.Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "rejoined", func() bool {
+		s.Flush(context.Background())
+		return b.Following()
+	})
+	if ds := s.Diagnostics(); len(ds) != 0 {
+		t.Fatalf("diagnostics %v after rejoining, want none", ds)
+	}
+}

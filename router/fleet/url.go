@@ -16,7 +16,9 @@ import (
 //     Cluster, seeded with every address.
 //
 // Other query parameters are go-redis options (dial_timeout,
-// read_timeout, pool_size, ...).
+// read_timeout, pool_size, ...). Commands honour their context's deadline
+// (ContextTimeoutEnabled): a flush's timeout is what makes a slow store
+// a fallback within one flush interval.
 func NewClient(raw string) (redis.UniversalClient, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -32,6 +34,7 @@ func NewClient(raw string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("breaker store %q (sentinel): %w", redact(raw), err)
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(o), nil
 	case q.Get("cluster") == "true" || len(q["addr"]) > 0:
 		q.Del("cluster")
@@ -40,12 +43,14 @@ func NewClient(raw string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("breaker store %q (cluster): %w", redact(raw), err)
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
 		return nil, fmt.Errorf("breaker store %q: %w", redact(raw), err)
 	}
+	o.ContextTimeoutEnabled = true
 	return redis.NewClient(o), nil
 }
 
