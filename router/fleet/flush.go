@@ -119,6 +119,7 @@ func (s *Store) settle(c *call) {
 	if err != nil {
 		s.metrics.errors.Inc()
 		s.fallback(m, err)
+		s.metrics.window.WithLabelValues(m.name, "local").Set(float64(m.b.Stats().WindowTotal))
 		return
 	}
 	if m.pending == c.b {
