@@ -374,6 +374,13 @@ func TestFleetStoreDownAndBack(t *testing.T) {
 		p.waitLog(5*time.Second, func(l map[string]any) bool {
 			return l["event"] == "diagnostic" && l["code"] == "W075"
 		})
+		// ... and in the API and the metrics
+		if body := apiText(t, p, "/diagnostics"); !strings.Contains(body, `"W075"`) {
+			t.Fatalf("replica %d: GET /diagnostics has no W075: %s", i, body)
+		}
+		if body := apiText(t, p, "/metrics"); !strings.Contains(body, `levee_breaker_store_fallback{breaker="app"} 1`) {
+			t.Fatalf("replica %d: /metrics does not show the fallback", i)
+		}
 	}
 	duringOutage := sent.Load()
 	waitSent(300)
@@ -447,6 +454,18 @@ func TestFleetManualControl(t *testing.T) {
 			t.Fatalf("replica %d answered %d after close, want 200", i, st)
 		}
 	}
+}
+
+// apiText returns the body of GET path on a replica's API.
+func apiText(t *testing.T, p *leveeProc, path string) string {
+	t.Helper()
+	resp, err := http.Get(p.apiURL() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // sseBreakerEvents streams a replica's breaker events (their data).
