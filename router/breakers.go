@@ -1,7 +1,6 @@
 package router
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -30,7 +29,7 @@ type Guard struct {
 	dropped atomic.Bool
 	// by names the operator of a pending manual action, for its event.
 	by atomic.Pointer[string]
-	// leave stops sharing the breaker (nil without a breaker store).
+	// leave stops sharing the breaker through the breaker store.
 	leave func()
 }
 
@@ -58,29 +57,8 @@ func (r *Router) newGuard(route, backend string, p breaker.Params) *Guard {
 	g.b = breaker.NewWithParams(g.name(), p, breaker.Options{Clock: r.clock})
 	g.rejected = r.metrics.rejected.WithLabelValues(g.name())
 	g.b.OnTransition(func(t breaker.Transition) { r.onTransition(g, t) })
-	if st := r.opts.BreakerStore; st != nil {
-		g.leave = st.Join(g.name(), g.b, func(action, by string) { applyControl(g, action, by) })
-	}
+	g.leave = r.joinStore(g)
 	return g
-}
-
-// applyControl applies an operator action to one breaker, naming its
-// author in the event it causes. An unknown action does nothing.
-func applyControl(g *Guard, action, by string) {
-	var do func(*breaker.Breaker)
-	switch action {
-	case status.ActionOpen:
-		do = (*breaker.Breaker).ForceOpen
-	case status.ActionClose:
-		do = (*breaker.Breaker).ForceClose
-	case status.ActionReset:
-		do = (*breaker.Breaker).Reset
-	default:
-		return
-	}
-	g.by.Store(&by)
-	do(g.b)
-	g.by.CompareAndSwap(&by, nil) // no transition (already there): forget it
 }
 
 func (r *Router) onTransition(g *Guard, t breaker.Transition) {
@@ -144,9 +122,7 @@ func (r *Router) setGuard(slot *atomic.Pointer[Guard], want bool, route, backend
 	case g != nil:
 		slot.Store(nil)
 		g.dropped.Store(true)
-		if g.leave != nil {
-			g.leave()
-		}
+		g.leave()
 		r.forgetGuard(g)
 	}
 }
@@ -156,19 +132,6 @@ func (r *Router) forgetGuard(g *Guard) {
 	name := g.name()
 	r.metrics.transitions.DeletePartialMatch(map[string]string{"route": name})
 	r.metrics.rejected.DeleteLabelValues(name)
-}
-
-func (r *Router) statusOf(g *Guard) status.BreakerStatus {
-	bs := statusOf(g)
-	bs.Store = status.StoreLocal
-	if st := r.opts.BreakerStore; st != nil {
-		fleet, total, failures := st.Shared(g.name())
-		if fleet {
-			bs.Store = status.StoreFleet
-			bs.FleetWindowTotal, bs.FleetWindowFailures = total, failures
-		}
-	}
-	return bs
 }
 
 func statusOf(g *Guard) status.BreakerStatus {
@@ -220,7 +183,7 @@ func (r *Router) Breakers() []status.BreakerStatus {
 	var out []status.BreakerStatus
 	for _, rt := range r.snap.Load().routes {
 		for _, g := range rt.state.guards() {
-			out = append(out, r.statusOf(g))
+			out = append(out, r.withStore(g, statusOf(g)))
 		}
 	}
 	return out
@@ -237,7 +200,7 @@ func (r *Router) Breaker(route string) (status.BreakerStatus, bool) {
 	if len(gs) == 0 {
 		return status.BreakerStatus{}, false
 	}
-	return r.statusOf(gs[0]), true
+	return r.withStore(gs[0], statusOf(gs[0])), true
 }
 
 // ControlBreaker forces a route's breakers open or closed, or resets them
@@ -251,25 +214,26 @@ func (r *Router) ControlBreaker(route, action, who string) error {
 	if len(gs) == 0 {
 		return fmt.Errorf("controlling the breaker of route %q: the route has no circuit breaker: %w", route, status.ErrNotFound)
 	}
+	var do func(*breaker.Breaker)
 	switch action {
-	case status.ActionOpen, status.ActionClose, status.ActionReset:
+	case status.ActionOpen:
+		do = (*breaker.Breaker).ForceOpen
+	case status.ActionClose:
+		do = (*breaker.Breaker).ForceClose
+	case status.ActionReset:
+		do = (*breaker.Breaker).Reset
 	default:
 		return fmt.Errorf("controlling the breaker of route %q: unknown action %q (want open, close or reset)", route, action)
 	}
 	r.log.Info().Str("event", "breaker_control").Str("route", route).Str("action", action).Str("by", who).
 		Msg("circuit breaker " + action + " requested")
 	for _, g := range gs {
-		// With a breaker store the action is the fleet's: the store
-		// applies it here (and on every replica) before returning.
-		if st := r.opts.BreakerStore; st != nil {
-			err := st.Control(context.Background(), g.name(), action, who)
-			if err == nil {
-				continue
-			}
-			r.log.Warn().Str("event", "breaker_control_local").Str("route", route).Str("breaker", g.name()).Err(err).
-				Msg("breaker store unavailable: the action applies to this replica only")
+		if r.controlShared(g, action, who) {
+			continue // the fleet's action, applied here by the store
 		}
-		applyControl(g, action, who)
+		g.by.Store(&who)
+		do(g.b)
+		g.by.CompareAndSwap(&who, nil) // no transition (already there): forget it
 	}
 	return nil
 }

@@ -1,31 +1,13 @@
 package router
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
 )
-
-// BreakerStore shares breakers with the other replicas of a fleet
-// (package router/fleet implements it over Redis). The router joins every
-// breaker it creates and leaves when it drops it; the request path never
-// calls the store.
-type BreakerStore interface {
-	// Join shares b under name; control applies an operator action made
-	// on any replica to this one. leave stops sharing.
-	Join(name string, b *breaker.Breaker, control func(action, by string)) (leave func())
-	// Control applies an operator action fleet-wide (and, before it
-	// returns, here through control). An error means it could not.
-	Control(ctx context.Context, name, action, by string) error
-	// Shared says whether the breaker follows the fleet now, with the
-	// fleet window's figures.
-	Shared(name string) (fleet bool, windowTotal, windowFailures int)
-}
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
 // tests can drive them without sleeping. The request path (package proxy)
@@ -61,8 +43,8 @@ type Options struct {
 	// backend (default 256).
 	MaxIdleConnsPerHost int
 
-	// BreakerStore shares breakers across replicas; nil keeps every
-	// breaker local.
+	// BreakerStore shares breakers across replicas (router/fleet); nil
+	// keeps every breaker local.
 	BreakerStore BreakerStore
 
 	// RemovedRouteGrace is how long the state of a removed route (and of a
