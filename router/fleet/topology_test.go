@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router/fleet/redistest"
@@ -45,4 +46,64 @@ func TestTopologies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFleetRules: the consecutive-failures rule across batches (a batch
+// with a success restarts the streak), and the slow-call rule on the
+// fleet window.
+func TestFleetRules(t *testing.T) {
+	srv := redistest.Start(t)
+	fail := breaker.Outcome{Result: breaker.Failure}
+	ok := breaker.Outcome{Result: breaker.Success}
+	t.Run("consecutive failures", func(t *testing.T) {
+		p := breaker.Params{Threshold: 1, MinRequests: 1000, ConsecutiveFailures: 5, Window: 10 * time.Second, Cooldown: time.Minute}
+		a, b := newReplica(t, srv.URL(), "cf", p, 0), newReplica(t, srv.URL(), "cf", p, 0)
+		flushAll(a, b)
+		steps := []struct {
+			r    *replica
+			os   []breaker.Outcome
+			rule string // "" = still closed
+		}{
+			{a, []breaker.Outcome{fail, fail, fail}, ""},     // streak 3
+			{b, []breaker.Outcome{fail, ok, fail, fail}, ""}, // a success: streak 2
+			{a, []breaker.Outcome{fail, fail}, ""},           // 4
+			{b, []breaker.Outcome{fail}, "consecutive_failures"},
+		}
+		for i, s := range steps {
+			for _, o := range s.os {
+				s.r.b.Admit().Token.Report(o)
+			}
+			flushAll(s.r)
+			if s.rule == "" {
+				if st := s.r.b.State(); st != breaker.Closed {
+					t.Fatalf("step %d: %v, want closed", i, st)
+				}
+				continue
+			}
+			eventually(t, "trip", func() bool { return a.b.State() == breaker.Open && b.b.State() == breaker.Open })
+			if got := a.eventList(); len(got) != 1 || got[0] != "opened:"+s.rule {
+				t.Fatalf("events %v, want opened:%s", got, s.rule)
+			}
+		}
+	})
+	t.Run("slow calls", func(t *testing.T) {
+		p := breaker.Params{Threshold: 1, MinRequests: 4, Window: 10 * time.Second, SlowCallDuration: 100 * time.Millisecond,
+			SlowCallThreshold: 0.5, Cooldown: time.Minute}
+		a, b := newReplica(t, srv.URL(), "slow", p, 0), newReplica(t, srv.URL(), "slow", p, 0)
+		flushAll(a, b)
+		slow := breaker.Outcome{Result: breaker.Success, Elapsed: 200 * time.Millisecond}
+		a.b.Admit().Token.Report(slow)
+		a.b.Admit().Token.Report(ok)
+		b.b.Admit().Token.Report(slow)
+		flushAll(a, b)
+		if a.b.State() != breaker.Closed {
+			t.Fatal("tripped below minRequests")
+		}
+		b.b.Admit().Token.Report(ok)
+		flushAll(b)
+		eventually(t, "slow trip", func() bool { return a.b.State() == breaker.Open })
+		if got := a.eventList(); len(got) != 1 || got[0] != "opened:slow_calls" {
+			t.Fatalf("events %v, want opened:slow_calls", got)
+		}
+	})
 }
