@@ -49,11 +49,16 @@ type Tally struct {
 	ProbeSuccesses, ProbeFailures, ProbesDone uint64
 	// WantProbes counts half-open admissions refused for want of a lease.
 	WantProbes uint64
+	// ReturnedLeases are probe leases given back unused: TakeTally returns
+	// the leases no request took since the previous TakeTally, so that a
+	// replica whose traffic stopped does not hold the fleet's probes.
+	ReturnedLeases uint64
 }
 
 // Empty reports whether the tally holds nothing to send.
 func (t Tally) Empty() bool {
-	return t.Successes == 0 && t.Failures == 0 && t.Neutral == 0 && t.ProbesDone == 0 && t.WantProbes == 0
+	return t.Successes == 0 && t.Failures == 0 && t.Neutral == 0 && t.ProbesDone == 0 && t.WantProbes == 0 &&
+		t.ReturnedLeases == 0
 }
 
 // Remote is a state decided outside the breaker, for Apply.
@@ -90,10 +95,16 @@ func (b *Breaker) StopTally() {
 	b.mu.Unlock()
 }
 
-// TakeTally returns the tally and starts a new one.
+// TakeTally returns the tally and starts a new one. Leases still unused
+// go back with it (Tally.ReturnedLeases): the caller calls TakeTally
+// periodically, and a lease that waited a whole period found no request.
 func (b *Breaker) TakeTally() Tally {
 	b.mu.Lock()
 	t := b.tally
+	if b.following && b.leases > 0 {
+		t.ReturnedLeases += uint64(b.leases)
+		b.leases = 0
+	}
 	b.tally = Tally{Epoch: b.remoteEpoch}
 	b.mu.Unlock()
 	return t

@@ -54,6 +54,11 @@ func TestShare(t *testing.T) {
 				tally: Tally{Epoch: 3, Failures: 1, ProbeFailures: 1, ProbesDone: 1, WantProbes: 4}},
 			{name: "the probe failure alone does not re-open", do: func(*Breaker, *fakeClock) {},
 				state: HalfOpen, admitted: 0},
+			{name: "a lease nobody used goes back", do: func(b *Breaker, _ *fakeClock) {
+				b.Apply(Remote{Epoch: 3, State: HalfOpen, GrantProbes: 1})
+			}, state: HalfOpen, admitted: -1, checkTal: true, tally: Tally{Epoch: 3, WantProbes: 5, ReturnedLeases: 1}}, // 5 refused in the step before
+			{name: "returned: no admission on it", do: func(*Breaker, *fakeClock) {},
+				state: HalfOpen, admitted: 0},
 			{name: "a second lease", do: func(b *Breaker, _ *fakeClock) {
 				b.Apply(Remote{Epoch: 3, State: HalfOpen, GrantProbes: 1})
 			}, state: HalfOpen, admitted: 1},

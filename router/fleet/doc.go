@@ -71,7 +71,9 @@
 // In half-open, probe slots are leases in the store: a replica whose
 // breaker had to refuse a request for want of a lease asks for leases in
 // its next flush, and the script grants at most HalfOpenProbes live
-// leases fleet-wide; a probe's report frees its lease. A lease expires
+// leases fleet-wide; a probe's report frees its lease, and a lease no
+// request used by the replica's next flush is given back
+// (breaker.Tally.ReturnedLeases). A lease expires
 // ProbeTimeout after it was granted, so a replica that dies holding one
 // delays recovery by at most ProbeTimeout. A probe failure re-opens the
 // fleet (with backoff); SuccessesToClose successes close it.

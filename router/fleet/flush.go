@@ -80,7 +80,7 @@ func (s *Store) args(m *member, b *batch, now time.Time) []any {
 	a = append(a, m.paramsArgs(now, s.opts.Window)...)
 	a = append(a, t.Successes, t.Failures, t.Neutral, t.Epoch,
 		t.WindowTotal, t.WindowFailures, t.WindowSlow, t.Streak, b2i(t.Broken),
-		t.ProbeSuccesses, t.ProbeFailures, t.ProbesDone, t.WantProbes,
+		t.ProbeSuccesses, t.ProbeFailures, t.ProbesDone+t.ReturnedLeases, t.WantProbes,
 		s.opts.Rand(), s.channel, m.name, keyTTL.Milliseconds(), batchTTL.Milliseconds())
 	return a
 }

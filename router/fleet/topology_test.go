@@ -107,3 +107,30 @@ func TestFleetRules(t *testing.T) {
 		}
 	})
 }
+
+// TestIdleLeaseReturned: a replica granted a lease that no request used
+// by its next flush gives it back, so another replica probes without
+// waiting for probeTimeout.
+func TestIdleLeaseReturned(t *testing.T) {
+	srv := redistest.Start(t)
+	p := fleetParams
+	p.ProbeTimeout = time.Hour
+	rs := threeNamed(t, srv.URL(), "idle", p)
+	tripFleet(t, rs)
+	a, b := rs[0], rs[1]
+	if a.b.Admit().Admitted {
+		t.Fatal("admitted a probe without a lease")
+	}
+	flushAll(a) // grants a lease to a
+	flushAll(a) // no request took it: returned
+	if b.b.Admit().Admitted {
+		t.Fatal("admitted a probe without a lease")
+	}
+	flushAll(b)
+	if !b.b.Admit().Admitted {
+		t.Fatal("replica b got no lease although a returned its idle one")
+	}
+	if a.b.Admit().Admitted {
+		t.Fatal("replica a still probes with the lease it returned")
+	}
+}
