@@ -68,6 +68,9 @@ func (b *Breaker) admitLocked(now int64) Decision {
 		}
 		return b.rejectLocked(ra)
 	case HalfOpen:
+		if b.following {
+			return b.admitFollowingProbeLocked(now)
+		}
 		for i := range b.probes {
 			s := &b.probes[i]
 			if !s.busy {
@@ -120,7 +123,7 @@ func (b *Breaker) rampShare(now int64) float64 {
 func (b *Breaker) advanceLocked(now int64) {
 	switch b.state {
 	case Open:
-		if !b.forced && now >= b.openUntil {
+		if !b.forced && !b.following && now >= b.openUntil {
 			b.transitionLocked(HalfOpen, RuleNone, now, 0)
 		}
 	case Closed:

@@ -130,6 +130,12 @@ type Breaker struct {
 
 	last Transition
 
+	// sharing (see share.go)
+	tallying, following bool
+	tally               Tally
+	leases              int
+	remoteEpoch         uint64
+
 	// event delivery
 	queue       []Transition
 	dispatching bool

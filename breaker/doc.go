@@ -54,6 +54,15 @@
 // deliverer until the queue is empty. No goroutine is ever started by this
 // package. See OnTransition for what a callback may do.
 //
+// # Sharing
+//
+// A breaker can follow a state decided outside it, for a fleet of
+// processes sharing one breaker (Levee's router/fleet does it through
+// Redis): StartTally and TakeTally hand out the outcomes it accepted
+// (Tally), SetFollowing(true) stops it from deciding transitions, and
+// Apply moves it to a state decided elsewhere, with the half-open probe
+// leases it may use. Both are off by default; see share.go.
+//
 // # Which API
 //
 // Admit and Token.Report are the API for anything that serves concurrent

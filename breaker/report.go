@@ -65,10 +65,13 @@ func (b *Breaker) countLocked(r Result) {
 // fires. The clock is read only for a time window or a trip.
 func (b *Breaker) recordClosedLocked(o Outcome) {
 	b.countLocked(o.Result)
+	p := &b.p
+	if b.tallying {
+		b.tallyClosedLocked(o, p.slowRule() && o.Elapsed > p.SlowCallDuration)
+	}
 	if o.Result != Success && o.Result != Failure {
 		return
 	}
-	p := &b.p
 	var flags uint8
 	if o.Result == Failure {
 		flags = flagFailure
@@ -85,6 +88,9 @@ func (b *Breaker) recordClosedLocked(o Outcome) {
 		now, haveNow = b.now(), true
 	}
 	filled := b.win.add(flags, now)
+	if b.following {
+		return // the window keeps filling for a fallback; the fleet judges
+	}
 	// A plain success cannot raise a full count window's ratios (it
 	// replaces an outcome at least as good), so it is judged only when it
 	// fills the window. Time windows are always judged: ageing can raise
@@ -120,6 +126,12 @@ func (b *Breaker) recordClosedLocked(o Outcome) {
 // SlowCallDuration (with the slow-call rule on) counts as failed.
 func (b *Breaker) recordProbeLocked(o Outcome) {
 	b.countLocked(o.Result)
+	if b.tallying {
+		b.tallyProbeLocked(o)
+	}
+	if b.following {
+		return // the fleet judges probes
+	}
 	p := &b.p
 	switch {
 	case o.Result == Failure || (o.Result == Success && p.slowRule() && o.Elapsed > p.SlowCallDuration):

@@ -36,6 +36,8 @@ type Guard struct {
 	// hist is the breaker's recent traffic, sampled off the request path
 	// (SampleHistory).
 	hist history
+	// leave stops sharing the breaker through the breaker store.
+	leave func()
 }
 
 // manualBy is who forced a transition and when it happened.
@@ -68,6 +70,7 @@ func (r *Router) newGuard(route, backend string, p breaker.Params) *Guard {
 	g.b = breaker.NewWithParams(g.name(), p, breaker.Options{Clock: r.clock})
 	g.rejected = r.metrics.rejected.WithLabelValues(g.name())
 	g.b.OnTransition(func(t breaker.Transition) { r.onTransition(g, t) })
+	g.leave = r.joinStore(g)
 	return g
 }
 
@@ -136,6 +139,7 @@ func (r *Router) setGuard(slot *atomic.Pointer[Guard], want bool, route, backend
 	case g != nil:
 		slot.Store(nil)
 		g.dropped.Store(true)
+		g.leave()
 		r.forgetGuard(g)
 	}
 }
@@ -204,7 +208,7 @@ func (r *Router) Breakers() []status.BreakerStatus {
 	var out []status.BreakerStatus
 	for _, rt := range r.snap.Load().routes {
 		for _, g := range rt.state.guards() {
-			out = append(out, statusOf(g, rt))
+			out = append(out, r.withStore(g, statusOf(g, rt)))
 		}
 	}
 	return out
@@ -221,7 +225,7 @@ func (r *Router) Breaker(route string) (status.BreakerStatus, bool) {
 	if len(gs) == 0 {
 		return status.BreakerStatus{}, false
 	}
-	return statusOf(gs[0], rt), true
+	return r.withStore(gs[0], statusOf(gs[0], rt)), true
 }
 
 // ControlBreaker forces a route's breakers open or closed, or resets them
@@ -249,6 +253,9 @@ func (r *Router) ControlBreaker(route, action, who string) error {
 	r.log.Info().Str("event", "breaker_control").Str("route", route).Str("action", action).Str("by", who).
 		Msg("circuit breaker " + action + " requested")
 	for _, g := range gs {
+		if r.controlShared(g, action, who) {
+			continue // the fleet's action, applied here by the store
+		}
 		g.by.Store(&who)
 		do(g.b)
 		g.by.CompareAndSwap(&who, nil) // no transition (already there): forget it

@@ -44,6 +44,10 @@ type Options struct {
 	// backend (default 256).
 	MaxIdleConnsPerHost int
 
+	// BreakerStore shares breakers across replicas (router/fleet); nil
+	// keeps every breaker local.
+	BreakerStore BreakerStore
+
 	// RemovedRouteGrace is how long the state of a removed route (and of a
 	// removed backend address) is kept, and how long a route that vanished
 	// from a non-API source keeps answering 503 no-healthy-backend before

@@ -125,6 +125,14 @@ func (r *Router) Update(u config.SourceUpdate) {
 	r.rebuild()
 }
 
+// ReportDiagnostics replaces the diagnostics of a source that is not a
+// config source (the breaker store), announcing changes as Update does.
+func (r *Router) ReportDiagnostics(source string, ds []diagnostics.Diagnostic) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replaceDiagnostics(source, ds)
+}
+
 // replaceDiagnostics stores a source's diagnostics and announces what
 // changed (not what is merely still there).
 func (r *Router) replaceDiagnostics(source string, ds []diagnostics.Diagnostic) {

@@ -46,7 +46,7 @@ func (r *Router) view(rt *Route, all []diagnostics.Diagnostic) status.Entrypoint
 		es.Backends = append(es.Backends, bs)
 	}
 	for _, g := range rt.state.guards() {
-		es.Breakers = append(es.Breakers, statusOf(g, rt))
+		es.Breakers = append(es.Breakers, r.withStore(g, statusOf(g, rt)))
 	}
 	for _, d := range all {
 		if concerns(d, rt.ep) {

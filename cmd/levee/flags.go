@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/provider/docker"
+	"github.com/levee-proxy/levee/router/fleet"
 )
 
 // serveConfig is everything `levee serve` is configured with. Each field is a
@@ -57,6 +58,12 @@ type serveConfig struct {
 	TunnelIdleTimeout    time.Duration
 	MaxClientConns       int
 	UpgradeProtocols     string
+
+	// The shared breaker store (docs/fleet.md); empty BreakerStore keeps
+	// breakers local.
+	BreakerStore              string
+	BreakerStorePrefix        string
+	BreakerStoreFlushInterval time.Duration
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -101,6 +108,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
+	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
+	fs.StringVar(&cfg.BreakerStorePrefix, "breaker-store-prefix", fleet.DefaultPrefix, "prefix of the breaker store's keys and event channel; replicas of one fleet use the same, fleets sharing a Redis use different ones")
+	fs.DurationVar(&cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline before the breakers fall back to local judgement")
 	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
 }
@@ -163,7 +173,7 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))

@@ -44,7 +44,11 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		return nil, err
 	}
 	routerLog := log.With().Str("component", "router").Logger()
-	rt := router.New(router.Options{
+	breakers, rtRef, err := newBreakerStore(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	ropts := router.Options{
 		Logger:            routerLog,
 		Registerer:        reg,
 		Diagnostics:       store,
@@ -52,7 +56,12 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
 		TrustedProxies:    trusted,
-	})
+	}
+	if breakers != nil {
+		ropts.BreakerStore = breakers
+	}
+	rt := router.New(ropts)
+	rtRef.Store(rt)
 	// The request path reads the router's snapshots; it logs under the
 	// router's component, as one data plane.
 	handler := proxy.New(rt, proxy.Options{
@@ -74,6 +83,9 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	closeAll := func() {
 		rt.Close()
 		handler.Close()
+		if breakers != nil {
+			_ = breakers.Close()
+		}
 	}
 
 	codec := api.StandardCodec()

@@ -71,7 +71,21 @@ type BreakerStatus struct {
 	Fallback string `json:"fallback,omitempty"`
 	// LastTransition describes the most recent transition, if any.
 	LastTransition *BreakerEvent `json:"last_transition,omitempty"`
+	// Store is "fleet" while the breaker follows the state shared through
+	// the breaker store, "local" otherwise (no store, or a fallback).
+	Store string `json:"store"`
+	// FleetWindowTotal and FleetWindowFailures are the fleet window's
+	// outcomes and failures (Store "fleet" only); the window figures
+	// above are this replica's own.
+	FleetWindowTotal    int `json:"fleet_window_total,omitempty"`
+	FleetWindowFailures int `json:"fleet_window_failures,omitempty"`
 }
+
+// Values of BreakerStatus.Store.
+const (
+	StoreFleet = "fleet"
+	StoreLocal = "local"
+)
 
 // Breaker control actions accepted by the router's ControlBreaker.
 const (
