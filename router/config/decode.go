@@ -115,6 +115,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 		d.ep.HealthCheck = &hc
 	}
 	d.passiveHealth()
+	d.tlsRules()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled

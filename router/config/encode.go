@@ -39,6 +39,15 @@ type wireConfig struct {
 	HealthCheck    *wireHealth  `json:"health_check,omitempty"`
 	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
+	TLS            *wireTLS     `json:"tls,omitempty"`
+	Listeners      []string     `json:"listeners,omitempty"`
+}
+
+type wireTLS struct {
+	Enabled  bool `json:"enabled"`
+	Redirect bool `json:"redirect"`
+	// HSTS is the max-age in seconds, as the header writes it.
+	HSTS int64 `json:"hsts"`
 }
 
 type wireRetry struct {
@@ -137,6 +146,10 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			ResponseCode: cb.ResponseCode, ResponseBody: cb.ResponseBody, Scope: cb.Scope,
 		}
 	}
+	if !ep.TLS.IsZero() {
+		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second)}
+	}
+	w.Config.Listeners = ep.Listeners
 	out, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encode entrypoint %q: %w", ep.Name, err)

@@ -70,6 +70,7 @@ var jsonGroups = map[string]diagnostics.Code{
 	"config.health_check":    diagnostics.BadHealthCheck,
 	"config.passive_health":  diagnostics.BadPassiveHealth,
 	"config.circuit_breaker": diagnostics.BadCircuitBreaker,
+	"config.tls":             diagnostics.BadTLS,
 }
 
 var (
@@ -267,6 +268,11 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 		p := path + "." + k
 		if code, isGroup := jsonGroups[p]; isGroup {
 			sub, ok := v.(map[string]any)
+			if idx, alias, leaf := lookupJSON(p); !ok && leaf {
+				// A group that is also a field ("tls": true) is that field.
+				*items = append(*items, fieldValue{field: idx, alias: alias, key: p, value: v})
+				continue
+			}
 			if !ok {
 				if v != nil {
 					// Giving the group at all turns the feature on, as any
