@@ -79,10 +79,19 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		p.finish(x)
 		return
 	}
-	x.route = p.src.Snapshot().Match(req.Method, req.Host, req.URL.Path)
-	if x.route == nil {
+	// The listener (set by cmd/levee in the server's base context)
+	// chooses among plain and TLS routes; without one every route is a
+	// candidate.
+	l := router.ListenerOf(req.Context())
+	route, redirect := p.src.Snapshot().MatchOn(l, req.Method, req.Host, req.URL.Path)
+	x.route = route
+	switch {
+	case route == nil:
 		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
-	} else {
+	case redirect:
+		x.redirectHTTPS(l)
+	default:
+		x.setHSTS()
 		x.serve()
 	}
 	p.finish(x)
