@@ -46,6 +46,7 @@ const (
 	schemaHealth     = "Health"
 	schemaReady      = "Readiness"
 	schemaOpenAPI    = "OpenAPIDocument"
+	schemaCerts      = "CertificateList"
 )
 
 // authErrors are the responses every guarded route can give.
@@ -102,6 +103,8 @@ func (s *Server) routeTable() []route {
 		s.breakerControl("open", "Force the breaker open (rule manual)."),
 		s.breakerControl("close", "Force the breaker closed."),
 		s.breakerControl("reset", "Reset the breaker to closed with empty counters."),
+		{method: "GET", path: "/certificates", op: "listCertificates", summary: "Certificates the TLS listeners serve, by host: source (acme, static, default), issuer, expiry, last error and next renewal.", access: accessRead,
+			responses: with(accessRead, response{200, schemaCerts, "all certificates; empty without a TLS listener"}), handler: s.listCertificates},
 		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes.", access: accessRead, stream: true,
 			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
 		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // Defaults for Options fields left zero.
@@ -52,6 +53,9 @@ type Options struct {
 	// EventBuffer is each SSE subscriber's buffer; 0 means
 	// DefaultEventBuffer.
 	EventBuffer int
+	// Certificates lists the certificates the TLS listeners serve (GET
+	// /certificates); nil or an empty list without a TLS listener.
+	Certificates func() []status.CertificateStatus
 }
 
 // ReadyCheck is one thing /ready waits for.
@@ -90,6 +94,7 @@ type Server struct {
 	log       zerolog.Logger
 	heartbeat time.Duration
 	buffer    int
+	certs     func() []status.CertificateStatus
 
 	metricsHandler http.Handler
 
@@ -125,6 +130,7 @@ func New(opts Options) (*Server, error) {
 		log:       opts.Logger,
 		heartbeat: opts.Heartbeat,
 		buffer:    opts.EventBuffer,
+		certs:     opts.Certificates,
 		mux:       http.NewServeMux(),
 	}
 	s.metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})

@@ -52,6 +52,15 @@ type serveConfig struct {
 	TunnelIdleTimeout    time.Duration
 	MaxClientConns       int
 	UpgradeProtocols     string
+
+	// Listen are the named proxy listeners (--listen, listeners.go);
+	// httpListenGiven says --http-listen was set by flag or environment.
+	Listen          []listenerSpec
+	httpListenGiven bool
+	// TLS certificates (router/certs).
+	TLSCertDir     string
+	TLSDefaultCert string
+	TLSDefaultKey  string
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -64,7 +73,11 @@ func envName(flagName string) string {
 func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address the proxy listens on")
+	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr or name=addr,tls (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
+	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
+	fs.StringVar(&cfg.TLSDefaultKey, "tls-default-key", "", "PEM key of --tls-default-cert")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
 	fs.StringVar(&cfg.DockerHost, "docker-host", "", "Docker Engine address (default: $DOCKER_HOST, else the local socket)")
@@ -117,6 +130,8 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 	if cfg.DockerHost == "" {
 		cfg.DockerHost = getenv("DOCKER_HOST")
 	}
+	fs.Visit(func(f *flag.Flag) { cfg.httpListenGiven = cfg.httpListenGiven || f.Name == "http-listen" })
+	cfg.httpListenGiven = cfg.httpListenGiven || getenv(envName("http-listen")) != ""
 	return cfg, cfg.check()
 }
 
@@ -175,6 +190,9 @@ func (c serveConfig) check() error {
 	}
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
+	}
+	if _, err := c.listeners(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
