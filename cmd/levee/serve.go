@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,21 +156,25 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(proxies)+1)
-	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
+	serve1 := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
 		defer wg.Done()
-		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Str("addr", ln.Addr().String()).Msg("listening")
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("%s listener %s on %s: %w", role, spec.Name, ln.Addr(), err)
 		}
 	}
+	// Listening is logged in declaration order (the plain listener of
+	// --http-listen first), before serving: the sockets are bound already.
+	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
+		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Str("addr", ln.Addr().String()).Msg("listening")
+		wg.Add(1)
+		go serve1(role, spec, srv, ln)
+	}
 	servers := []httpServer{apiSrv}
 	for _, p := range proxies {
-		wg.Add(1)
-		go serveOn("proxy", p.spec, p.srv, p.ln)
+		serveOn("proxy", p.spec, p.srv, p.ln)
 		servers = append(servers, p.srv)
 	}
-	wg.Add(1)
-	go serveOn("api", listenerSpec{Name: "api"}, apiSrv, apiLn)
+	serveOn("api", listenerSpec{Name: "api"}, apiSrv, apiLn)
 	for _, background := range app.background {
 		wg.Add(1)
 		go func() { defer wg.Done(); background(runCtx) }()
@@ -224,8 +229,8 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	}, []string{"listener"})
 	reg.MustRegister(refused)
 	var out []proxyListener
-	for i, l := range routerListeners(specs) {
-		spec := specs[i]
+	bound := slices.Clone(specs) // with the ports the system chose for :0
+	for i, spec := range specs {
 		ln, err := net.Listen("tcp", spec.Addr)
 		if err != nil {
 			for _, p := range out {
@@ -233,14 +238,17 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 			}
 			return nil, fmt.Errorf("proxy listener %s on %s: %w", spec.Name, spec.Addr, err)
 		}
+		bound[i].Addr = ln.Addr().String()
 		ln = server.LimitListener(ln, cfg.MaxClientConns, refused.WithLabelValues(spec.Name).Inc)
-		var srv httpServer
-		if spec.TLS {
-			srv = newTLSServer(app.proxy, l, app, stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", spec.Name).Logger()), "", 0))
+		out = append(out, proxyListener{spec: spec, ln: ln})
+	}
+	for i, l := range routerListeners(bound) {
+		if out[i].spec.TLS {
+			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
+			out[i].srv = newTLSServer(app.proxy, l, app, errLog)
 		} else {
-			srv = newPlainServer(cfg.HTTPServer, app.proxy, l, stdLogger(log, "proxy"))
+			out[i].srv = newPlainServer(cfg.HTTPServer, app.proxy, l, stdLogger(log, "proxy"))
 		}
-		out = append(out, proxyListener{spec: spec, ln: ln, srv: srv})
 	}
 	return out, nil
 }
