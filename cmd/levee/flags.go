@@ -61,6 +61,11 @@ type serveConfig struct {
 	TLSCertDir     string
 	TLSDefaultCert string
 	TLSDefaultKey  string
+	// ACME (router/certs, certmagic): on with --acme-email or --acme-ca.
+	ACMEEmail  string
+	ACMECA     string
+	ACMECARoot string
+	CertDir    string
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -78,6 +83,10 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
 	fs.StringVar(&cfg.TLSDefaultKey, "tls-default-key", "", "PEM key of --tls-default-cert")
+	fs.StringVar(&cfg.ACMEEmail, "acme-email", "", "contact of the ACME account; with it (or --acme-ca) Levee obtains certificates for the hosts of tls=true routes")
+	fs.StringVar(&cfg.ACMECA, "acme-ca", "", "ACME directory URL (default: Let's Encrypt; its staging CA or a private CA for tests)")
+	fs.StringVar(&cfg.ACMECARoot, "acme-ca-root", "", "PEM file of the root that signs the ACME directory's HTTPS certificate (a private CA)")
+	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
 	fs.StringVar(&cfg.DockerHost, "docker-host", "", "Docker Engine address (default: $DOCKER_HOST, else the local socket)")

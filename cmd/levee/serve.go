@@ -242,12 +242,18 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		ln = server.LimitListener(ln, cfg.MaxClientConns, refused.WithLabelValues(spec.Name).Inc)
 		out = append(out, proxyListener{spec: spec, ln: ln})
 	}
+	if err := app.enableACME(cfg, bound, log, reg); err != nil {
+		for _, p := range out {
+			p.ln.Close()
+		}
+		return nil, err
+	}
 	for i, l := range routerListeners(bound) {
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
 			out[i].srv = newTLSServer(app.proxy, l, app, errLog)
 		} else {
-			out[i].srv = newPlainServer(cfg.HTTPServer, app.proxy, l, stdLogger(log, "proxy"))
+			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), l, stdLogger(log, "proxy"))
 		}
 	}
 	return out, nil

@@ -31,6 +31,9 @@ type app struct {
 	// certs and tlsConfig serve the TLS listeners; nil without one.
 	certs     *certs.Store
 	tlsConfig *tls.Config
+	// acme obtains certificates (--acme-email, --acme-ca); nil when off.
+	acme   *certs.ACME
+	router *router.Router
 }
 
 // build wires the sources, the router, the request path and the API. Data
@@ -90,7 +93,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		return nil, fmt.Errorf("loading API state: %w", err)
 	}
 
-	a := &app{proxy: handler, stop: closeAll}
+	a := &app{proxy: handler, stop: closeAll, router: rt}
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
 		closeAll()

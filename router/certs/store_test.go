@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/tls"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,7 +32,10 @@ func newTestStore(t *testing.T, dir string, sink Sink) *Store {
 
 func served(t *testing.T, s *Store, sni string) *tls.Certificate {
 	t.Helper()
-	c, err := s.GetCertificate(&tls.ClientHelloInfo{ServerName: sni})
+	conn, peer := net.Pipe() // certmagic logs the client's address
+	defer conn.Close()
+	defer peer.Close()
+	c, err := s.GetCertificate(&tls.ClientHelloInfo{ServerName: sni, Conn: conn})
 	if err != nil || c == nil {
 		t.Fatalf("%q: %v", sni, err)
 	}
