@@ -201,7 +201,13 @@ func TestTLSStaticCertificates(t *testing.T) {
 // waitFor polls check until it succeeds or 20 seconds pass.
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitForWithin(t, 20*time.Second, what, check)
+}
+
+// waitForWithin is waitFor with its own deadline.
+func waitForWithin(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
 		if err == nil {
