@@ -37,10 +37,11 @@ func TestACMEWithPebble(t *testing.T) {
 				httpPort, tlsPort = deadPort, securePort
 			}
 			ca := startPebble(t, dir, httpPort, tlsPort)
+			certDir := t.TempDir()
 			p := startLevee(t, "--http-listen", "127.0.0.1:"+strconv.Itoa(webPort),
 				"--listen", "websecure=127.0.0.1:"+strconv.Itoa(securePort)+",tls",
 				"--acme-ca", ca.dirURL, "--acme-ca-root", ca.minicaFile(), "--acme-email", "ops@levee.test",
-				"--cert-dir", t.TempDir())
+				"--cert-dir", certDir)
 			secure := p.listenerAddr("websecure")
 			host := strings.ReplaceAll(challenge, "-", "") + "-" + dockertest.RunID(t) + ".test"
 			dockertest.Run(t, cli, echoSpec(image, network, "acme", host, map[string]string{"levee.http.app.tls": "true"}))
@@ -77,7 +78,24 @@ func TestACMEWithPebble(t *testing.T) {
 			}
 			if challenge == "http-01" {
 				refusingCA(t, p, ca, cli, image, network, secure, host, roots)
+				return
 			}
+			// A second Levee sharing --cert-dir serves the stored
+			// certificate without ordering (the CA is gone).
+			ca.stop()
+			p2 := startLevee(t, "--listen", "websecure=127.0.0.1:0,tls", "--acme-ca", ca.dirURL,
+				"--acme-ca-root", ca.minicaFile(), "--acme-email", "ops@levee.test", "--cert-dir", certDir)
+			secure2 := p2.listenerAddr("websecure")
+			waitFor(t, "the stored certificate from the second Levee", func() error {
+				l, _, err := httpsGet(secure2, host, roots)
+				if err != nil {
+					return err
+				}
+				if !l.Equal(leaf) {
+					return fmt.Errorf("a different certificate (serial %s)", l.SerialNumber)
+				}
+				return nil
+			})
 		})
 	}
 }

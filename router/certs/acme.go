@@ -189,38 +189,44 @@ func (a *ACME) SetHosts(ctx context.Context, hosts []string) {
 			want[h] = true
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var added []string
-	changed := false
-	for h := range want {
-		if a.cancels[h] == nil {
-			added = append(added, h)
-		}
+	type start struct {
+		host string
+		ctx  context.Context
 	}
+	var starts []start
+	a.mu.Lock()
+	changed := false
 	for h, cancel := range a.cancels {
 		if !want[h] {
 			cancel()
 			delete(a.cancels, h)
-			_, changed = a.state[h]
+			_, failed := a.state[h]
+			changed = changed || failed
 			delete(a.state, h)
 			a.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: h}})
 			a.opts.Logger.Info().Str("host", h).Msg("ACME: host no longer served over TLS; its certificate is not renewed")
 		}
 	}
-	slices.Sort(added)
-	for _, h := range added {
-		hctx, cancel := context.WithCancel(ctx)
-		a.cancels[h] = cancel
-		if err := a.cfg.ManageAsync(hctx, []string{h}); err != nil {
-			a.opts.Logger.Warn().Err(err).Str("host", h).Msg("ACME: cannot manage host")
+	for h := range want {
+		if a.cancels[h] == nil {
+			hctx, cancel := context.WithCancel(ctx)
+			a.cancels[h] = cancel
+			starts = append(starts, start{h, hctx})
 		}
 	}
-	m := want
-	a.managed.Store(&m)
+	a.managed.Store(&want)
 	if changed || !slices.EqualFunc(wild, a.wild, func(x, y diagnostics.Diagnostic) bool { return x.Value == y.Value }) {
 		a.wild = wild
 		a.publishLocked()
+	}
+	a.mu.Unlock()
+	// Outside the lock: certmagic loads a stored certificate at once and
+	// reports it through onEvent, which takes the lock.
+	slices.SortFunc(starts, func(x, y start) int { return strings.Compare(x.host, y.host) })
+	for _, st := range starts {
+		if err := a.cfg.ManageAsync(st.ctx, []string{st.host}); err != nil {
+			a.opts.Logger.Warn().Err(err).Str("host", st.host).Msg("ACME: cannot manage host")
+		}
 	}
 }
 

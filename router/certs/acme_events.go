@@ -32,6 +32,10 @@ func retryWait(failures int) time.Duration {
 // expiry metric.
 func (a *ACME) onEvent(ctx context.Context, event string, data map[string]any) error {
 	switch event {
+	case "cached_managed_cert":
+		// A certificate loaded from --cert-dir (at start, or one another
+		// Levee process obtained): served now, so its expiry is known.
+		a.store.RefreshExpiry()
 	case "cert_failed":
 		host, _ := data["identifier"].(string)
 		err, _ := data["error"].(error)
