@@ -81,6 +81,8 @@ var foreignTable = []ForeignKey{
 	{Key: "addprefix.prefix", Proxy: proxyTraefik, Fields: []string{"addPrefix"}},
 	{Key: "basicauth.*", Proxy: proxyTraefik},
 	// Features both proxies have and Levee does not.
+	{Key: "headers.stsseconds", Proxy: proxyTraefik, Fields: []string{"tls.hsts"},
+		Note: "sent on the HTTPS answers of a tls=true route"},
 	{Key: "headers.*", Proxy: proxyBoth},
 	{Key: "ratelimit.*", Proxy: proxyBoth},
 	{Key: "forwardAuth.*", Proxy: proxyBoth},
