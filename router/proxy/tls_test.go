@@ -1,11 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +190,48 @@ func TestHSTSOnlyOverTLS(t *testing.T) {
 	}
 	if resp := th.send(th.h2, th.secure.URL, http.MethodGet, "shop.test", "/"); resp.StatusCode != 200 || resp.Header.Get("Strict-Transport-Security") == "" {
 		t.Errorf("TLS: %d HSTS %q", resp.StatusCode, resp.Header.Get("Strict-Transport-Security"))
+	}
+}
+
+// WebSocket keeps working over HTTP/1.1 on a TLS listener (ALPN
+// http/1.1): the upgrade is tunnelled through net/http's TLS server.
+func TestWebSocketOverTLSListener(t *testing.T) {
+	th := newTLSHarness(t)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		io.Copy(conn, brw)
+	}))
+	defer be.Close()
+	host, port, _ := net.SplitHostPort(be.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	e := tlsRoute("ws", config.Backend{Address: host, Port: p, Weight: 1})
+	th.set(config.SourceDocker, e)
+	conn, err := tls.Dial("tcp", th.secure.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("got %d %v", resp.StatusCode, resp.Header)
+	}
+	if _, err := conn.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "hello" {
+		t.Fatalf("echo: %q %v", buf, err)
 	}
 }
