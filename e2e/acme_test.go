@@ -36,7 +36,7 @@ func TestACMEWithPebble(t *testing.T) {
 			if challenge == "tls-alpn-01" {
 				httpPort, tlsPort = deadPort, securePort
 			}
-			ca := startPebble(t, dir, httpPort, tlsPort)
+			ca := startPebble(t, dir, httpPort, tlsPort, 0)
 			certDir := t.TempDir()
 			p := startLevee(t, "--http-listen", "127.0.0.1:"+strconv.Itoa(webPort),
 				"--listen", "websecure=127.0.0.1:"+strconv.Itoa(securePort)+",tls",
@@ -187,4 +187,46 @@ func certificateSource(t *testing.T, p *leveeProc, host string) string {
 		}
 	}
 	return ""
+}
+
+// Renewal: Pebble issues certificates valid for a minute; Levee, checking
+// every second, renews each once a third of its lifetime is left and
+// serves the new one without a restart.
+func TestACMERenewal(t *testing.T) {
+	dir := pebbleDir(t)
+	cli := dockertest.Require(t)
+	image := dockertest.EchoImage(t, cli)
+	network := dockertest.Network(t, cli)
+	webPort, securePort := freePort(t), freePort(t)
+	ca := startPebble(t, dir, webPort, securePort, time.Minute)
+	p := startLevee(t, "--http-listen", "127.0.0.1:"+strconv.Itoa(webPort),
+		"--listen", "websecure=127.0.0.1:"+strconv.Itoa(securePort)+",tls",
+		"--acme-ca", ca.dirURL, "--acme-ca-root", ca.minicaFile(), "--acme-email", "ops@levee.test",
+		"--cert-dir", t.TempDir(), "--acme-renew-interval", "1s")
+	secure := p.listenerAddr("websecure")
+	host := "renew-" + dockertest.RunID(t) + ".test"
+	dockertest.Run(t, cli, echoSpec(image, network, "renew", host, map[string]string{"levee.http.app.tls": "true"}))
+	roots := ca.roots(t)
+	var first *x509.Certificate
+	waitForWithin(t, 60*time.Second, "a first certificate", func() error {
+		l, _, err := httpsGet(secure, host, roots)
+		first = l
+		return err
+	})
+	if life := first.NotAfter.Sub(first.NotBefore); life > 2*time.Minute {
+		t.Fatalf("Pebble issued a certificate valid %s: the short-lived profile is not in force", life)
+	}
+	waitForWithin(t, 90*time.Second, "the renewed certificate", func() error {
+		l, _, err := httpsGet(secure, host, roots)
+		if err != nil {
+			return err
+		}
+		if l.Equal(first) {
+			return fmt.Errorf("still the first certificate (not after %s)", first.NotAfter.Format(time.TimeOnly))
+		}
+		return nil
+	})
+	p.waitLog(10*time.Second, func(m map[string]any) bool {
+		return m["message"] == "ACME: certificate obtained" && m["renewal"] == true && m["host"] == host
+	})
 }

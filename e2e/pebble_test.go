@@ -81,8 +81,9 @@ type pebble struct {
 }
 
 // startPebble runs Pebble whose validation authority connects to
-// httpPort (HTTP-01) and tlsPort (TLS-ALPN-01) on 127.0.0.1.
-func startPebble(t *testing.T, dir string, httpPort, tlsPort int) *pebble {
+// httpPort (HTTP-01) and tlsPort (TLS-ALPN-01) on 127.0.0.1. validity, if
+// not 0, is the lifetime of the certificates it issues.
+func startPebble(t *testing.T, dir string, httpPort, tlsPort int, validity time.Duration) *pebble {
 	t.Helper()
 	dnsPort, acmePort, mgmtPort, challMgmt := freePort(t), freePort(t), freePort(t), freePort(t)
 	dns := exec.Command(filepath.Join(dir, "pebble-challtestsrv"), "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
@@ -99,6 +100,11 @@ func startPebble(t *testing.T, dir string, httpPort, tlsPort int) *pebble {
 		"ocspResponderURL":        "",
 		"retryAfter":              map[string]int{"authz": 1, "order": 1},
 	}}
+	if validity > 0 {
+		cfg["pebble"].(map[string]any)["profiles"] = map[string]any{
+			"default": map[string]any{"description": "short-lived, for the renewal test", "validityPeriod": int(validity / time.Second)},
+		}
+	}
 	cfgFile := filepath.Join(t.TempDir(), "pebble.json")
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {

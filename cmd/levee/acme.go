@@ -36,7 +36,8 @@ func (a *app) enableACME(cfg serveConfig, bound []listenerSpec, log zerolog.Logg
 	}
 	opts := certs.ACMEOptions{
 		Email: cfg.ACMEEmail, CA: cfg.ACMECA, CARoot: cfg.ACMECARoot, StorageDir: cfg.CertDir,
-		Sink: a.router, Logger: log.With().Str("component", "acme").Logger(), Registerer: reg,
+		RenewCheckInterval: cfg.ACMERenewInterval,
+		Sink:               a.router, Logger: log.With().Str("component", "acme").Logger(), Registerer: reg,
 	}
 	for _, s := range bound {
 		host, port, _ := net.SplitHostPort(s.Addr)

@@ -66,6 +66,8 @@ type serveConfig struct {
 	ACMECA     string
 	ACMECARoot string
 	CertDir    string
+	// ACMERenewInterval is how often certificates are checked for renewal.
+	ACMERenewInterval time.Duration
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -86,6 +88,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.ACMEEmail, "acme-email", "", "contact of the ACME account; with it (or --acme-ca) Levee obtains certificates for the hosts of tls=true routes")
 	fs.StringVar(&cfg.ACMECA, "acme-ca", "", "ACME directory URL (default: Let's Encrypt; its staging CA or a private CA for tests)")
 	fs.StringVar(&cfg.ACMECARoot, "acme-ca-root", "", "PEM file of the root that signs the ACME directory's HTTPS certificate (a private CA)")
+	fs.DurationVar(&cfg.ACMERenewInterval, "acme-renew-interval", 10*time.Minute, "how often ACME certificates are checked for renewal (a certificate is renewed once a third of its lifetime is left)")
 	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
@@ -180,7 +183,7 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--acme-renew-interval": c.ACMERenewInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))
