@@ -15,6 +15,11 @@ const (
 	// WildcardNeedsDNS is a wildcard host on a TLS route without a static
 	// certificate for it: ACME would need DNS-01, which Levee does not do.
 	WildcardNeedsDNS Code = "W045"
+	// UnknownListener is a route naming a listener levee serve does not
+	// declare.
+	UnknownListener Code = "W046"
+	// NoTLSListener is a TLS route while no TLS listener is declared.
+	NoTLSListener Code = "W047"
 )
 
 // tlsEntries are the codes of TLS and certificates (codes 040-049).
@@ -55,6 +60,18 @@ func tlsEntries() []Entry {
 			Effect:  "A wildcard certificate can only be issued through the DNS-01 challenge, which Levee does not do: the wildcard host is served with the default certificate until a static certificate covers it.",
 			Fix:     "Put a certificate for the wildcard (issued elsewhere, e.g. by certbot with DNS-01) and its key in --tls-cert-dir, or list the sub-domains as hosts.",
 			Example: "levee.http.app.host=*.example.com with levee.http.app.tls=true",
+		},
+		{
+			Code: UnknownListener, Severity: Warn, Title: "route names an unknown listener",
+			Effect:  "The route serves on the listeners it names that exist; when none of them does, it is not served at all (404 everywhere).",
+			Fix:     "Use the names `levee serve --listen name=addr[,tls]` declares (`web` is the listener of --http-listen), or declare the listener.",
+			Example: "levee.http.app.listeners=websecure   # but levee serve has no --listen websecure=…",
+		},
+		{
+			Code: NoTLSListener, Severity: Warn, Title: "TLS route without a TLS listener",
+			Effect:  "Nothing serves the route over HTTPS, and plain listeners redirect its requests to an https:// address nothing answers (unless tls.redirect=false).",
+			Fix:     "Declare a TLS listener (`levee serve --listen websecure=:443,tls`), or remove tls=true.",
+			Example: "levee.http.app.tls=true   # levee serve started with --http-listen only",
 		},
 	}
 }

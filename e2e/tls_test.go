@@ -219,3 +219,49 @@ func waitForWithin(t *testing.T, timeout time.Duration, what string, check func(
 		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
 	}
 }
+
+// Routes checked against the declared listeners: a TLS route without a
+// TLS listener is W047, a route naming an unknown listener W046; both
+// resolve when the route is fixed.
+func TestListenerDiagnostics(t *testing.T) {
+	p := startLevee(t, "--docker=false")
+	post := func(method, path, body string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, p.apiURL()+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	}
+	diags := func() string {
+		resp, err := http.Get(p.apiURL() + "/diagnostics?code=W046,W047")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	post("POST", "/entrypoints", `{"name":"a","backends":[{"address":"127.0.0.1","port":9}],"config":{"hostnames":["a.test"],"tls":true}}`)
+	post("POST", "/entrypoints", `{"name":"b","backends":[{"address":"127.0.0.1","port":9}],"config":{"hostnames":["b.test"],"listeners":["web","admin"]}}`)
+	waitFor(t, "W046 and W047", func() error {
+		if d := diags(); !strings.Contains(d, `"W047"`) || !strings.Contains(d, `"W046"`) || !strings.Contains(d, `"admin"`) {
+			return fmt.Errorf("%s", d)
+		}
+		return nil
+	})
+	post("PUT", "/entrypoints/a", `{"name":"a","backends":[{"address":"127.0.0.1","port":9}],"config":{"hostnames":["a.test"]}}`)
+	post("PUT", "/entrypoints/b", `{"name":"b","backends":[{"address":"127.0.0.1","port":9}],"config":{"hostnames":["b.test"],"listeners":["web"]}}`)
+	waitFor(t, "the diagnostics to resolve", func() error {
+		if d := diags(); strings.Contains(d, `"W04`) {
+			return fmt.Errorf("%s", d)
+		}
+		return nil
+	})
+}

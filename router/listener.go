@@ -2,7 +2,12 @@ package router
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
+
+	"github.com/levee-proxy/levee/diagnostics"
 )
 
 // Listener is the proxy listener a request came in on, as the matcher
@@ -66,4 +71,36 @@ func (s *Snapshot) MatchOn(l *Listener, method, host, path string) (r *Route, re
 	}
 	r = s.matchWith(method, host, path, l, func(r *Route, l *Listener) bool { return !r.servesOn(l) && r.redirectsOn(l) })
 	return r, r != nil
+}
+
+// ListenerDiagnostics checks the routes of s against the listeners levee
+// serve declares: a route naming an undeclared listener is W046, a TLS
+// route while no TLS listener exists W047. Ghost routes are skipped.
+func (s *Snapshot) ListenerDiagnostics(listeners []*Listener) []diagnostics.Diagnostic {
+	names := map[string]bool{}
+	anyTLS := false
+	for _, l := range listeners {
+		names[l.Name] = true
+		anyTLS = anyTLS || l.TLS
+	}
+	var out []diagnostics.Diagnostic
+	for _, r := range s.routes {
+		if r.ghost {
+			continue
+		}
+		for _, n := range r.ep.Listeners {
+			if !names[n] {
+				out = append(out, diagnostics.New(diagnostics.UnknownListener, sourceOf(r.ep), "listeners", n, "not served there",
+					fmt.Sprintf("route %q names listener %q, which levee serve does not declare", r.ep.ID, n),
+					"declared: "+strings.Join(slices.Sorted(maps.Keys(names)), ", ")))
+			}
+		}
+		if r.ep.TLS.Enabled && !anyTLS && len(r.ep.Listeners) == 0 {
+			out = append(out, diagnostics.New(diagnostics.NoTLSListener, sourceOf(r.ep), "tls", "true", "not served over HTTPS",
+				fmt.Sprintf("route %q is tls=true but no TLS listener is declared", r.ep.ID),
+				"add --listen websecure=:443,tls to levee serve"))
+		}
+	}
+	sortDiagnostics(out)
+	return out
 }

@@ -2,9 +2,11 @@ package router
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 func listenerEP(id, host string, tls, redirect bool, listeners ...string) config.Entrypoint {
@@ -82,5 +84,51 @@ func TestListenerContext(t *testing.T) {
 	l := &Listener{Name: "web"}
 	if got := ListenerOf(WithListener(context.Background(), l)); got != l {
 		t.Fatalf("got %v", got)
+	}
+}
+
+func TestListenerDiagnostics(t *testing.T) {
+	s, _ := NewSnapshot([]config.Entrypoint{
+		listenerEP("ok", "ok.example.com", false, false, "web"),
+		listenerEP("typo", "typo.example.com", false, false, "web", "websecur"),
+		listenerEP("secure", "secure.example.com", true, true),
+	})
+	plainOnly := []*Listener{{Name: "web"}}
+	var got []string
+	for _, d := range s.ListenerDiagnostics(plainOnly) {
+		got = append(got, string(d.Code)+" "+d.Source.ObjectID+" "+d.Value)
+	}
+	if want := []string{"W046 typo websecur", "W047 secure true"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	withTLS := []*Listener{{Name: "web"}, {Name: "websecur", TLS: true}}
+	if ds := s.ListenerDiagnostics(withTLS); len(ds) != 0 {
+		t.Errorf("all declared: %v", ds)
+	}
+}
+
+// Turning tls on, or naming listeners, is a route change (the ACME and
+// listener watchers follow route events).
+func TestTLSChangeIsARouteChange(t *testing.T) {
+	r := New(Options{})
+	defer r.Close()
+	ep := listenerEP("a", "a.example.com", false, false)
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
+	events, stop := r.Subscribe(16)
+	defer stop()
+	for _, change := range []func(*config.Entrypoint){
+		func(e *config.Entrypoint) { e.TLS = config.TLS{Enabled: true, Redirect: true} },
+		func(e *config.Entrypoint) { e.Listeners = []string{"websecure"} },
+	} {
+		change(&ep)
+		r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
+		select {
+		case ev := <-events:
+			if re, ok := ev.Data.(status.RouteEvent); !ok || re.Change != "changed" {
+				t.Errorf("event %+v, want a route change", ev)
+			}
+		default:
+			t.Errorf("no event for %+v", ep)
+		}
 	}
 }

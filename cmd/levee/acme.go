@@ -4,14 +4,17 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
 )
 
@@ -56,8 +59,8 @@ func (a *app) enableACME(cfg serveConfig, bound []listenerSpec, log zerolog.Logg
 	a.acme = m
 	a.tlsConfig = a.certs.Config(opts.TLSPort != 0)
 	a.background = append(a.background, func(ctx context.Context) {
-		defer m.Stop()
-		watchTLSHosts(ctx, a.router, m)
+		<-ctx.Done()
+		m.Stop()
 	})
 	return nil
 }
@@ -71,19 +74,36 @@ func (a *app) plainHandler() http.Handler {
 	return a.acme.HTTPHandler(a.proxy)
 }
 
-// watchTLSHosts gives m the hosts of TLS routes now, on every route
-// change and every hostsResync, until ctx ends.
-func watchTLSHosts(ctx context.Context, rt *router.Router, m *certs.ACME) {
+// watchRoutes follows the route table now, on every route change and
+// every hostsResync, until ctx ends: it checks the routes against the
+// listeners (W046, W047, as the source "listeners") and gives m, when ACME
+// is on, the hosts of TLS routes.
+func watchRoutes(ctx context.Context, rt *router.Router, listeners []*router.Listener, m *certs.ACME) {
 	events, unsubscribe := rt.Subscribe(64)
 	defer unsubscribe()
 	t := time.NewTicker(hostsResync)
 	defer t.Stop()
+	var last []diagnostics.Diagnostic
 	for {
-		m.SetHosts(ctx, tlsHosts(rt.Snapshot()))
+		snap := rt.Snapshot()
+		if ds := snap.ListenerDiagnostics(listeners); !slices.EqualFunc(ds, last, sameDiagnostic) {
+			rt.Update(config.SourceUpdate{Source: listenerSource, Diagnostics: ds})
+			last = ds
+		}
+		if m != nil {
+			m.SetHosts(ctx, tlsHosts(snap))
+		}
 		if !nextRouteChange(ctx, events, t.C) {
 			return
 		}
 	}
+}
+
+// listenerSource is the provider name of the listener diagnostics.
+const listenerSource = "listeners"
+
+func sameDiagnostic(a, b diagnostics.Diagnostic) bool {
+	return a.Code == b.Code && a.Source == b.Source && a.Key == b.Key && a.Value == b.Value
 }
 
 // nextRouteChange waits for a route event or a tick; false when ctx ends

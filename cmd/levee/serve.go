@@ -248,7 +248,9 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		}
 		return nil, err
 	}
-	for i, l := range routerListeners(bound) {
+	ls := routerListeners(bound)
+	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
+	for i, l := range ls {
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
 			out[i].srv = newTLSServer(app.proxy, l, app, errLog)
