@@ -81,7 +81,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
-	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr or name=addr,tls (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls][,header-timeout=D][,idle-timeout=D] (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
 	fs.StringVar(&cfg.TLSDefaultKey, "tls-default-key", "", "PEM key of --tls-default-cert")

@@ -15,11 +15,32 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 )
 
-// listenerSpec is one proxy listener: `--listen name=addr[,tls]`.
+// listenerSpec is one proxy listener:
+// `--listen name=addr[,tls][,header-timeout=D][,idle-timeout=D]`.
 type listenerSpec struct {
 	Name string
 	Addr string
 	TLS  bool
+	// HeaderTimeout bounds reading a request head (and, on a TLS
+	// listener, the handshake); IdleTimeout closes a keep-alive
+	// connection with no request. Zero: the defaults (proxyReadHeaderTimeout,
+	// proxyIdleTimeout).
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+}
+
+func (s listenerSpec) headerTimeout() time.Duration {
+	if s.HeaderTimeout > 0 {
+		return s.HeaderTimeout
+	}
+	return proxyReadHeaderTimeout
+}
+
+func (s listenerSpec) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return proxyIdleTimeout
 }
 
 // defaultListenerName names the listener of --http-listen (Traefik's name
@@ -41,6 +62,12 @@ func (f listenFlag) String() string {
 		if s.TLS {
 			item += ",tls"
 		}
+		if s.HeaderTimeout > 0 {
+			item += ",header-timeout=" + s.HeaderTimeout.String()
+		}
+		if s.IdleTimeout > 0 {
+			item += ",idle-timeout=" + s.IdleTimeout.String()
+		}
 		items = append(items, item)
 	}
 	return strings.Join(items, ";")
@@ -61,22 +88,36 @@ func (f listenFlag) Set(v string) error {
 	return nil
 }
 
-// parseListener parses "name=addr[,tls]".
+// parseListener parses "name=addr[,tls][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
 		return listenerSpec{}, fmt.Errorf("%q: want name=addr[,tls], the name of lower-case letters, digits, '-' and '_'", item)
 	}
-	addr, opt, hasOpt := strings.Cut(rest, ",")
-	s := listenerSpec{Name: name, Addr: addr}
-	if hasOpt {
-		if opt != "tls" {
-			return s, fmt.Errorf("%q: unknown option %q (want tls)", item, opt)
+	opts := strings.Split(rest, ",")
+	s := listenerSpec{Name: name, Addr: opts[0]}
+	for _, opt := range opts[1:] {
+		key, value, _ := strings.Cut(opt, "=")
+		var target *time.Duration
+		switch key {
+		case "tls":
+			s.TLS = true
+			continue
+		case "header-timeout":
+			target = &s.HeaderTimeout
+		case "idle-timeout":
+			target = &s.IdleTimeout
+		default:
+			return s, fmt.Errorf("%q: unknown option %q (want tls, header-timeout=D or idle-timeout=D)", item, opt)
 		}
-		s.TLS = true
+		d, err := time.ParseDuration(value)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("%q: %s wants a positive duration (e.g. 5s), not %q", item, key, value)
+		}
+		*target = d
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, addr)
+	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
 	}
 	return s, nil
 }
@@ -133,12 +174,13 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 // newTLSServer returns a TLS listener's server: net/http's, which speaks
 // HTTP/2 and HTTP/1.1 chosen by ALPN (router/httpx/server is HTTP/1.1
 // only), with the limits of the plain listeners.
-func newTLSServer(h http.Handler, l *router.Listener, app *app, errorLog *stdlog.Logger) httpServer {
+func newTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, app *app, errorLog *stdlog.Logger) httpServer {
 	srv := &http.Server{
-		Handler:           h,
-		TLSConfig:         app.tlsConfig,
-		ReadHeaderTimeout: proxyReadHeaderTimeout,
-		IdleTimeout:       proxyIdleTimeout,
+		Handler:   h,
+		TLSConfig: app.tlsConfig,
+		// net/http bounds the TLS handshake by ReadHeaderTimeout too.
+		ReadHeaderTimeout: spec.headerTimeout(),
+		IdleTimeout:       spec.idleTimeout(),
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          errorLog,
 		BaseContext:       listenerContext(l),

@@ -92,17 +92,17 @@ type httpServer interface {
 // connection loop (router/httpx/server) unless --http-server=stdlib, with the same
 // limits either way.
 func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) httpServer {
-	return newPlainServer(kind, h, &router.Listener{Name: defaultListenerName}, errorLog)
+	return newPlainServer(kind, h, listenerSpec{Name: defaultListenerName}, &router.Listener{Name: defaultListenerName}, errorLog)
 }
 
 // newPlainServer is newProxyServer for the plain listener l, which the
 // request path finds in the request context.
-func newPlainServer(kind string, h http.Handler, l *router.Listener, errorLog *stdlog.Logger) httpServer {
+func newPlainServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, errorLog *stdlog.Logger) httpServer {
 	if kind == "stdlib" {
 		return &http.Server{
 			Handler:           h,
-			ReadHeaderTimeout: proxyReadHeaderTimeout,
-			IdleTimeout:       proxyIdleTimeout,
+			ReadHeaderTimeout: spec.headerTimeout(),
+			IdleTimeout:       spec.idleTimeout(),
 			MaxHeaderBytes:    proxyMaxHeaderBytes,
 			ErrorLog:          errorLog,
 			BaseContext:       listenerContext(l),
@@ -111,8 +111,8 @@ func newPlainServer(kind string, h http.Handler, l *router.Listener, errorLog *s
 	return &server.Server{
 		RefusalHeader:     http.Header{proxy.HeaderDiagnostic: {proxy.DiagnosticBadRequest}},
 		Handler:           h,
-		ReadHeaderTimeout: proxyReadHeaderTimeout,
-		IdleTimeout:       proxyIdleTimeout,
+		ReadHeaderTimeout: spec.headerTimeout(),
+		IdleTimeout:       spec.idleTimeout(),
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          errorLog,
 		BaseContext:       listenerContext(l),
@@ -253,9 +253,9 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	for i, l := range ls {
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
-			out[i].srv = newTLSServer(app.proxy, l, app, errLog)
+			out[i].srv = newTLSServer(app.proxy, out[i].spec, l, app, errLog)
 		} else {
-			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), l, stdLogger(log, "proxy"))
+			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
 		}
 	}
 	return out, nil
