@@ -27,7 +27,7 @@ type testCA struct {
 	pool *x509.CertPool
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Levee Test CA"},
@@ -44,7 +44,7 @@ func newTestCA(t *testing.T) *testCA {
 }
 
 // leaf returns PEM certificate and key for names, valid in [from, to].
-func (ca *testCA) leaf(t *testing.T, from, to time.Time, names ...string) (certPEM, keyPEM []byte) {
+func (ca *testCA) leaf(t testing.TB, from, to time.Time, names ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
@@ -59,11 +59,11 @@ func (ca *testCA) leaf(t *testing.T, from, to time.Time, names ...string) (certP
 }
 
 // valid returns a leaf valid around testNow.
-func (ca *testCA) valid(t *testing.T, names ...string) (certPEM, keyPEM []byte) {
+func (ca *testCA) valid(t testing.TB, names ...string) (certPEM, keyPEM []byte) {
 	return ca.leaf(t, testNow.AddDate(0, -1, 0), testNow.AddDate(0, 2, 0), names...)
 }
 
-func writeFile(t *testing.T, dir, name string, b []byte) {
+func writeFile(t testing.TB, dir, name string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 		t.Fatal(err)

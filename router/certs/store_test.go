@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -251,5 +252,33 @@ func TestHandshakeReasons(t *testing.T) {
 		if got := HandshakeReason(msg); got != want {
 			t.Errorf("%q: %s, want %s", msg, got, want)
 		}
+	}
+}
+
+func BenchmarkGetCertificate(b *testing.B) {
+	ca := newTestCA(b)
+	dir := b.TempDir()
+	for i := range 100 {
+		c, k := ca.valid(b, fmt.Sprintf("host-%d.example.com", i))
+		writeFile(b, dir, fmt.Sprintf("h%d.crt", i), c)
+		writeFile(b, dir, fmt.Sprintf("h%d.key", i), k)
+	}
+	c, k := ca.valid(b, "*.wild.example.com")
+	writeFile(b, dir, "wild.crt", c)
+	writeFile(b, dir, "wild.key", k)
+	s, err := New(Options{Dir: dir, Now: func() time.Time { return testNow }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sni := range []string{"host-42.example.com", "a.wild.example.com", "unknown.test"} {
+		b.Run(sni, func(b *testing.B) {
+			hello := &tls.ClientHelloInfo{ServerName: sni}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.GetCertificate(hello); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
