@@ -195,9 +195,10 @@ func (a *ACME) SetHosts(ctx context.Context, hosts []string) {
 	}
 	var starts []start
 	a.mu.Lock()
-	changed := false
+	changed, removed := false, false
 	for h, cancel := range a.cancels {
 		if !want[h] {
+			removed = true
 			cancel()
 			delete(a.cancels, h)
 			_, failed := a.state[h]
@@ -220,6 +221,9 @@ func (a *ACME) SetHosts(ctx context.Context, hosts []string) {
 		a.publishLocked()
 	}
 	a.mu.Unlock()
+	if removed {
+		a.store.RefreshExpiry() // drop the series of hosts no longer served
+	}
 	// Outside the lock: certmagic loads a stored certificate at once and
 	// reports it through onEvent, which takes the lock.
 	slices.SortFunc(starts, func(x, y start) int { return strings.Compare(x.host, y.host) })
