@@ -235,3 +235,35 @@ func TestWebSocketOverTLSListener(t *testing.T) {
 		t.Fatalf("echo: %q %v", buf, err)
 	}
 }
+
+// A request body of unknown length (an h2 stream without content-length)
+// reaches the backend whole, and the backend's body comes back.
+func TestHTTP2StreamedBody(t *testing.T) {
+	th := newTLSHarness(t)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d %s", len(b), r.Header.Get("X-Forwarded-Proto"))
+	}))
+	defer be.Close()
+	host, port, _ := net.SplitHostPort(be.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	th.set(config.SourceDocker, tlsRoute("up", config.Backend{Address: host, Port: p, Weight: 1}))
+	pr, pw := io.Pipe()
+	go func() {
+		for range 100 {
+			pw.Write(make([]byte, 1000))
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, th.secure.URL+"/upload", pr)
+	req.Host = "up.test"
+	resp, err := th.h2.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || string(b) != "100000 https" {
+		t.Errorf("%s %d %q, want HTTP/2 200 \"100000 https\"", resp.Proto, resp.StatusCode, b)
+	}
+}
