@@ -237,5 +237,16 @@ func schemas() obj {
 			"diagnostics": diagList,
 		}},
 		"OpenAPIDocument": anyObject,
+		"CertificateList": obj{"type": "object", "properties": obj{
+			"certificates": obj{"type": "array", "items": obj{"type": "object", "required": []string{"host", "source"}, "properties": obj{
+				"host":         obj{"type": "string", "example": "shop.example.com", "description": "a host name, a wildcard, or * for the default certificate"},
+				"source":       obj{"type": "string", "enum": []string{"acme", "static", "default"}},
+				"issuer":       obj{"type": "string"},
+				"not_after":    obj{"type": "string", "format": "date-time"},
+				"file":         obj{"type": "string", "description": "static certificates: the file"},
+				"last_error":   obj{"type": "string", "description": "the latest failure to obtain or renew it"},
+				"next_renewal": obj{"type": "string", "format": "date-time"},
+			}}},
+		}},
 	}
 }

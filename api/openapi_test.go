@@ -86,6 +86,7 @@ func TestIssueEndpointsAreRegistered(t *testing.T) {
 		"PUT /entrypoints/{id}", "DELETE /entrypoints/{id}", "GET /diagnostics", "GET /breakers",
 		"GET /breakers/{route}", "POST /breakers/{route}/open", "POST /breakers/{route}/close",
 		"POST /breakers/{route}/reset", "GET /history", "GET /events", "GET /metrics", "GET /openapi.json",
+		"GET /certificates", // issue 13
 	}
 	h := newHarness(t)
 	have := map[string]bool{}

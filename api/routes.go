@@ -49,6 +49,7 @@ const (
 	schemaHistory    = "BreakerHistory"
 	schemaReady      = "Readiness"
 	schemaOpenAPI    = "OpenAPIDocument"
+	schemaCerts      = "CertificateList"
 )
 
 // authErrors are the responses every guarded route can give.
@@ -111,6 +112,8 @@ func (s *Server) routeTable() []route {
 		s.breakerControl("reset", "Reset the breaker to closed with empty counters."),
 		{method: "GET", path: "/history", op: "breakerHistory", summary: "Every breaker's requests and failures over the last minutes, one point per sampling interval (in memory; gone at restart).", access: accessRead,
 			responses: with(accessRead, response{200, schemaHistory, "the history of every breaker"}), handler: s.history},
+		{method: "GET", path: "/certificates", op: "listCertificates", summary: "Certificates the TLS listeners serve, by host: source (acme, static, default), issuer, expiry, last error and next renewal.", access: accessRead,
+			responses: with(accessRead, response{200, schemaCerts, "all certificates; empty without a TLS listener"}), handler: s.listCertificates},
 		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes, fallback starts and stops.", access: accessRead, stream: true,
 			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
 		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,

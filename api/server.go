@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // Defaults for Options fields left zero.
@@ -59,6 +60,9 @@ type Options struct {
 	// must serve static files only (package api/dashboard), which then
 	// call this API with the user's token like any client.
 	Dashboard http.Handler
+	// Certificates lists the certificates the TLS listeners serve (GET
+	// /certificates); nil or an empty list without a TLS listener.
+	Certificates func() []status.CertificateStatus
 }
 
 // ReadyCheck is one thing /ready waits for.
@@ -97,6 +101,7 @@ type Server struct {
 	log       zerolog.Logger
 	heartbeat time.Duration
 	buffer    int
+	certs     func() []status.CertificateStatus
 
 	metricsHandler http.Handler
 
@@ -132,6 +137,7 @@ func New(opts Options) (*Server, error) {
 		log:       opts.Logger,
 		heartbeat: opts.Heartbeat,
 		buffer:    opts.EventBuffer,
+		certs:     opts.Certificates,
 		mux:       http.NewServeMux(),
 	}
 	s.metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})

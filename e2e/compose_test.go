@@ -206,11 +206,12 @@ func TestComposeDemo(t *testing.T) {
 	}
 	root := moduleRoot(t)
 	id := dockertest.RunID(t)
-	httpPort, apiPort := freePort(t), freePort(t)
+	httpPort, httpsPort, apiPort := freePort(t), freePort(t), freePort(t)
 	c := &compose{t: t, root: root, project: "levee-e2e-" + id, env: []string{
 		"LEVEE_IMAGE=levee:e2e-" + id,
 		"ECHO_IMAGE=levee-echo:e2e-" + id,
 		"LEVEE_HTTP_PORT=" + strconv.Itoa(httpPort),
+		"LEVEE_HTTPS_PORT=" + strconv.Itoa(httpsPort),
 		"LEVEE_API_PORT=" + strconv.Itoa(apiPort),
 		"LEVEE_API_TOKEN=e2e-api-token-" + id,
 		"DOCKER_GID=" + socketGroup(t, "/var/run/docker.sock"),
@@ -269,6 +270,35 @@ func TestComposeDemo(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The HTTPS route: HTTP/2 with the default (self-signed) certificate,
+	// and plain HTTP redirected to it.
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		c := httpsClient(fmt.Sprintf("127.0.0.1:%d", httpsPort), nil)
+		c.Transport.(*http.Transport).TLSClientConfig.InsecureSkipVerify = true
+		resp, err := c.Get("https://secure.localhost/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ProtoMajor != 2 || resp.TLS.PeerCertificates[0].Subject.CommonName != "Levee default certificate" {
+			return fmt.Errorf("https://secure.localhost/ = %d %s, certificate %q", resp.StatusCode, resp.Proto, resp.TLS.PeerCertificates[0].Subject.CommonName)
+		}
+		return nil
+	})
+	// The redirect names the TLS listener's port in the container (8443),
+	// which the demo publishes as 8443 unless LEVEE_HTTPS_PORT says
+	// otherwise.
+	redirect, _ := http.NewRequest(http.MethodGet, proxy+"demo?x=1", nil)
+	redirect.Host = "secure.localhost"
+	if resp, err := http.DefaultTransport.RoundTrip(redirect); err != nil {
+		t.Errorf("http://secure.localhost/demo?x=1: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != "https://secure.localhost:8443/demo?x=1" {
+			t.Errorf("http://secure.localhost/demo?x=1 = %d Location %q, want 308 to https://secure.localhost:8443/demo?x=1", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
 
 	// The deliberate mistake is in the logs as a JSON line with code,
 	// container and key.

@@ -421,7 +421,8 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		a.Path != b.Path || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || !a.Created.Equal(b.Created) ||
-		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) {
+		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
+		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) {
 		return false
 	}
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {

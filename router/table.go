@@ -75,11 +75,11 @@ type hostTable struct {
 	byPrefix map[string][]*Route // each slice sorted by Route.before
 }
 
-func (t *hostTable) match(method, path string) *Route {
+func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *Route {
 	p := path
 	for {
 		for _, r := range t.byPrefix[p] {
-			if r.accepts(method, path) {
+			if r.accepts(method, path) && (on == nil || on(r, l)) {
 				return r
 			}
 		}
@@ -109,7 +109,12 @@ type Snapshot struct {
 	any      *hostTable
 	routes   []*Route // sorted by id; ghosts included
 	byID     map[string]*Route
+	// redirects: some route redirects plain listeners to HTTPS.
+	redirects bool
 }
+
+// listenerFilter keeps the routes that answer on a listener.
+type listenerFilter func(r *Route, l *Listener) bool
 
 // NewSnapshot compiles entrypoints into a route table without runtime state.
 // It reports route collisions (W018) on both sides; the deterministic
@@ -214,6 +219,7 @@ func buildSnapshot(routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
 	slices.SortFunc(routes, func(a, b *Route) int { return strings.Compare(a.ep.ID, b.ep.ID) })
 	for _, r := range routes {
 		s.byID[r.ep.ID] = r
+		s.redirects = s.redirects || (r.ep.TLS.Enabled && r.ep.TLS.Redirect)
 		for _, h := range r.ep.Hosts {
 			t := s.table(strings.ToLower(h))
 			list := t.byPrefix[r.prefix]
@@ -317,6 +323,11 @@ func sameFilters(a, b *Route) bool {
 	if a.ep.PathRegex != b.ep.PathRegex || len(a.methods) != len(b.methods) {
 		return false
 	}
+	// Routes on different listeners (a plain and a TLS route for one
+	// host, the usual pair) do not compete.
+	if a.ep.TLS.Enabled != b.ep.TLS.Enabled || !slices.Equal(a.ep.Listeners, b.ep.Listeners) {
+		return false
+	}
 	for _, m := range a.methods {
 		if !slices.Contains(b.methods, m) {
 			return false
@@ -329,10 +340,16 @@ func sameFilters(a, b *Route) bool {
 // any case; path is the decoded request path. It does not allocate for host
 // names up to 256 bytes.
 func (s *Snapshot) Match(method, host, path string) *Route {
+	return s.matchWith(method, host, path, nil, nil)
+}
+
+// matchWith is Match among the routes that on accepts on l (all when on is
+// nil).
+func (s *Snapshot) matchWith(method, host, path string, l *Listener, on listenerFilter) *Route {
 	var buf [256]byte
 	host = stripPort(host)
 	if len(host) > len(buf) {
-		return s.match(method, []byte(strings.ToLower(host)), path)
+		return s.match(method, []byte(strings.ToLower(host)), path, l, on)
 	}
 	b := buf[:len(host)]
 	for i := 0; i < len(host); i++ {
@@ -342,14 +359,14 @@ func (s *Snapshot) Match(method, host, path string) *Route {
 		}
 		b[i] = c
 	}
-	return s.match(method, b, path)
+	return s.match(method, b, path, l, on)
 }
 
 // match looks host up with m[string(b)] expressions, which the compiler
 // performs without converting (allocating) the byte slice.
-func (s *Snapshot) match(method string, host []byte, path string) *Route {
+func (s *Snapshot) match(method string, host []byte, path string, l *Listener, on listenerFilter) *Route {
 	if t := s.exact[string(host)]; t != nil {
-		if r := t.match(method, path); r != nil {
+		if r := t.match(method, path, l, on); r != nil {
 			return r
 		}
 	}
@@ -361,14 +378,14 @@ func (s *Snapshot) match(method string, host []byte, path string) *Route {
 				continue
 			}
 			if t := s.wildcard[string(host[i+1:])]; t != nil {
-				if r := t.match(method, path); r != nil {
+				if r := t.match(method, path, l, on); r != nil {
 					return r
 				}
 			}
 		}
 	}
 	if s.any != nil {
-		return s.any.match(method, path)
+		return s.any.match(method, path, l, on)
 	}
 	return nil
 }

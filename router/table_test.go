@@ -232,6 +232,20 @@ func BenchmarkMatch10k(b *testing.B) {
 			s.Match("GET", "nowhere.test", "/")
 		}
 	})
+	// What the request path calls: the listener filter on top.
+	web := &Listener{Name: "web"}
+	b.Run("on-listener-exact", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.MatchOn(web, "GET", "svc-1234.example.com", "/api/v1/items/42")
+		}
+	})
+	b.Run("on-listener-miss", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.MatchOn(web, "GET", "nowhere.test", "/")
+		}
+	})
 }
 
 func BenchmarkSnapshotBuild10k(b *testing.B) {

@@ -64,6 +64,21 @@ type serveConfig struct {
 	BreakerStore              string
 	BreakerStorePrefix        string
 	BreakerStoreFlushInterval time.Duration
+	// Listen are the named proxy listeners (--listen, listeners.go);
+	// httpListenGiven says --http-listen was set by flag or environment.
+	Listen          []listenerSpec
+	httpListenGiven bool
+	// TLS certificates (router/certs).
+	TLSCertDir     string
+	TLSDefaultCert string
+	TLSDefaultKey  string
+	// ACME (router/certs, certmagic): on with --acme-email or --acme-ca.
+	ACMEEmail  string
+	ACMECA     string
+	ACMECARoot string
+	CertDir    string
+	// ACMERenewInterval is how often certificates are checked for renewal.
+	ACMERenewInterval time.Duration
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -76,7 +91,16 @@ func envName(flagName string) string {
 func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address the proxy listens on")
+	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls][,header-timeout=D][,idle-timeout=D] (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
+	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
+	fs.StringVar(&cfg.TLSDefaultKey, "tls-default-key", "", "PEM key of --tls-default-cert")
+	fs.StringVar(&cfg.ACMEEmail, "acme-email", "", "contact of the ACME account; with it (or --acme-ca) Levee obtains certificates for the hosts of tls=true routes")
+	fs.StringVar(&cfg.ACMECA, "acme-ca", "", "ACME directory URL (default: Let's Encrypt; its staging CA or a private CA for tests)")
+	fs.StringVar(&cfg.ACMECARoot, "acme-ca-root", "", "PEM file of the root that signs the ACME directory's HTTPS certificate (a private CA)")
+	fs.DurationVar(&cfg.ACMERenewInterval, "acme-renew-interval", 10*time.Minute, "how often ACME certificates are checked for renewal (a certificate is renewed once a third of its lifetime is left)")
+	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
 	fs.StringVar(&cfg.DockerHost, "docker-host", "", "Docker Engine address (default: $DOCKER_HOST, else the local socket)")
@@ -134,6 +158,8 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 	if cfg.DockerHost == "" {
 		cfg.DockerHost = getenv("DOCKER_HOST")
 	}
+	fs.Visit(func(f *flag.Flag) { cfg.httpListenGiven = cfg.httpListenGiven || f.Name == "http-listen" })
+	cfg.httpListenGiven = cfg.httpListenGiven || getenv(envName("http-listen")) != ""
 	return cfg, cfg.check()
 }
 
@@ -173,7 +199,7 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval, "--acme-renew-interval": c.ACMERenewInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))
@@ -192,6 +218,9 @@ func (c serveConfig) check() error {
 	}
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
+	}
+	if _, err := c.listeners(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/proxy"
 )
@@ -90,27 +92,30 @@ type httpServer interface {
 // connection loop (router/httpx/server) unless --http-server=stdlib, with the same
 // limits either way.
 func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) httpServer {
-	const (
-		readHeaderTimeout = 10 * time.Second
-		idleTimeout       = 120 * time.Second
-		maxHeaderBytes    = 1 << 20
-	)
+	return newPlainServer(kind, h, listenerSpec{Name: defaultListenerName}, &router.Listener{Name: defaultListenerName}, errorLog)
+}
+
+// newPlainServer is newProxyServer for the plain listener l, which the
+// request path finds in the request context.
+func newPlainServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, errorLog *stdlog.Logger) httpServer {
 	if kind == "stdlib" {
 		return &http.Server{
 			Handler:           h,
-			ReadHeaderTimeout: readHeaderTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
+			ReadHeaderTimeout: spec.headerTimeout(),
+			IdleTimeout:       spec.idleTimeout(),
+			MaxHeaderBytes:    proxyMaxHeaderBytes,
 			ErrorLog:          errorLog,
+			BaseContext:       listenerContext(l),
 		}
 	}
 	return &server.Server{
 		RefusalHeader:     http.Header{proxy.HeaderDiagnostic: {proxy.DiagnosticBadRequest}},
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: spec.headerTimeout(),
+		IdleTimeout:       spec.idleTimeout(),
+		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          errorLog,
+		BaseContext:       listenerContext(l),
 	}
 }
 
@@ -125,28 +130,23 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-
-	proxyLn, err := net.Listen("tcp", cfg.HTTPListen)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	proxies, err := openProxyListeners(cfg, app, log, reg)
 	if err != nil {
-		return fmt.Errorf("proxy listener on %s: %w", cfg.HTTPListen, err)
+		cancel()
+		app.stop()
+		return err
 	}
 	apiLn, err := net.Listen("tcp", cfg.APIListen)
 	if err != nil {
-		proxyLn.Close()
+		for _, p := range proxies {
+			p.ln.Close()
+		}
+		cancel()
+		app.stop()
 		return fmt.Errorf("API listener on %s: %w", cfg.APIListen, err)
 	}
-	// Beyond --max-client-conns a connection is accepted and closed at
-	// once: the listener's backlog never hides a flood, and it is counted.
-	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levee_client_connections_refused_total",
-		Help: "Client connections closed at accept because --max-client-conns were open, by listener.",
-	}, []string{"listener"})
-	reg.MustRegister(refused)
-	proxyRefused := refused.WithLabelValues("proxy")
-	proxyLn = server.LimitListener(proxyLn, cfg.MaxClientConns, proxyRefused.Inc)
-	proxySrv := newProxyServer(cfg.HTTPServer, app.proxy, stdLogger(log, "proxy"))
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	apiSrv := &http.Server{
 		Handler:           app.api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -155,17 +155,26 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 		BaseContext: func(net.Listener) context.Context { return runCtx },
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
-	serveOn := func(name string, srv httpServer, ln net.Listener) {
+	errc := make(chan error, len(proxies)+1)
+	serve1 := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
 		defer wg.Done()
-		log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Msg("listening")
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("%s listener on %s: %w", name, ln.Addr(), err)
+			errc <- fmt.Errorf("%s listener %s on %s: %w", role, spec.Name, ln.Addr(), err)
 		}
 	}
-	wg.Add(2)
-	go serveOn("proxy", proxySrv, proxyLn)
-	go serveOn("api", apiSrv, apiLn)
+	// Listening is logged in declaration order (the plain listener of
+	// --http-listen first), before serving: the sockets are bound already.
+	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
+		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Str("addr", ln.Addr().String()).Msg("listening")
+		wg.Add(1)
+		go serve1(role, spec, srv, ln)
+	}
+	servers := []httpServer{apiSrv}
+	for _, p := range proxies {
+		serveOn("proxy", p.spec, p.srv, p.ln)
+		servers = append(servers, p.srv)
+	}
+	serveOn("api", listenerSpec{Name: "api"}, apiSrv, apiLn)
 	for _, background := range app.background {
 		wg.Add(1)
 		go func() { defer wg.Done(); background(runCtx) }()
@@ -183,7 +192,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	// Shutdown stops accepting at once and waits for in-flight requests;
 	// SSE streams and hijacked connections end with runCtx.
 	var shutdownErr error
-	for _, srv := range []httpServer{proxySrv, apiSrv} {
+	for _, srv := range servers {
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			shutdownErr = errors.Join(shutdownErr, err)
 			srv.Close()
@@ -195,4 +204,59 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	}
 	log.Info().Msg("levee stopped")
 	return serveErr
+}
+
+// proxyListener is one open proxy listener and its server.
+type proxyListener struct {
+	spec listenerSpec
+	ln   net.Listener
+	srv  httpServer
+}
+
+// openProxyListeners opens every proxy listener with its server: Levee's
+// own HTTP/1.1 server (or net/http's, --http-server=stdlib) on plain
+// listeners, net/http's with TLS, HTTP/2 and HTTP/1.1 on TLS listeners.
+// Beyond --max-client-conns on one listener a connection is accepted and
+// closed at once: the backlog never hides a flood, and it is counted.
+func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prometheus.Registerer) ([]proxyListener, error) {
+	specs, err := cfg.listeners()
+	if err != nil {
+		return nil, err
+	}
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "levee_client_connections_refused_total",
+		Help: "Client connections closed at accept because --max-client-conns were open, by proxy listener name.",
+	}, []string{"listener"})
+	reg.MustRegister(refused)
+	var out []proxyListener
+	bound := slices.Clone(specs) // with the ports the system chose for :0
+	for i, spec := range specs {
+		ln, err := net.Listen("tcp", spec.Addr)
+		if err != nil {
+			for _, p := range out {
+				p.ln.Close()
+			}
+			return nil, fmt.Errorf("proxy listener %s on %s: %w", spec.Name, spec.Addr, err)
+		}
+		bound[i].Addr = ln.Addr().String()
+		ln = server.LimitListener(ln, cfg.MaxClientConns, refused.WithLabelValues(spec.Name).Inc)
+		out = append(out, proxyListener{spec: spec, ln: ln})
+	}
+	if err := app.enableACME(cfg, bound, log, reg); err != nil {
+		for _, p := range out {
+			p.ln.Close()
+		}
+		return nil, err
+	}
+	ls := routerListeners(bound)
+	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
+	for i, l := range ls {
+		if out[i].spec.TLS {
+			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
+			out[i].srv = newTLSServer(app.proxy, out[i].spec, l, app, errLog)
+		} else {
+			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
+		}
+	}
+	return out, nil
 }

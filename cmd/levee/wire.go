@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/proxy"
+	"github.com/levee-proxy/levee/router/status"
 )
 
 // app is a wired Levee: the two handlers and what runs beside them.
@@ -23,6 +26,16 @@ type app struct {
 	proxy      http.Handler
 	api        http.Handler
 	background []func(context.Context)
+	// stop releases what build started, when serve gives up before
+	// running the background functions.
+	stop func()
+
+	// certs and tlsConfig serve the TLS listeners; nil without one.
+	certs     *certs.Store
+	tlsConfig *tls.Config
+	// acme obtains certificates (--acme-email, --acme-ca); nil when off.
+	acme   *certs.ACME
+	router *router.Router
 }
 
 // build wires the sources, the router, the request path and the API. Data
@@ -95,7 +108,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		return nil, fmt.Errorf("loading API state: %w", err)
 	}
 
-	a := &app{proxy: handler}
+	a := &app{proxy: handler, stop: closeAll, router: rt}
 	// The breakers' history (GET /history, the dashboard's sparklines) is
 	// sampled from the counters the breakers keep anyway, on a ticker:
 	// nothing is added to the request path.
@@ -104,6 +117,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		<-ctx.Done()
 		closeAll()
 	})
+	if err := a.buildTLS(cfg, log, reg, rt); err != nil {
+		closeAll()
+		return nil, err
+	}
 
 	var ready []api.ReadyCheck
 	// The docker provider watches containers, its Swarm mode services;
@@ -130,15 +147,16 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 
 	srv, err := api.New(api.Options{
-		Router:     rt,
-		Store:      entrypoints,
-		Codec:      codec,
-		Gatherer:   reg,
-		Ready:      ready,
-		AdminToken: cfg.APIToken,
-		ReadToken:  cfg.APIReadToken,
-		Logger:     log.With().Str("component", "api").Logger(),
-		Dashboard:  dashboard.Handler(),
+		Router:       rt,
+		Store:        entrypoints,
+		Codec:        codec,
+		Gatherer:     reg,
+		Ready:        ready,
+		AdminToken:   cfg.APIToken,
+		ReadToken:    cfg.APIReadToken,
+		Logger:       log.With().Str("component", "api").Logger(),
+		Dashboard:    dashboard.Handler(),
+		Certificates: a.certificates,
 	})
 	if err != nil {
 		closeAll()
@@ -176,4 +194,43 @@ func dockerConnection(prov *docker.Provider) func() api.Connection {
 		st := prov.Status()
 		return api.Connection{State: string(st.State), Since: st.Since, Error: st.LastError, Reconnects: st.Reconnects}
 	}
+}
+
+// buildTLS sets up the certificates of the TLS listeners, when there is
+// one: static ones from --tls-cert-dir (polled in the background), the
+// default one.
+func (a *app) buildTLS(cfg serveConfig, log zerolog.Logger, reg prometheus.Registerer, sink certs.Sink) error {
+	specs, err := cfg.listeners()
+	if err != nil {
+		return err
+	}
+	if !hasTLS(specs) {
+		if cfg.TLSCertDir != "" || cfg.TLSDefaultCert != "" {
+			log.Warn().Msg("--tls-cert-dir and --tls-default-cert have no effect without a TLS listener (--listen name=addr,tls)")
+		}
+		return nil
+	}
+	store, err := certs.New(certs.Options{
+		Dir:         cfg.TLSCertDir,
+		DefaultCert: cfg.TLSDefaultCert,
+		DefaultKey:  cfg.TLSDefaultKey,
+		Sink:        sink,
+		Logger:      log.With().Str("component", "tls").Logger(),
+		Registerer:  reg,
+	})
+	if err != nil {
+		return fmt.Errorf("TLS certificates: %w", err)
+	}
+	a.certs = store
+	a.tlsConfig = store.Config(false)
+	a.background = append(a.background, store.Run)
+	return nil
+}
+
+// certificates is GET /certificates: nil without a TLS listener.
+func (a *app) certificates() []status.CertificateStatus {
+	if a.certs == nil {
+		return nil
+	}
+	return a.certs.Certificates()
 }

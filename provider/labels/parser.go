@@ -2,6 +2,7 @@ package labels
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,6 +164,10 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			// A Traefik or Sōzune key straight under the prefix
 			// (levee.tls=true) gets the foreign-key table's hint first.
 			hint := config.ForeignLabelHint(rest, func(field string) string { return prefix + ".http.<service>." + field })
+			if hint == "" && isServiceField(rest) {
+				// A service's field without the service (levee.tls=true).
+				hint = "a service field: write " + prefix + ".http.<service>." + rest
+			}
 			if hint == "" && len(parts) == 1 {
 				hint = diagnostics.DidYouMean(rest, globalKeys)
 				if hint != "" {
@@ -476,4 +481,14 @@ func sortedCopy(ss []string) []string {
 	out := append([]string(nil), ss...)
 	sort.Strings(out)
 	return out
+}
+
+// isServiceField reports whether name is the label of a service field.
+func isServiceField(name string) bool {
+	for _, f := range config.Fields() {
+		if f.Label == name || slices.Contains(f.LabelAliases, name) {
+			return true
+		}
+	}
+	return false
 }

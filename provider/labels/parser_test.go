@@ -416,9 +416,9 @@ func TestParseForeignKeyHints(t *testing.T) {
 		hints[d.Key] = d.Hint
 	}
 	want := map[string]string{
-		"levee.http.app.tls.certresolver":         "tls.certresolver is a Traefik and Sōzune key: not supported by Levee",
+		"levee.http.app.tls.certresolver":         "tls.certresolver is a Traefik key: Levee calls this levee.http.app.tls;",
 		"levee.http.app.loadbalancer.server.port": "loadbalancer.server.port is a Traefik key: Levee calls this levee.http.app.port (see docs/migrating.md)",
-		"levee.tls": "tls is a Traefik and Sōzune key: not supported by Levee",
+		"levee.tls": "a service field: write levee.http.<service>.tls",
 	}
 	if len(hints) != len(want) {
 		t.Fatalf("W013 hints %v", hints)

@@ -114,6 +114,19 @@ var fieldCases = []fieldCase{
 		valid: []validCase{{"true", "true", true}, {"YES", "", true}, {"on", "", true}, {"1", "1", true},
 			{"False", "false", false}, {"no", "", false}, {"OFF", "", false}, {"0", "0", false}},
 		invalid: []invalidCase{{label: "yep", code: diagnostics.BadBool}, {label: "2", json: "2", code: diagnostics.BadBool}}},
+	{field: "tls", get: func(d cfgDecoded) any { return d.ep.TLS },
+		valid:   []validCase{{"true", "true", TLS{Enabled: true, Redirect: true}}, {"off", "", TLS{}}},
+		invalid: []invalidCase{{label: "https", code: diagnostics.BadTLS}}},
+	{field: "tls.redirect", get: func(d cfgDecoded) any { return d.ep.TLS },
+		valid:   []validCase{{"false", "false", TLS{Enabled: true}}, {"yes", "", TLS{Enabled: true, Redirect: true}}},
+		invalid: []invalidCase{{label: "308", json: "308", code: diagnostics.BadTLS}}},
+	{field: "tls.hsts", get: func(d cfgDecoded) any { return d.ep.TLS.HSTS },
+		valid: []validCase{{"31536000", "31536000", 365 * 24 * time.Hour}, {"0", "0", time.Duration(0)}, {"8760h", "", 365 * 24 * time.Hour}},
+		invalid: []invalidCase{{label: "forever", code: diagnostics.BadTLS}, {label: "63072001", json: "63072001", code: diagnostics.BadTLS},
+			{label: "1.5s", code: diagnostics.BadTLS}, {label: "-1", json: "-1", code: diagnostics.BadTLS}}},
+	{field: "listeners", get: func(d cfgDecoded) any { return d.ep.Listeners },
+		valid:   []validCase{{"websecure", `["websecure"]`, []string{"websecure"}}, {"web, web-2", "", []string{"web", "web-2"}}},
+		invalid: []invalidCase{{label: "web,Web Secure", json: `["web","Web Secure"]`, code: diagnostics.BadListeners, fallback: "-", value: "Web Secure"}}},
 	{field: "addPrefix", get: func(d cfgDecoded) any { return d.ep.AddPrefix },
 		valid:   []validCase{{"/v1", "", "/v1"}},
 		invalid: []invalidCase{{label: "v1", code: diagnostics.BadRewrite}, {label: "/v1?x", code: diagnostics.BadRewrite}}},
@@ -266,6 +279,9 @@ func decodeLabel(t *testing.T, field, value string) (cfgDecoded, []diagnostics.D
 	if field != "host" {
 		fields["host"] = "app.example.com"
 	}
+	if strings.HasPrefix(field, "tls.") {
+		fields["tls"] = "true" // the tls.* fields apply to TLS routes only
+	}
 	cfg, ds := DecodeLabels(fields, cfgSrc, cfgLabelKey)
 	return cfgDecoded{ep: cfg.Entrypoint, port: cfg.Port, weight: cfg.Weight}, ds
 }
@@ -283,6 +299,9 @@ func payloadWith(t *testing.T, jsonPath, raw string) []byte {
 		setConfigPath(cfg, jsonPath, json.RawMessage(raw))
 		for path, v := range jsonCompanions(jsonPath) {
 			setConfigPath(cfg, path, v)
+		}
+		if p := strings.Split(jsonPath, "."); len(p) == 3 && p[1] == "tls" && p[2] != "enabled" {
+			setConfigPath(cfg, "config.tls.enabled", true) // the tls.* fields apply to TLS routes only
 		}
 	default:
 		t.Fatalf("unexpected JSON path %q", jsonPath)

@@ -124,6 +124,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 	}
 	d.passiveHealth()
 	d.finishTransform()
+	d.tlsRules()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled

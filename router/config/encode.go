@@ -41,6 +41,15 @@ type wireConfig struct {
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
 	wireAccess
 	wireTransform
+	TLS       *wireTLS `json:"tls,omitempty"`
+	Listeners []string `json:"listeners,omitempty"`
+}
+
+type wireTLS struct {
+	Enabled  bool `json:"enabled"`
+	Redirect bool `json:"redirect"`
+	// HSTS is the max-age in seconds, as the header writes it.
+	HSTS int64 `json:"hsts"`
 }
 
 type wireRetry struct {
@@ -147,6 +156,10 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 		encodeFallback(w.Config.CircuitBreaker, cb.Fallback)
 	}
 	w.Config.wireAccess = encodeAccess(ep.Access)
+	if !ep.TLS.IsZero() {
+		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second)}
+	}
+	w.Config.Listeners = ep.Listeners
 	out, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encode entrypoint %q: %w", ep.Name, err)

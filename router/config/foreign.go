@@ -46,12 +46,16 @@ var foreignTable = []ForeignKey{
 	// Traefik routers.
 	{Key: "rule", Proxy: proxyTraefik, Fields: []string{"host", "path", "pathRegex", "methods"},
 		Note: "Host(`a`) is host=a, PathPrefix(`/p`) is path=/p, PathRegexp is pathRegex, Method is methods"},
-	{Key: "entrypoints", Proxy: proxyTraefik,
-		Note: "Levee serves every route on its one proxy listener (--http-listen)"},
+	{Key: "entrypoints", Proxy: proxyTraefik, Fields: []string{"listeners"},
+		Note: "Traefik's entry points are Levee's listeners (levee serve --listen name=addr[,tls])"},
 	{Key: "middlewares", Proxy: proxyTraefik,
 		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, replacePath, replacePathRegex.*, redirectScheme.*, redirectRegex.*, headers.*, cors.*, compress, retry.attempts, circuitBreaker.*"},
-	{Key: "tls.*", Proxy: proxyBoth,
-		Note: "Levee serves plain HTTP: terminate TLS in front of it"},
+	{Key: "tls.certresolver", Proxy: proxyTraefik, Fields: []string{"tls"},
+		Note: "tls=true is enough: the certificate comes from --tls-cert-dir, else ACME (--acme-email), else the default certificate"},
+	{Key: "tls.domains*", Proxy: proxyTraefik, Fields: []string{"host"},
+		Note: "Levee asks for a certificate for each host of a tls=true route"},
+	{Key: "tls.options", Proxy: proxyTraefik,
+		Note: "Levee's TLS policy is fixed: TLS 1.2 and 1.3, modern AEAD suites (docs/tls.md)"},
 	// Traefik services.
 	{Key: "loadbalancer.server.port", Proxy: proxyTraefik, Fields: []string{"port"}},
 	{Key: "loadbalancer.server.scheme", Proxy: proxyTraefik,
@@ -83,20 +87,20 @@ var foreignTable = []ForeignKey{
 	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"}},
 	{Key: "digestauth.*", Proxy: proxyTraefik, Fields: []string{"basicAuth.users"},
 		Note: "Levee has no digest auth; basic auth with bcrypt hashes does the job over TLS"},
-	// Features both proxies have and Levee does not.
-	// Sōzune's own keys.
-	{Key: "httpsRedirect", Proxy: proxySozune, Fields: []string{"redirectScheme.scheme"},
-		Note: "redirectScheme.scheme=https"},
+	// Traefik's header and redirect middlewares beyond Levee's fields.
 	{Key: "headers.sslRedirect", Proxy: proxyTraefik, Fields: []string{"redirectScheme.scheme"},
-		Note: "redirectScheme.scheme=https"},
+		Note: "redirectScheme.scheme=https; on a tls=true route, tls.redirect does it (the default)"},
 	{Key: "headers.browserXssFilter", Proxy: proxyTraefik,
 		Note: "browsers dropped X-XSS-Protection; use headers.contentTypeNosniff and a Content-Security-Policy in headers.customResponseHeaders"},
-	{Key: "headers.stsSeconds", Proxy: proxyTraefik,
-		Note: "HSTS belongs with TLS, where it is terminated"},
+	{Key: "headers.stsseconds", Proxy: proxyTraefik, Fields: []string{"tls.hsts"},
+		Note: "sent on the HTTPS answers of a tls=true route"},
 	{Key: "headers.customFrameOptionsValue", Proxy: proxyTraefik, Fields: []string{"headers.frameDeny", "headers.customResponseHeaders"},
 		Note: "frameDeny=true sends DENY; another value is headers.customResponseHeaders.X-Frame-Options"},
 	{Key: "headers.accessControlAllowOriginListRegex", Proxy: proxyTraefik, Fields: []string{"cors.allowOrigins"},
 		Note: "Levee lists origins exactly"},
+	// Sōzune's own keys.
+	{Key: "httpsRedirect", Proxy: proxySozune, Fields: []string{"tls.redirect"},
+		Note: "a tls=true route redirects plain HTTP to https:// unless tls.redirect=false; where TLS ends in front of Levee, redirectScheme.scheme=https"},
 	{Key: "auth.*", Proxy: proxySozune},
 	{Key: "stickySession", Proxy: proxySozune, Fields: []string{"sticky.cookie"}},
 }

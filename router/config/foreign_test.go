@@ -168,8 +168,8 @@ func TestForeignKeysInPayloads(t *testing.T) {
 // The hints read as an operator needs them, word for word.
 func TestForeignHintText(t *testing.T) {
 	cases := []struct{ labelField, labelHint, jsonPath, jsonHint string }{
-		{"tls", "tls is a Traefik and Sōzune key: not supported by Levee; Levee serves plain HTTP: terminate TLS in front of it (see docs/migrating.md)",
-			"config.tls", "tls is a Traefik and Sōzune key: not supported by Levee; Levee serves plain HTTP: terminate TLS in front of it (see docs/migrating.md)"},
+		{"tls.certresolver", "tls.certresolver is a Traefik key: Levee calls this " + cfgLabelKey("tls") + "; tls=true is enough: the certificate comes from --tls-cert-dir, else ACME (--acme-email), else the default certificate (see docs/migrating.md)",
+			"config.tls.certresolver", "tls.certresolver is a Traefik key: Levee calls this config.tls.enabled; tls=true is enough: the certificate comes from --tls-cert-dir, else ACME (--acme-email), else the default certificate (see docs/migrating.md)"},
 		{"s.loadbalancer.server.port", "loadbalancer.server.port is a Traefik key: Levee calls this " + cfgLabelKey("port") + " (see docs/migrating.md)", "", ""},
 		{"circuitbreaker.fallbackduration", "circuitbreaker.fallbackduration is a Traefik key: Levee calls this " + cfgLabelKey("circuitBreaker.cooldown") + " (see docs/migrating.md)",
 			"config.circuit_breaker.fallback_duration", "circuit_breaker.fallback_duration is a Traefik key: Levee calls this config.circuit_breaker.cooldown (see docs/migrating.md)"},
@@ -189,12 +189,12 @@ func TestForeignHintText(t *testing.T) {
 		}
 	}
 	// A top-level payload key goes through the table too.
-	_, ds, err := DecodeEntrypoint(FormatJSON, []byte(`{"name":"app","tls":true,"backends":[],"config":{"hostnames":["a.com"]}}`), diagnostics.Source{})
+	_, ds, err := DecodeEntrypoint(FormatJSON, []byte(`{"name":"app","entrypoints":["web"],"backends":[],"config":{"hostnames":["a.com"]}}`), diagnostics.Source{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := cfgWithCode(ds, diagnostics.UnknownKey); len(w) != 1 || !strings.HasPrefix(w[0].Hint, "tls is a Traefik and Sōzune key: not supported by Levee") {
-		t.Errorf("top-level tls: %v", w)
+	if w := cfgWithCode(ds, diagnostics.UnknownKey); len(w) != 1 || !strings.HasPrefix(w[0].Hint, "entrypoints is a Traefik key: Levee calls this config.listeners") {
+		t.Errorf("top-level entrypoints: %v", w)
 	}
 }
 

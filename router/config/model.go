@@ -77,6 +77,12 @@ type Entrypoint struct {
 	// and sticky sessions (model_transform.go).
 	Transform Transform `json:"transform"`
 
+	// TLS says whether the route is served over HTTPS (model_tls.go).
+	TLS TLS `json:"tls"`
+	// Listeners, if set, are the names of the listeners the route serves
+	// on; empty means every listener of its kind (plain or TLS).
+	Listeners []string `json:"listeners,omitempty"`
+
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).
 	Created time.Time `json:"created"`

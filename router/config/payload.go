@@ -77,6 +77,7 @@ var jsonGroups = func() map[string]diagnostics.Code {
 		"config.health_check":    diagnostics.BadHealthCheck,
 		"config.passive_health":  diagnostics.BadPassiveHealth,
 		"config.circuit_breaker": diagnostics.BadCircuitBreaker,
+		"config.tls":             diagnostics.BadTLS,
 	}
 	maps.Copy(m, transformJSONGroups())
 	return m
@@ -281,6 +282,11 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 		}
 		if isGroup {
 			sub, ok := v.(map[string]any)
+			if idx, alias, leaf := lookupJSON(p); !ok && leaf {
+				// A group that is also a field ("tls": true) is that field.
+				*items = append(*items, fieldValue{field: idx, alias: alias, key: p, value: v})
+				continue
+			}
 			if !ok {
 				if v != nil {
 					// Giving the group at all turns the feature on, as any

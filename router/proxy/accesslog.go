@@ -28,7 +28,7 @@ func (p *Handler) finish(x *exchange) {
 	if x.route != nil {
 		ev = ev.Str("route", x.route.Config().ID)
 	}
-	ev = ev.Str("method", x.req.Method).Str("host", x.req.Host).Str("path", x.req.URL.Path).
+	ev = ev.Str("proto", x.req.Proto).Str("method", x.req.Method).Str("host", x.req.Host).Str("path", x.req.URL.Path).
 		Int("status", status).Dur("duration", time.Since(x.start)).Int("attempts", x.attempts)
 	if x.backend != nil {
 		ev = ev.Str("backend", x.backend.HostPort())

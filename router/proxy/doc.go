@@ -9,9 +9,12 @@
 // One request is one exchange (exchange.go), in this order:
 //
 //  1. Match. The snapshot (router.Snapshot, one atomic load, no lock)
-//     gives the route for host, path and method; none is 404 no-route.
-//     CONNECT, and a path with dot segments or an encoded slash, are
-//     refused before matching.
+//     gives the route for the listener the request came in on (from the
+//     request context, router.ListenerOf), host, path and method; none is
+//     404 no-route. On a plain listener a TLS route with tls.redirect
+//     answers 308 to https (tls.go); over TLS a route's tls.hsts adds
+//     Strict-Transport-Security. CONNECT, and a path with dot segments or
+//     an encoded slash, are refused before matching.
 //  2. Breaker admission. With a scope=route breaker, its Admit comes
 //     before anything else: an open breaker answers 503 circuit-open (or
 //     the configured code) with Retry-After, and no backend of the route

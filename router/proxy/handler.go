@@ -79,13 +79,22 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		p.finish(x)
 		return
 	}
-	x.route = p.src.Snapshot().Match(req.Method, req.Host, req.URL.Path)
+	// The listener (set by cmd/levee in the server's base context)
+	// chooses among plain and TLS routes; without one every route is a
+	// candidate.
+	l := router.ListenerOf(req.Context())
+	route, redirect := p.src.Snapshot().MatchOn(l, req.Method, req.Host, req.URL.Path)
+	x.route = route
 	switch {
-	case x.route == nil:
+	case route == nil:
 		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
-	case !x.route.Policies().Empty():
-		x.servePolicies(x.route.Policies())
+	case redirect:
+		x.redirectHTTPS(l)
+	case !route.Policies().Empty():
+		x.setHSTS()
+		x.servePolicies(route.Policies())
 	default:
+		x.setHSTS()
 		x.serve()
 	}
 	p.finish(x)

@@ -96,3 +96,20 @@ const (
 
 // ErrNotFound says a route (or its breaker) does not exist.
 var ErrNotFound = errors.New("not found")
+
+// CertificateStatus is one certificate a TLS listener serves, by host
+// (GET /certificates). The default certificate is listed with host "*".
+type CertificateStatus struct {
+	Host string `json:"host"`
+	// Source is acme, static or default.
+	Source string `json:"source"`
+	// Issuer is the issuer's common name (or organisation).
+	Issuer   string    `json:"issuer"`
+	NotAfter time.Time `json:"not_after,omitzero"`
+	// File is a static certificate's file.
+	File string `json:"file,omitempty"`
+	// LastError is the latest failure to obtain or renew it (ACME).
+	LastError string `json:"last_error,omitempty"`
+	// NextRenewal is when ACME renews it next (or retries after a failure).
+	NextRenewal time.Time `json:"next_renewal,omitzero"`
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
+)
+
+// listenerSpec is one proxy listener:
+// `--listen name=addr[,tls][,header-timeout=D][,idle-timeout=D]`.
+type listenerSpec struct {
+	Name string
+	Addr string
+	TLS  bool
+	// HeaderTimeout bounds reading a request head (and, on a TLS
+	// listener, the handshake); IdleTimeout closes a keep-alive
+	// connection with no request. Zero: the defaults (proxyReadHeaderTimeout,
+	// proxyIdleTimeout).
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+}
+
+func (s listenerSpec) headerTimeout() time.Duration {
+	if s.HeaderTimeout > 0 {
+		return s.HeaderTimeout
+	}
+	return proxyReadHeaderTimeout
+}
+
+func (s listenerSpec) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return proxyIdleTimeout
+}
+
+// defaultListenerName names the listener of --http-listen (Traefik's name
+// for its plain entry point, so compose files read the same).
+const defaultListenerName = "web"
+
+// listenFlag is the repeatable --listen flag. Its environment form
+// LEVEE_LISTEN holds several, separated by spaces or ';' (a comma
+// belongs to one item: "web=:80;websecure=:443,tls").
+type listenFlag struct{ specs *[]listenerSpec }
+
+func (f listenFlag) String() string {
+	if f.specs == nil {
+		return ""
+	}
+	var items []string
+	for _, s := range *f.specs {
+		item := s.Name + "=" + s.Addr
+		if s.TLS {
+			item += ",tls"
+		}
+		if s.HeaderTimeout > 0 {
+			item += ",header-timeout=" + s.HeaderTimeout.String()
+		}
+		if s.IdleTimeout > 0 {
+			item += ",idle-timeout=" + s.IdleTimeout.String()
+		}
+		items = append(items, item)
+	}
+	return strings.Join(items, ";")
+}
+
+func (f listenFlag) Set(v string) error {
+	items := strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ' ' || r == '\t' || r == '\n' })
+	if len(items) == 0 {
+		return errors.New("want name=addr[,tls]")
+	}
+	for _, item := range items {
+		s, err := parseListener(item)
+		if err != nil {
+			return err
+		}
+		*f.specs = append(*f.specs, s)
+	}
+	return nil
+}
+
+// parseListener parses "name=addr[,tls][,header-timeout=D][,idle-timeout=D]".
+func parseListener(item string) (listenerSpec, error) {
+	name, rest, ok := strings.Cut(item, "=")
+	if !ok || !config.ValidListenerName(name) {
+		return listenerSpec{}, fmt.Errorf("%q: want name=addr[,tls], the name of lower-case letters, digits, '-' and '_'", item)
+	}
+	opts := strings.Split(rest, ",")
+	s := listenerSpec{Name: name, Addr: opts[0]}
+	for _, opt := range opts[1:] {
+		key, value, _ := strings.Cut(opt, "=")
+		var target *time.Duration
+		switch key {
+		case "tls":
+			s.TLS = true
+			continue
+		case "header-timeout":
+			target = &s.HeaderTimeout
+		case "idle-timeout":
+			target = &s.IdleTimeout
+		default:
+			return s, fmt.Errorf("%q: unknown option %q (want tls, header-timeout=D or idle-timeout=D)", item, opt)
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("%q: %s wants a positive duration (e.g. 5s), not %q", item, key, value)
+		}
+		*target = d
+	}
+	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
+	}
+	return s, nil
+}
+
+// listeners returns the proxy listeners: those of --listen, and the plain
+// listener "web" of --http-listen when no --listen is given or when
+// --http-listen is given explicitly too.
+func (c serveConfig) listeners() ([]listenerSpec, error) {
+	out := append([]listenerSpec(nil), c.Listen...)
+	if len(out) == 0 || c.httpListenGiven {
+		out = append([]listenerSpec{{Name: defaultListenerName, Addr: c.HTTPListen}}, out...)
+	}
+	seen := map[string]bool{}
+	for _, s := range out {
+		if seen[s.Name] {
+			return nil, fmt.Errorf("--listen: listener %q declared twice (--http-listen declares %q)", s.Name, defaultListenerName)
+		}
+		seen[s.Name] = true
+	}
+	return out, nil
+}
+
+// hasTLS reports whether a TLS listener is declared.
+func hasTLS(specs []listenerSpec) bool {
+	for _, s := range specs {
+		if s.TLS {
+			return true
+		}
+	}
+	return false
+}
+
+// routerListeners turns the specs into what the matcher sees. A plain
+// listener redirects to the port of the first TLS listener.
+func routerListeners(specs []listenerSpec) []*router.Listener {
+	httpsPort := 0
+	for _, s := range specs {
+		if s.TLS {
+			_, port, _ := net.SplitHostPort(s.Addr)
+			httpsPort, _ = strconv.Atoi(port)
+			break
+		}
+	}
+	out := make([]*router.Listener, len(specs))
+	for i, s := range specs {
+		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS}
+		if !s.TLS {
+			out[i].HTTPSPort = httpsPort
+		}
+	}
+	return out
+}
+
+// newTLSServer returns a TLS listener's server: net/http's, which speaks
+// HTTP/2 and HTTP/1.1 chosen by ALPN (router/httpx/server is HTTP/1.1
+// only), with the limits of the plain listeners.
+func newTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, app *app, errorLog *stdlog.Logger) httpServer {
+	srv := &http.Server{
+		Handler:   h,
+		TLSConfig: app.tlsConfig,
+		// net/http bounds the TLS handshake by ReadHeaderTimeout too.
+		ReadHeaderTimeout: spec.headerTimeout(),
+		IdleTimeout:       spec.idleTimeout(),
+		MaxHeaderBytes:    proxyMaxHeaderBytes,
+		ErrorLog:          errorLog,
+		BaseContext:       listenerContext(l),
+	}
+	return tlsServer{srv}
+}
+
+// tlsServer serves TLS on a plain net.Listener (ServeTLS with the
+// certificates of TLSConfig).
+type tlsServer struct{ *http.Server }
+
+func (s tlsServer) Serve(ln net.Listener) error { return s.ServeTLS(ln, "", "") }
+
+// listenerContext is a server's BaseContext: the request path learns the
+// listener from it.
+func listenerContext(l *router.Listener) func(net.Listener) context.Context {
+	ctx := router.WithListener(context.Background(), l)
+	return func(net.Listener) context.Context { return ctx }
+}
+
+// The limits every proxy listener's server applies.
+const (
+	proxyReadHeaderTimeout = 10 * time.Second
+	proxyIdleTimeout       = 120 * time.Second
+	proxyMaxHeaderBytes    = 1 << 20
+)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levee-proxy/levee/router/httpx/server"
+)
+
+func TestListenFlag(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []listenerSpec
+	}{
+		{"default", nil, nil, []listenerSpec{{Name: "web", Addr: ":8080"}}},
+		{"http-listen", []string{"--http-listen", ":80"}, nil, []listenerSpec{{Name: "web", Addr: ":80"}}},
+		{"listen replaces the default", []string{"--listen", "web=:80", "--listen", "websecure=:443,tls"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":443", TLS: true}}},
+		{"explicit http-listen is kept", []string{"--http-listen", ":81", "--listen", "websecure=127.0.0.1:443,tls"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":81"}, {Name: "websecure", Addr: "127.0.0.1:443", TLS: true}}},
+		{"environment", nil, map[string]string{"LEVEE_LISTEN": "web=:80; websecure=:443,tls"},
+			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":443", TLS: true}}},
+		{"environment http-listen counts as given", nil, map[string]string{"LEVEE_LISTEN": "admin=:9000", "LEVEE_HTTP_LISTEN": ":81"},
+			[]listenerSpec{{Name: "web", Addr: ":81"}, {Name: "admin", Addr: ":9000"}}},
+		{"timeouts", []string{"--listen", "web=:80,idle-timeout=30s", "--listen", "websecure=:443,tls,header-timeout=5s"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80", IdleTimeout: 30 * time.Second}, {Name: "websecure", Addr: ":443", TLS: true, HeaderTimeout: 5 * time.Second}}},
+		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
+			[]listenerSpec{{Name: "a", Addr: ":1"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cfg.listeners()
+			if err != nil || !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %+v (%v), want %+v", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestListenFlagErrors(t *testing.T) {
+	cases := map[string][]string{
+		"want name=addr":         {"--listen", ":80"},
+		"unknown option":         {"--listen", "web=:80,h2"},
+		"want host:port":         {"--listen", "web=80"},
+		"the name of":            {"--listen", "Web Secure=:443"},
+		"declared twice":         {"--listen", "a=:1", "--listen", "a=:2"},
+		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
+	}
+	for want, args := range cases {
+		_, err := parseServeFlags(args, envOf(nil), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want it to say %q", args, err, want)
+		}
+	}
+}
+
+// A plain listener redirects to the first TLS listener's port.
+func TestRouterListeners(t *testing.T) {
+	ls := routerListeners([]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":8443", TLS: true}, {Name: "other", Addr: ":9443", TLS: true}})
+	if ls[0].HTTPSPort != 8443 || ls[0].TLS || !ls[1].TLS || ls[1].HTTPSPort != 0 || ls[2].Name != "other" {
+		t.Errorf("%+v %+v %+v", ls[0], ls[1], ls[2])
+	}
+}
+
+// The listener's timeouts reach its server, whichever kind.
+func TestListenerTimeoutsReachTheServer(t *testing.T) {
+	spec := listenerSpec{Name: "web", HeaderTimeout: 3 * time.Second, IdleTimeout: 7 * time.Second}
+	l := routerListeners([]listenerSpec{spec})[0]
+	if srv := newPlainServer("stdlib", nil, spec, l, nil).(*http.Server); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
+		t.Errorf("stdlib: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	}
+	if srv := newPlainServer("levee", nil, spec, l, nil).(*server.Server); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
+		t.Errorf("levee: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	}
+	spec.TLS = true
+	if srv := newTLSServer(nil, spec, l, &app{}, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
+		t.Errorf("tls: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	}
+	if d := (listenerSpec{}); d.headerTimeout() != proxyReadHeaderTimeout || d.idleTimeout() != proxyIdleTimeout {
+		t.Error("defaults")
+	}
+}

@@ -1,0 +1,30 @@
+package config
+
+import "time"
+
+// Listener kinds a route serves on by default: a route without tls serves
+// on every plain listener, a route with tls on every TLS listener. Named
+// listeners (Traefik's entry points; Levee calls an API route an
+// "entrypoint", so its listening sockets are "listeners") are declared by
+// `levee serve --listen name=addr[,tls]`.
+const (
+	// MaxHSTS is the largest Strict-Transport-Security max-age accepted:
+	// two years, the preload list's own recommendation (hstspreload.org).
+	MaxHSTS = 2 * 365 * 24 * time.Hour
+)
+
+// TLS is how a route is served over HTTPS.
+type TLS struct {
+	// Enabled serves the route on the TLS listeners (with a certificate
+	// from a static file, ACME or the default) instead of the plain ones.
+	Enabled bool `json:"enabled"`
+	// Redirect answers the route's requests on plain listeners with 308 to
+	// https:// (same host, path and query). Defaults to Enabled.
+	Redirect bool `json:"redirect"`
+	// HSTS is the Strict-Transport-Security max-age sent on the route's
+	// HTTPS responses; 0 sends none (RFC 6797).
+	HSTS time.Duration `json:"hsts"`
+}
+
+// IsZero reports whether no TLS field is set.
+func (t TLS) IsZero() bool { return t == TLS{} }
