@@ -6,7 +6,9 @@
 // every running, unpaused container. A full sync (list + inspect) fills the
 // cache; after that the engine's event stream keeps it current, one inspect
 // per affected container (start, unpause, health_status, rename, network
-// connect/disconnect) or a plain removal (die, stop, destroy, pause). On each
+// connect/disconnect) or a plain removal (die, stop, destroy, pause, and
+// kill with a terminating signal: a stopping container leaves rotation when
+// its stop begins, see stopping.go). On each
 // publish the whole cache is parsed (labels.Parser.Parse, a pure function of
 // the complete set) and sent to the sink as one config.SourceUpdate: the
 // provider always replaces its whole set. A change after a quiet period is
