@@ -33,6 +33,7 @@ type exchange struct {
 	headersAt  time.Duration
 	backend    *router.Backend
 	attempts   int
+	refused    int // attempts never sent (connect failed): free, see mayRetry
 	breakerSt  breaker.State
 	guarded    bool
 	diagnostic string
@@ -77,7 +78,8 @@ type attemptResult struct {
 	resp    *http.Response
 	err     error
 	elapsed time.Duration
-	// notSent: the request never reached the backend (dial failed).
+	// notSent: the request never reached the backend (the connect was
+	// refused, reset or timed out; see neverSent).
 	notSent    bool
 	timeout    bool
 	clientGone bool
@@ -101,7 +103,7 @@ type attemptLoop struct {
 func (x *exchange) serve() {
 	rt := x.route
 	if rt.Removed() || len(rt.Backends()) == 0 {
-		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
+		x.replyNoHealthy()
 		return
 	}
 	x.now = x.p.clock.Now().UnixNano()
@@ -212,11 +214,17 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	x.attempts++
 	x.backend = b
 	res := x.attempt(b)
+	if res.notSent {
+		// Refused (or the connect timed out): never picked again for
+		// this request, whatever the eligibility level.
+		x.refused++
+		x.exclude(b)
+	}
 	o := x.outcome(&res)
 	l.tok.Report(o)
 	btok.Report(o)
 	if !res.clientGone && !res.badBody {
-		x.p.passive(rt, b, res.failed, x.p.clock.Now().UnixNano())
+		x.p.passive(rt, b, res.failed, res.notSent, x.p.clock.Now().UnixNano())
 	}
 	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
 		x.respond(b, &res)
@@ -250,6 +258,10 @@ func (x *exchange) giveUp(l *attemptLoop) {
 	l.tok.Report(breaker.Outcome{Result: breaker.Neutral})
 	last := &l.last
 	switch {
+	case last.notSent:
+		// Every backend left refused the connection: none is up (a
+		// replica restarting, say), which is what 503 says.
+		x.replyNoHealthy()
 	case last.err != nil || last.resp != nil:
 		// A retry found no backend to go to (scope=backend breakers):
 		// the failure that caused it is the answer.
@@ -262,7 +274,7 @@ func (x *exchange) giveUp(l *attemptLoop) {
 	case x.sawOpen:
 		x.rejectBackendsOpen()
 	default:
-		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
+		x.replyNoHealthy()
 	}
 }
 
@@ -318,7 +330,6 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	if err != nil {
 		b.State().AddInFlight(-1)
 		res.failed = true
-		var op *net.OpError
 		var ne net.Error
 		switch {
 		case x.badBody.Load():
@@ -329,7 +340,7 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 			res.clientGone = true
 		case err == errUnaskedUpgrade:
 			res.badUpgrade = true
-		case errors.As(err, &op) && op.Op == "dial":
+		case neverSent(err):
 			res.notSent = true
 		case errors.As(err, &ne) && ne.Timeout():
 			res.timeout = true

@@ -30,7 +30,9 @@ type Options struct {
 	// From every other peer those headers are replaced.
 	TrustedProxies []netip.Prefix
 
-	// DialTimeout bounds connecting to a backend (default 5s).
+	// DialTimeout bounds connecting to a backend (default
+	// router.DefaultDialTimeout, 1s). A connect that fails or times out
+	// never reached the backend: the request goes to another backend.
 	DialTimeout time.Duration
 	// IdleConnTimeout closes pooled backend connections idle this long
 	// (default 90s).

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -235,7 +236,9 @@ func TestBreakerTransportErrorsAndTimeoutsAreFailures(t *testing.T) {
 	h := newHarness(t, Options{EjectAfter: -1})
 	a := newBackend(t, "a")
 	a.mode.Store(modeHang)
-	e := withBreaker(ep("web", a.backend(), deadBackend(t)), ratioParams())
+	closer := rawBackend(t, func(c net.Conn) { _, _ = http.ReadRequest(bufio.NewReader(c)) }) // answers nothing
+	closer.Weight = config.DefaultWeight
+	e := withBreaker(ep("web", a.backend(), closer), ratioParams())
 	e.BackendTimeout = 50 * time.Millisecond
 	h.set(config.SourceDocker, e)
 	codes := map[int]int{}
@@ -1002,8 +1005,8 @@ func TestRetryReplaysSmallBodiesOnly(t *testing.T) {
 			t.Fatalf("large POST body mangled: %q", body)
 		}
 	}
-	if codes[200] != 1 || codes[502] != 1 {
-		t.Fatalf("large POSTs %v: the one that met the dead backend must not be retried", codes)
+	if codes[200] != 1 || codes[503] != 1 {
+		t.Fatalf("large POSTs %v: the one that met the dead backend must not be retried (503: nothing reached a backend)", codes)
 	}
 }
 
