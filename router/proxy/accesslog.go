@@ -36,6 +36,9 @@ func (p *Handler) finish(x *exchange) {
 	if x.diagnostic != "" {
 		ev = ev.Str("diagnostic", x.diagnostic)
 	}
+	if x.backendErr != nil {
+		ev = ev.AnErr("error", x.backendErr)
+	}
 	if x.guarded {
 		st := x.breakerSt
 		if g := x.route.State().Guard(); g != nil && st == 0 {

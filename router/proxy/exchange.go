@@ -14,6 +14,7 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // exchange is one client request on its way through the proxy: the
@@ -33,11 +34,12 @@ type exchange struct {
 	headersAt  time.Duration
 	backend    *router.Backend
 	attempts   int
-	refused    int // attempts never sent (connect failed): free, see mayRetry
+	free       int // attempts that do not count toward retry.attempts: see mayRetry
 	breakerSt  breaker.State
 	guarded    bool
 	diagnostic string
-	abort      bool // the backend broke the body: abort the client's response
+	backendErr error // the backend error answered for (access log)
+	abort      bool  // the backend broke the body: abort the client's response
 
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
@@ -80,7 +82,10 @@ type attemptResult struct {
 	elapsed time.Duration
 	// notSent: the request never reached the backend (the connect was
 	// refused, reset or timed out; see neverSent).
-	notSent    bool
+	notSent bool
+	// noAnswer: the backend closed or reset the connection before its
+	// answer's head (client.ClosedBeforeAnswer).
+	noAnswer   bool
 	timeout    bool
 	clientGone bool
 	badBody    bool // the client's body was malformed or too slow: neutral, answered 400 or 408
@@ -214,10 +219,12 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	x.attempts++
 	x.backend = b
 	res := x.attempt(b)
-	if res.notSent {
-		// Refused (or the connect timed out): never picked again for
-		// this request, whatever the eligibility level.
-		x.refused++
+	if res.notSent || res.noAnswer && client.Idempotent(x.req) {
+		// Refused (or the connect timed out), or closed before
+		// answering a request that may be repeated: never picked again
+		// for this request, whatever the eligibility level, and the
+		// attempt is free (see mayRetry).
+		x.free++
 		x.exclude(b)
 	}
 	o := x.outcome(&res)
@@ -342,6 +349,8 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 			res.badUpgrade = true
 		case neverSent(err):
 			res.notSent = true
+		case client.ClosedBeforeAnswer(err):
+			res.noAnswer = true
 		case errors.As(err, &ne) && ne.Timeout():
 			res.timeout = true
 		}

@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/levee-proxy/levee/router/config"
@@ -105,5 +108,43 @@ func TestNoBackendIs503WithRetryAfter(t *testing.T) {
 	code, _, resp := h.get("web.test", "/")
 	if code != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("got %d Retry-After %q, want 503 with Retry-After 1", code, resp.Header.Get("Retry-After"))
+	}
+}
+
+// A backend that closes the connection before answering (one shutting
+// down) may have seen the request: an idempotent one goes to another
+// backend even with retry.attempts = 1, a POST does not.
+func TestClosedBeforeAnswerRetriedForIdempotentOnly(t *testing.T) {
+	for _, std := range []bool{false, true} {
+		name := map[bool]string{false: "levee-client", true: "stdlib-client"}[std]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, Options{StandardTransport: std, EjectAfter: -1})
+			var closed atomic.Int64
+			closer := rawBackend(t, func(c net.Conn) {
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					closed.Add(1)
+				}
+			})
+			closer.Weight = config.DefaultWeight
+			good := newBackend(t, "good")
+			h.set(config.SourceDocker, ep("web", closer, good.backend()))
+			for i := 0; i < 4; i++ {
+				if code, _, _ := h.get("web.test", "/"); code != 200 {
+					t.Fatalf("GET %d: %d, want 200 from the other backend", i, code)
+				}
+			}
+			if closed.Load() == 0 {
+				t.Fatal("no GET met the closing backend: the test proves nothing")
+			}
+			codes := map[int]int{}
+			for i := 0; i < 4; i++ {
+				resp := h.do(http.MethodPost, "web.test", "/", strings.NewReader("x"))
+				resp.Body.Close()
+				codes[resp.StatusCode]++
+			}
+			if codes[502] == 0 || codes[200] == 0 || codes[502]+codes[200] != 4 {
+				t.Fatalf("POST answers %v, want some 502 (never resent) and some 200", codes)
+			}
+		})
 	}
 }

@@ -236,7 +236,11 @@ func TestBreakerTransportErrorsAndTimeoutsAreFailures(t *testing.T) {
 	h := newHarness(t, Options{EjectAfter: -1})
 	a := newBackend(t, "a")
 	a.mode.Store(modeHang)
-	closer := rawBackend(t, func(c net.Conn) { _, _ = http.ReadRequest(bufio.NewReader(c)) }) // answers nothing
+	closer := rawBackend(t, func(c net.Conn) { // answers something that is not HTTP
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
+		}
+	})
 	closer.Weight = config.DefaultWeight
 	e := withBreaker(ep("web", a.backend(), closer), ratioParams())
 	e.BackendTimeout = 50 * time.Millisecond

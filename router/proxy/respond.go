@@ -116,6 +116,7 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 
 // respondError answers for a failed last attempt.
 func (x *exchange) respondError(res *attemptResult) {
+	x.backendErr = res.err
 	switch {
 	case res.clientGone:
 		x.status = statusClientGone

@@ -23,17 +23,21 @@ const maxReplayBody = 64 << 10
 // a repeat and adds no load (the budget bounds the extra load retries put
 // on backends). It is bounded all the same: the refused backend is
 // excluded for the rest of the request, so there is at most one such
-// attempt per backend. This is what makes a rolling restart lose no
-// request: a replica that stopped listening before Levee heard it was
-// stopping costs a refused connect, not an error.
+// attempt per backend. The same holds for an idempotent request (RFC 9110
+// 9.2.2) whose connection the backend closed or reset before answering
+// (res.noAnswer), as nginx's default proxy_next_upstream does: a backend
+// shutting down closes the connections it accepted but did not serve.
+// This is what makes a rolling restart lose no request: a replica that
+// stopped listening or closed its connections before Levee heard it was
+// stopping costs a connect and a retry, not an error.
 func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
 	if !x.replayable || x.req.Context().Err() != nil {
 		return false
 	}
-	if res.notSent {
+	if res.notSent || res.noAnswer && client.Idempotent(x.req) {
 		return true
 	}
-	if x.attempts-x.refused >= maxAttempts {
+	if x.attempts-x.free >= maxAttempts {
 		return false
 	}
 	// A request that may have reached the backend is retried only when
