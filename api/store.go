@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	entries  map[string]Entry // by id
+	order    []string         // the ids, sorted: kept as writes come, not sorted per write
 	log      stateLog         // changes since the snapshot (storelog.go)
 	snapSize int64            // bytes of the snapshot last written or read
 	// compactMin is the smallest log compacted (compactMinBytes; tests
@@ -128,7 +130,8 @@ func OpenStore(opts StoreOptions) (*Store, error) {
 	}
 	s.removeStaleTemps()
 	s.mu.Lock()
-	s.push(s.entries)
+	s.order = slices.Sorted(maps.Keys(s.entries))
+	s.push()
 	s.mu.Unlock()
 	return s, nil
 }
@@ -397,11 +400,19 @@ func (s *Store) commit(puts []Entry, dels []string) error {
 	}
 	for _, id := range dels {
 		delete(s.entries, id)
+		if i, found := slices.BinarySearch(s.order, id); found {
+			s.order = slices.Delete(s.order, i, i+1)
+		}
 	}
 	for _, e := range puts {
-		s.entries[e.Entrypoint.ID] = e
+		id := e.Entrypoint.ID
+		if _, held := s.entries[id]; !held {
+			i, _ := slices.BinarySearch(s.order, id)
+			s.order = slices.Insert(s.order, i, id)
+		}
+		s.entries[id] = e
 	}
-	s.push(s.entries)
+	s.push()
 	if s.log.size > max(s.compactMin, s.snapSize) {
 		if err := s.compact(); err != nil {
 			s.warn(fmt.Sprintf("state file %s: compaction failed, the log %s keeps every change: %v", s.path, s.log.path, err))
@@ -467,11 +478,12 @@ func (s *Store) write(entries map[string]Entry) (size int64, err error) {
 	return int64(len(data)), nil
 }
 
-// push hands the router the complete API set. Called with s.mu held so
-// updates reach the router in commit order.
-func (s *Store) push(entries map[string]Entry) {
-	u := config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{}, Diagnostics: []diagnostics.Diagnostic{}}
-	for _, e := range sortedEntries(entries) {
+// push hands the router the complete API set, ordered by id. Called with
+// s.mu held so updates reach the router in commit order.
+func (s *Store) push() {
+	u := config.SourceUpdate{Source: config.SourceAPI, Entrypoints: make([]config.Entrypoint, 0, len(s.order)), Diagnostics: []diagnostics.Diagnostic{}}
+	for _, id := range s.order {
+		e := s.entries[id]
 		u.Entrypoints = append(u.Entrypoints, e.Entrypoint)
 		u.Diagnostics = append(u.Diagnostics, e.Diagnostics...)
 	}

@@ -192,7 +192,13 @@ func (r *Router) rebuild() {
 
 	routes := make([]*Route, 0, len(eps)+len(r.ghosts))
 	for _, ep := range eps {
+		if rt := reusable(old, ep); rt != nil {
+			diags = append(diags, rt.compileDiags...)
+			routes = append(routes, rt)
+			continue
+		}
 		rt, d := compileRoute(ep, &r.regexes)
+		rt.compileDiags = d
 		diags = append(diags, d...)
 		r.attach(rt, now)
 		routes = append(routes, rt)
@@ -228,6 +234,23 @@ func (r *Router) rebuild() {
 		r.expiry.note(g.removedAt)
 	}
 	r.scheduleSweep(now)
+}
+
+// reusable returns the route of old that can serve ep as it is: a live
+// route of the same entrypoint whose state has nothing pending (no backend
+// in its grace period). Such a route is shared by the two snapshots, so a
+// write recompiles and re-attaches only the routes it changed; attaching
+// an unchanged route again would give the same result. Routes are
+// immutable once published, so sharing them is safe.
+func reusable(old *Snapshot, ep *config.Entrypoint) *Route {
+	rt, ok := old.byID[ep.ID]
+	if !ok || rt.ghost || rt.state == nil || !sameEntrypoint(&rt.ep, ep) {
+		return nil
+	}
+	if !rt.state.settled(rt.backends) {
+		return nil
+	}
+	return rt
 }
 
 // earliest keeps the earliest non-zero time noted.

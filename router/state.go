@@ -337,6 +337,31 @@ func (rs *RouteState) pruneBackends(keep []*BackendState, now time.Time, grace t
 	return dropped, earliest
 }
 
+// settled reports whether the state holds exactly the backend states of
+// bs: none left over in its grace period, so attaching bs again would
+// change nothing.
+func (rs *RouteState) settled(bs []*Backend) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	n := 0
+	for i, b := range bs {
+		if rs.backends[b.hostport] != b.st {
+			return false
+		}
+		dup := false
+		for _, o := range bs[:i] {
+			if o.st == b.st {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			n++
+		}
+	}
+	return n == len(rs.backends)
+}
+
 func hostPort(b config.Backend) string {
 	return joinHostPort(b.Address, b.Port)
 }

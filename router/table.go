@@ -29,6 +29,9 @@ type Route struct {
 	// cbParams are the validated breaker parameters, for classifying
 	// responses without asking the breaker.
 	cbParams breaker.Params
+	// compileDiags are compileRoute's diagnostics, kept for the rebuilds
+	// that reuse the route.
+	compileDiags []diagnostics.Diagnostic
 }
 
 // ID returns the entrypoint id the route was built from.

@@ -1,0 +1,49 @@
+package router
+
+import (
+	"testing"
+	"time"
+
+	"github.com/levee-proxy/levee/router/config"
+)
+
+// A write rebuilds only what it changed: the routes of unchanged
+// entrypoints are carried over to the new snapshot as they are, a changed
+// one is compiled and attached again, and a route whose state still holds
+// a removed backend in its grace period is attached again (so that its
+// expiry stays scheduled) until it settles.
+func TestRebuildReusesUnchangedRoutes(t *testing.T) {
+	r := New(Options{RemovedRouteGrace: time.Minute})
+	defer r.Close()
+	a, b := route("a", "/", "a.test"), route("b", "/", "b.test")
+	b.Backends = append(b.Backends, config.Backend{Address: "127.0.0.2", Port: 1, Weight: config.DefaultWeight})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{a, b}})
+	s1 := r.Snapshot()
+	ra1, _ := s1.Route("a")
+	rb1, _ := s1.Route("b")
+
+	b2 := b
+	b2.Backends = b.Backends[:1] // one backend removed: its state lingers for the grace
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{a, b2}})
+	s2 := r.Snapshot()
+	ra2, _ := s2.Route("a")
+	rb2, _ := s2.Route("b")
+	if ra2 != ra1 {
+		t.Error("the unchanged route a was rebuilt")
+	}
+	if rb2 == rb1 || len(rb2.Backends()) != 1 {
+		t.Error("the changed route b was not rebuilt")
+	}
+
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{a, b2}})
+	rb3, _ := r.Snapshot().Route("b")
+	if rb3 == rb2 {
+		t.Error("b's state holds a backend in its grace period: it must be attached again, not reused")
+	}
+	if rb3.State() != rb1.State() {
+		t.Error("b lost its runtime state")
+	}
+	if m := r.Snapshot().Match("GET", "a.test", "/"); m != ra1 {
+		t.Error("the reused route does not match")
+	}
+}
