@@ -218,7 +218,7 @@ func (r *Router) rebuild() {
 		routes = append(routes, rt)
 	}
 	r.regexes.retain(routes)
-	snap, coll := buildSnapshot(routes)
+	snap, coll := buildSnapshotFrom(old, routes)
 	diags = append(diags, coll...)
 	r.snap.Store(snap)
 
