@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
@@ -339,7 +340,8 @@ func (r *Router) attach(rt *Route, now time.Time) {
 // handles, and the attachment of the layer that asked for one. Callers
 // hold r.mu.
 func (r *Router) initState(rs *RouteState) {
-	rs.rejected = r.metrics.rejected.WithLabelValues(rs.id)
+	id, vec := rs.id, r.metrics.rejected
+	rs.newRejected = func() prometheus.Counter { return vec.WithLabelValues(id) }
 	if r.newAttachment != nil {
 		rs.Attachment(r.newAttachment)
 	}

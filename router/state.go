@@ -135,8 +135,12 @@ type RouteState struct {
 	// guard is the scope=route breaker, nil when the route has none.
 	guard    atomic.Pointer[Guard]
 	budget   RetryBudget
-	rejected prometheus.Counter // levee_breaker_rejected_total{route=id}
-	attached atomic.Pointer[attachment]
+	// rejected is levee_breaker_rejected_total{route=id}, made by
+	// NoteRejected on first use: a route whose breakers never refuse has
+	// no such series (bounded metrics at 10,000 routes).
+	rejected    atomic.Pointer[prometheus.Counter]
+	newRejected func() prometheus.Counter
+	attached    atomic.Pointer[attachment]
 }
 
 // ID returns the route id the state belongs to.
@@ -158,7 +162,15 @@ func (rs *RouteState) UnlockEjection() { rs.ejectMu.Unlock() }
 
 // NoteRejected counts a request that the route's breakers refused
 // (levee_breaker_rejected_total under the route id).
-func (rs *RouteState) NoteRejected() { rs.rejected.Inc() }
+func (rs *RouteState) NoteRejected() {
+	c := rs.rejected.Load()
+	if c == nil {
+		n := rs.newRejected()
+		rs.rejected.CompareAndSwap(nil, &n)
+		c = rs.rejected.Load()
+	}
+	(*c).Inc()
+}
 
 // BalancerState is what balancing policies keep per route across
 // snapshots: a lock for policies that update per-backend weights

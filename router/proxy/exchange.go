@@ -253,7 +253,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 		b.State().AddInFlight(-1)
 	}
 	l.last = res
-	x.series().retries.Inc()
+	x.series().retry()
 	return false
 }
 
