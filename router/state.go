@@ -133,8 +133,8 @@ type RouteState struct {
 	dropped bool
 
 	// guard is the scope=route breaker, nil when the route has none.
-	guard    atomic.Pointer[Guard]
-	budget   RetryBudget
+	guard  atomic.Pointer[Guard]
+	budget RetryBudget
 	// rejected is levee_breaker_rejected_total{route=id}, made by
 	// NoteRejected on first use: a route whose breakers never refuse has
 	// no such series (bounded metrics at 10,000 routes).
