@@ -406,6 +406,7 @@ func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 		}
 		prev, ok := old.byID[rt.ep.ID]
 		switch {
+		case prev == rt: // reused as it was: unchanged
 		case !ok || prev.ghost:
 			publish(rt, "added")
 		case !sameEntrypoint(&prev.ep, &rt.ep):
