@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -226,33 +225,6 @@ func (s *Store) loadRecord(codec Codec, rec stateRecord) error {
 	return nil
 }
 
-// replay applies the log's records over the snapshot, dropping a torn
-// last record (see storelog.go).
-func (s *Store) replay(codec Codec) error {
-	recs, good, torn, err := readLog(s.log.path)
-	if err != nil {
-		return err
-	}
-	if torn != "" {
-		if err := cutTorn(s.log.path, good); err != nil {
-			return fmt.Errorf("dropping a torn last record (%s): %w", torn, err)
-		}
-		s.warn(fmt.Sprintf("state log %s: dropped a torn last record (%s): a write interrupted by a crash, never acknowledged", s.log.path, torn))
-	}
-	for i, rec := range recs {
-		for _, p := range rec.Put {
-			if err := s.loadRecord(codec, p); err != nil {
-				return fmt.Errorf("record %d: %w", i+1, err)
-			}
-		}
-		for _, id := range rec.Del {
-			delete(s.entries, id)
-		}
-	}
-	s.log.size = good
-	return nil
-}
-
 // ownEntrypoint stamps what the API source owns: the id is the name, the
 // source is "api", and every diagnostic names the entrypoint.
 func ownEntrypoint(ep config.Entrypoint, ds []diagnostics.Diagnostic) (config.Entrypoint, []diagnostics.Diagnostic) {
@@ -285,7 +257,7 @@ func (s *Store) Get(id string) (Entry, bool) {
 func (s *Store) List() []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sortedEntries(s.entries)
+	return s.sorted()
 }
 
 // Create adds a validated entrypoint whose id is not held yet (else
@@ -423,7 +395,7 @@ func (s *Store) commit(puts []Entry, dels []string) error {
 
 // compact writes the whole set as the new snapshot, then empties the log.
 func (s *Store) compact() error {
-	size, err := s.write(s.entries)
+	size, err := s.write()
 	if err != nil {
 		return err
 	}
@@ -434,10 +406,10 @@ func (s *Store) compact() error {
 // write replaces the state file durably: a temp file in the same
 // directory (so the rename is atomic), fsync, rename, fsync of the
 // directory (so the rename itself survives a crash). It returns the
-// file's size.
-func (s *Store) write(entries map[string]Entry) (size int64, err error) {
+// file's size. The caller holds s.mu.
+func (s *Store) write() (size int64, err error) {
 	doc := stateFile{Version: stateVersion, Entrypoints: []stateRecord{}}
-	for _, e := range sortedEntries(entries) {
+	for _, e := range s.sorted() {
 		doc.Entrypoints = append(doc.Entrypoints, stateRecord{ID: e.Entrypoint.ID, Created: e.Entrypoint.Created, Payload: e.Payload})
 	}
 	data, err := json.MarshalIndent(doc, "", "  ")
@@ -490,11 +462,11 @@ func (s *Store) push() {
 	s.sink.Update(u)
 }
 
-func sortedEntries(m map[string]Entry) []Entry {
-	out := make([]Entry, 0, len(m))
-	for _, e := range m {
-		out = append(out, e)
+// sorted returns the entries in id order; the caller holds s.mu.
+func (s *Store) sorted() []Entry {
+	out := make([]Entry, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.entries[id])
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Entrypoint.ID, b.Entrypoint.ID) })
 	return out
 }

@@ -208,3 +208,30 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// replay applies the log's records over the snapshot, dropping a torn
+// last record (see storelog.go).
+func (s *Store) replay(codec Codec) error {
+	recs, good, torn, err := readLog(s.log.path)
+	if err != nil {
+		return err
+	}
+	if torn != "" {
+		if err := cutTorn(s.log.path, good); err != nil {
+			return fmt.Errorf("dropping a torn last record (%s): %w", torn, err)
+		}
+		s.warn(fmt.Sprintf("state log %s: dropped a torn last record (%s): a write interrupted by a crash, never acknowledged", s.log.path, torn))
+	}
+	for i, rec := range recs {
+		for _, p := range rec.Put {
+			if err := s.loadRecord(codec, p); err != nil {
+				return fmt.Errorf("record %d: %w", i+1, err)
+			}
+		}
+		for _, id := range rec.Del {
+			delete(s.entries, id)
+		}
+	}
+	s.log.size = good
+	return nil
+}
