@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
@@ -154,19 +155,9 @@ func (s *Store) SetAll(eps []Change, dryRun bool) (results []SetResult, errs []e
 		}
 	}
 	slices.Sort(dels)
-	slices.SortFunc(results, func(a, b SetResult) int { return compareStrings(a.ID, b.ID) })
+	slices.SortFunc(results, func(a, b SetResult) int { return strings.Compare(a.ID, b.ID) })
 	if dryRun || len(puts)+len(dels) == 0 {
 		return results, errs, nil
 	}
 	return results, errs, s.commit(puts, dels)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
