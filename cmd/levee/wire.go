@@ -53,14 +53,14 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	// The request path reads the router's snapshots; it logs under the
 	// router's component, as one data plane.
 	handler := proxy.New(rt, proxy.Options{
-		Logger:                 routerLog,
-		Registerer:             reg,
-		AccessLog:              cfg.AccessLog,
-		RouteLatencyHistograms: cfg.RouteLatency,
-		DialTimeout:            cfg.DialTimeout,
-		IdleConnTimeout:        cfg.IdleConnTimeout,
-		TrustedProxies:         trusted,
-		StandardTransport:      cfg.BackendClient == "stdlib",
+		Logger:            routerLog,
+		Registerer:        reg,
+		AccessLog:         cfg.AccessLog,
+		RouteLatency:      cfg.RouteLatency,
+		DialTimeout:       cfg.DialTimeout,
+		IdleConnTimeout:   cfg.IdleConnTimeout,
+		TrustedProxies:    trusted,
+		StandardTransport: cfg.BackendClient == "stdlib",
 
 		RequestBodyTimeout:   cfg.RequestBodyTimeout,
 		RequestBodyMinRate:   cfg.RequestBodyMinRate,

@@ -28,7 +28,7 @@ const (
 // answered that code, levee_retries_total once it has retried), made on
 // first use, so an idle route has none; request latency is one histogram
 // for all routes. Per-route latency histograms
-// (Options.RouteLatencyHistograms, --metrics-route-latency) are opt-in: 17
+// (Options.RouteLatency, --metrics-route-latency) are opt-in: 17
 // series per route, 12.8 MB of /metrics at 10,000 routes. A route's series
 // are deleted when the router drops its state (routeSeries is the state's
 // attachment).

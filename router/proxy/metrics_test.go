@@ -57,12 +57,12 @@ func TestRouteSeriesAreMadeOnUseAndGoWithTheRouteState(t *testing.T) {
 
 // --metrics-route-latency: every route has its own latency histogram from
 // the moment it exists, gone with its state.
-func TestPerRouteLatencyHistogramsAreOptIn(t *testing.T) {
-	h := newHarnessWith(t, router.Options{RemovedRouteGrace: time.Minute}, Options{RouteLatencyHistograms: true})
+func TestPerRouteLatencyAreOptIn(t *testing.T) {
+	h := newHarnessWith(t, router.Options{RemovedRouteGrace: time.Minute}, Options{RouteLatency: true})
 	a := newBackend(t, "a")
 	h.set(config.SourceDocker, ep("web", a.backend()))
 	if !seriesExist(t, h, "levee_request_duration_seconds", "web") {
-		t.Fatal("no per-route latency histogram with RouteLatencyHistograms")
+		t.Fatal("no per-route latency histogram with RouteLatency")
 	}
 	h.get("web.test", "/")
 	if got := metricValue(t, h, "levee_request_duration_seconds", map[string]string{"route": "web"}); got != 1 {

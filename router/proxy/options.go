@@ -25,10 +25,10 @@ type Options struct {
 	Clock router.Clock
 	// AccessLog logs one line per request.
 	AccessLog bool
-	// RouteLatencyHistograms gives every route its own
+	// RouteLatency gives every route its own
 	// levee_request_duration_seconds histogram (17 series each) instead of
 	// one histogram for all routes.
-	RouteLatencyHistograms bool
+	RouteLatency bool
 	// TrustedProxies are the peers (load balancers in front of Levee)
 	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
 	// From every other peer those headers are replaced.
