@@ -279,3 +279,30 @@ func storeWriter(t *testing.T, path string) {
 		}
 	}
 }
+
+// A compaction that fails is only a warning: the write is acknowledged
+// (the log holds it) and nothing is lost.
+func TestFailedCompactionKeepsTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	var warned []string
+	st := openTestStore(t, path, func(m string) { warned = append(warned, m) })
+	st.compactMin = 1
+	if err := os.Mkdir(path, 0o700); err != nil { // the rename over it fails
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		ep, ds := fakeEntry(t, n, n+".example")
+		if _, err := st.Create(ep, ds[0]); err != nil {
+			t.Fatalf("create %s: %v (a failed compaction must not fail the write)", n, err)
+		}
+	}
+	if len(warned) == 0 || !strings.Contains(warned[0], "compaction failed") {
+		t.Fatalf("warnings %q, want the failed compaction", warned)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(openTestStore(t, path, nil).List()); n != 2 {
+		t.Fatalf("after failed compactions: %d entrypoints, want 2 from the log", n)
+	}
+}
