@@ -98,3 +98,47 @@ func TestIncrementalSnapshotEqualsFullBuild(t *testing.T) {
 		}
 	}
 }
+
+// The same with a Docker source, whose removed routes stay as ghosts for
+// the grace period: the incremental index over a snapshot's routes equals
+// a from-scratch index over the same routes, ghosts included.
+func TestIncrementalSnapshotWithGhostsEqualsFullIndex(t *testing.T) {
+	r := New(Options{RemovedRouteGrace: time.Hour})
+	defer r.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	hosts := []string{"a.test", "b.test", "*.test", "*"}
+	eps := map[string]config.Entrypoint{}
+	ghosts := 0
+	for step := range 300 {
+		id := fmt.Sprintf("d%d", rng.IntN(10))
+		if rng.IntN(3) == 0 {
+			delete(eps, id)
+		} else {
+			ep := route(id, []string{"/", "/api"}[rng.IntN(2)], hosts[rng.IntN(len(hosts))])
+			ep.Source = config.SourceDocker
+			eps[id] = ep
+		}
+		r.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: slices.Collect(maps.Values(eps))})
+		inc := r.Snapshot()
+		for _, rt := range inc.routes {
+			if rt.ghost {
+				ghosts++
+			}
+		}
+		full, _ := buildSnapshot(slices.Clone(inc.routes))
+		for _, h := range append(hosts, "zz.test") {
+			for _, p := range []string{"/", "/api/x"} {
+				if a, b := matchID(inc, "GET", h, p), matchID(full, "GET", h, p); a != b {
+					t.Fatalf("step %d: %s%s matches %q incrementally, %q from scratch", step, h, p, a, b)
+				}
+				ra, rb := inc.Match("GET", h, p), full.Match("GET", h, p)
+				if ra != rb {
+					t.Fatalf("step %d: %s%s: different routes (ghost or live) incrementally and from scratch", step, h, p)
+				}
+			}
+		}
+	}
+	if ghosts == 0 {
+		t.Fatal("no ghost route in 300 steps: the test proves nothing about them")
+	}
+}

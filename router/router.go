@@ -192,6 +192,7 @@ func (r *Router) rebuild() {
 	}
 
 	routes := make([]*Route, 0, len(eps)+len(r.ghosts))
+	var fresh []*Route // compiled in this rebuild, ghosts included
 	for _, ep := range eps {
 		if rt := reusable(old, ep); rt != nil {
 			diags = append(diags, rt.compileDiags...)
@@ -203,6 +204,7 @@ func (r *Router) rebuild() {
 		diags = append(diags, d...)
 		r.attach(rt, now)
 		routes = append(routes, rt)
+		fresh = append(fresh, rt)
 	}
 	for _, g := range r.ghosts {
 		rt, _ := compileRoute(&g.ep, &r.regexes)
@@ -217,9 +219,16 @@ func (r *Router) rebuild() {
 		rt.state = rs
 		present[rt.ep.ID] = true // kept alive by the ghost
 		routes = append(routes, rt)
+		fresh = append(fresh, rt)
+	}
+	var gone []*Route
+	for _, rt := range old.routes {
+		if !present[rt.ep.ID] {
+			gone = append(gone, rt)
+		}
 	}
 	r.regexes.retain(routes)
-	snap, coll := buildSnapshotFrom(old, routes)
+	snap, coll := buildSnapshotFrom(old, routes, change{fresh: fresh, gone: gone})
 	diags = append(diags, coll...)
 	r.snap.Store(snap)
 

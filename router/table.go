@@ -207,7 +207,14 @@ func sourceOf(ep config.Entrypoint) diagnostics.Source {
 
 // buildSnapshot indexes compiled routes and reports collisions.
 func buildSnapshot(routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
-	return buildSnapshotFrom(nil, routes)
+	return buildSnapshotFrom(nil, routes, change{})
+}
+
+// change is what a rebuild changed against the previous snapshot: the
+// routes it compiled anew (new, changed, and ghosts) and the previous
+// routes whose id is gone. Every other route is the previous one, reused.
+type change struct {
+	fresh, gone []*Route
 }
 
 // buildSnapshotFrom indexes routes, starting from old when given: a host
@@ -216,20 +223,28 @@ func buildSnapshot(routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
 // included, and only the tables of the hosts that changed routes list
 // are built again. A write to one entrypoint of 10,000 then costs a few
 // table rebuilds and map copies instead of 10,000 table allocations.
-func buildSnapshotFrom(old *Snapshot, routes []*Route) (*Snapshot, []diagnostics.Diagnostic) {
-	s := &Snapshot{routes: routes, byID: make(map[string]*Route, len(routes))}
+func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []diagnostics.Diagnostic) {
+	s := &Snapshot{routes: routes}
 	slices.SortFunc(routes, func(a, b *Route) int { return strings.Compare(a.ep.ID, b.ep.ID) })
-	for _, r := range routes {
-		s.byID[r.ep.ID] = r
-	}
 	var dirty map[string]bool // nil: every host
 	if old != nil {
-		dirty = changedHosts(old, s)
+		s.byID = maps.Clone(old.byID)
+		for _, r := range c.gone {
+			delete(s.byID, r.ep.ID)
+		}
+		for _, r := range c.fresh {
+			s.byID[r.ep.ID] = r
+		}
+		dirty = changedHosts(old, c)
 		s.exact, s.wildcard, s.any = maps.Clone(old.exact), maps.Clone(old.wildcard), old.any
 		for h := range dirty {
 			s.forget(h)
 		}
 	} else {
+		s.byID = make(map[string]*Route, len(routes))
+		for _, r := range routes {
+			s.byID[r.ep.ID] = r
+		}
 		s.exact, s.wildcard = make(map[string]*hostTable), make(map[string]*hostTable)
 	}
 	built := map[*hostTable]string{}
@@ -265,24 +280,23 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route) (*Snapshot, []diagnostics
 	return s, diags
 }
 
-// changedHosts are the hosts (lower case) listed by a route of old or
-// cur that is not the same *Route in both.
-func changedHosts(old, cur *Snapshot) map[string]bool {
+// changedHosts are the hosts (lower case) listed by a fresh route, by the
+// previous route it replaces, or by a route that is gone.
+func changedHosts(old *Snapshot, c change) map[string]bool {
 	dirty := map[string]bool{}
 	note := func(r *Route) {
 		for _, h := range r.ep.Hosts {
 			dirty[strings.ToLower(h)] = true
 		}
 	}
-	for _, r := range cur.routes {
-		if old.byID[r.ep.ID] != r {
-			note(r)
+	for _, r := range c.fresh {
+		note(r)
+		if prev := old.byID[r.ep.ID]; prev != nil {
+			note(prev)
 		}
 	}
-	for _, r := range old.routes {
-		if cur.byID[r.ep.ID] != r {
-			note(r)
-		}
+	for _, r := range c.gone {
+		note(r)
 	}
 	return dirty
 }
