@@ -257,7 +257,7 @@ func reusable(old *Snapshot, ep *config.Entrypoint) *Route {
 	if !ok || rt.ghost || rt.state == nil || !sameEntrypoint(&rt.ep, ep) {
 		return nil
 	}
-	if !rt.state.settled(rt.backends) {
+	if !rt.state.settled() {
 		return nil
 	}
 	return rt

@@ -141,6 +141,10 @@ type RouteState struct {
 	rejected    atomic.Pointer[prometheus.Counter]
 	newRejected func() prometheus.Counter
 	attached    atomic.Pointer[attachment]
+	// lingering: a removed backend's state is kept for its grace period
+	// (set by pruneBackends); such a route is attached again at every
+	// rebuild, so that the state goes when its grace ends.
+	lingering atomic.Bool
 }
 
 // ID returns the route id the state belongs to.
@@ -329,8 +333,10 @@ func (rs *RouteState) pruneBackends(keep []*BackendState, now time.Time, grace t
 		for _, s := range keep {
 			s.removedAt = time.Time{}
 		}
+		rs.lingering.Store(false)
 		return nil, time.Time{} // every state is in use
 	}
+	defer func() { rs.lingering.Store(len(rs.backends) > len(keep)) }()
 	for k, s := range rs.backends {
 		if slices.Contains(keep, s) {
 			s.removedAt = time.Time{}
@@ -349,30 +355,10 @@ func (rs *RouteState) pruneBackends(keep []*BackendState, now time.Time, grace t
 	return dropped, earliest
 }
 
-// settled reports whether the state holds exactly the backend states of
-// bs: none left over in its grace period, so attaching bs again would
-// change nothing.
-func (rs *RouteState) settled(bs []*Backend) bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	n := 0
-	for i, b := range bs {
-		if rs.backends[b.hostport] != b.st {
-			return false
-		}
-		dup := false
-		for _, o := range bs[:i] {
-			if o.st == b.st {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			n++
-		}
-	}
-	return n == len(rs.backends)
-}
+// settled reports whether the state holds no backend state in its grace
+// period (see pruneBackends): attaching the route's unchanged backends
+// again would then change nothing.
+func (rs *RouteState) settled() bool { return !rs.lingering.Load() }
 
 func hostPort(b config.Backend) string {
 	return joinHostPort(b.Address, b.Port)
