@@ -30,9 +30,11 @@ type entrypointView struct {
 	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
-// entrypointList is the GET /entrypoints answer.
+// entrypointList is the GET /entrypoints answer. Next, when set, is the
+// after= of the next page.
 type entrypointList struct {
 	Entrypoints []entrypointView `json:"entrypoints"`
+	Next        string           `json:"next,omitempty"`
 }
 
 func (s *Server) view(st status.EntrypointStatus) (entrypointView, error) {
@@ -51,8 +53,15 @@ func (s *Server) view(st status.EntrypointStatus) (entrypointView, error) {
 }
 
 func (s *Server) listEntrypoints(w http.ResponseWriter, r *http.Request, _ string) {
+	q, err := parseListQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
 	list := entrypointList{Entrypoints: []entrypointView{}}
-	for _, st := range s.router.Entrypoints() {
+	page, next := q.page(s.router.Entrypoints())
+	list.Next = next
+	for _, st := range page {
 		v, err := s.view(st)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error(), nil)

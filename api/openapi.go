@@ -60,6 +60,9 @@ func operation(rt route) obj {
 	if params != nil {
 		op["parameters"] = params
 	}
+	if rt.bodySchema != "" {
+		op["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref(rt.bodySchema)}}}
+	}
 	if rt.body {
 		payload := obj{"schema": ref("EntrypointPayload")}
 		op["requestBody"] = obj{
@@ -154,6 +157,28 @@ func schemas() obj {
 			"properties":           payloadProps,
 		},
 		"StoredEntrypoint": stored,
+		"BulkRequest": obj{"type": "object", "required": []string{"operations"}, "properties": obj{
+			"operations": obj{"type": "array", "items": obj{"type": "object", "required": []string{"op"}, "properties": obj{
+				"op":         obj{"type": "string", "enum": []string{"create", "replace", "delete"}},
+				"id":         obj{"type": "string", "description": "delete: the id; create/replace: optional, must match the payload's name"},
+				"entrypoint": obj{"allOf": []any{ref("EntrypointPayload")}, "description": "create/replace: the payload"},
+			}}},
+		}},
+		"EntrypointSet": obj{"type": "object", "required": []string{"entrypoints"}, "properties": obj{
+			"entrypoints": obj{"type": "array", "items": ref("EntrypointPayload")},
+		}},
+		"BulkAnswer": obj{"type": "object", "required": []string{"dry_run", "results"}, "properties": obj{
+			"dry_run": obj{"type": "boolean"},
+			"error":   obj{"type": "string", "description": "when refused: how many operations failed; nothing was stored"},
+			"results": obj{"type": "array", "items": obj{"type": "object", "properties": obj{
+				"op":          obj{"type": "string", "description": "create, replace, delete; for PUT /entrypoints also unchanged (or set, when refused)"},
+				"id":          obj{"type": "string"},
+				"status":      obj{"type": "integer", "description": "what the single write would answer: 201, 200, 204, or 400/403/404/409/422 when refused"},
+				"error":       obj{"type": "string"},
+				"entrypoint":  obj{"allOf": []any{ref("EntrypointPayload")}, "description": "the stored (or would-be stored) payload"},
+				"diagnostics": diagList,
+			}}},
+		}},
 		"EntrypointStatus": obj{"type": "object", "additionalProperties": true, "properties": obj{
 			"id":     obj{"type": "string"},
 			"source": obj{"type": "string", "example": "docker"},
@@ -177,6 +202,7 @@ func schemas() obj {
 		}},
 		"EntrypointList": obj{"type": "object", "properties": obj{
 			"entrypoints": obj{"type": "array", "items": ref("EntrypointStatus")},
+			"next":        obj{"type": "string", "description": "with limit=: the after= of the next page; absent on the last"},
 		}},
 		"DiagnosticsReport": obj{"type": "object", "properties": obj{
 			"totals":  obj{"type": "object", "additionalProperties": obj{"type": "integer"}},

@@ -12,6 +12,8 @@ type route struct {
 	access  access
 	// body: takes an entrypoint payload (JSON or YAML).
 	body bool
+	// bodySchema: takes a JSON body of this schema component instead.
+	bodySchema string
 	// query parameters, documented as strings.
 	query []queryParam
 	// responses: status → the schema component it returns ("" = none).
@@ -83,8 +85,9 @@ func (s *Server) routeTable() []route {
 			responses: with(accessRead, response{200, schemaReady, "ready"}, response{503, schemaReady, "a provider is pending"}), handler: s.readiness},
 		{method: "GET", path: "/session", op: "session", summary: "The role the request's token grants (admin, read, or open without tokens) and whether it may write.", access: accessRead,
 			responses: with(accessRead, response{200, schemaSession, "the caller's role"}), handler: s.session},
-		{method: "GET", path: "/entrypoints", op: "listEntrypoints", summary: "Entrypoints of all sources with backend health, breaker state and diagnostics.", access: accessRead,
-			responses: with(accessRead, response{200, schemaStatusList, "all entrypoints"}), handler: s.listEntrypoints},
+		{method: "GET", path: "/entrypoints", op: "listEntrypoints", summary: "Entrypoints of all sources with backend health, breaker state and diagnostics, ordered by id; paged and filtered on request.", access: accessRead,
+			query:     listParams(),
+			responses: with(accessRead, response{200, schemaStatusList, "the entrypoints (a page of them with limit=)"}, response{400, schemaError, "a bad or unknown query parameter"}), handler: s.listEntrypoints},
 		{method: "GET", path: "/entrypoints/{id}", op: "getEntrypoint", summary: "One entrypoint of any source.", access: accessRead,
 			responses: with(accessRead, response{200, schemaStatus, "the entrypoint"}, response{404, schemaError, "no such entrypoint"}), handler: s.getEntrypoint},
 		{method: "POST", path: "/entrypoints", op: "createEntrypoint", summary: "Create an API entrypoint; validated like labels and stored durably before the answer.", access: accessWrite, body: true,
@@ -93,6 +96,12 @@ func (s *Server) routeTable() []route {
 		{method: "PUT", path: "/entrypoints/{id}", op: "replaceEntrypoint", summary: "Replace an API entrypoint.", access: accessWrite, body: true,
 			query:     writeParams(),
 			responses: with(accessWrite, append([]response{{200, schemaStored, "replaced (with dry_run=true: would be replaced, nothing stored); the stored entrypoint and its diagnostics"}, {404, schemaError, "no such entrypoint"}}, payloadErrors...)...), handler: s.replaceEntrypoint},
+		{method: "POST", path: "/entrypoints/bulk", op: "bulkEntrypoints", summary: "Create, replace and delete many API entrypoints in one durable write, all or nothing (docs/api.md#bulk-writes).", access: accessWrite, bodySchema: "BulkRequest",
+			query:     writeParams(),
+			responses: with(accessWrite, response{200, "BulkAnswer", "applied (with dry_run=true: would be applied, nothing stored); each operation's outcome"}, response{400, schemaError, "malformed body or query"}, response{413, schemaError, "body over 64 MiB"}, response{415, schemaError, "Content-Type is not JSON"}, response{422, "BulkAnswer", "an operation was refused; nothing stored; each operation's outcome"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.bulkEntrypoints},
+		{method: "PUT", path: "/entrypoints", op: "setEntrypoints", summary: "Make the API entrypoints exactly the set given: create, replace (unchanged ones untouched) and delete in one durable write, all or nothing.", access: accessWrite, bodySchema: "EntrypointSet",
+			query:     writeParams(),
+			responses: with(accessWrite, response{200, "BulkAnswer", "applied (with dry_run=true: would be applied, nothing stored); what happened to each id"}, response{400, schemaError, "malformed body or query"}, response{413, schemaError, "body over 64 MiB"}, response{415, schemaError, "Content-Type is not JSON"}, response{422, "BulkAnswer", "an entrypoint was refused; nothing stored"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.setEntrypoints},
 		{method: "DELETE", path: "/entrypoints/{id}", op: "deleteEntrypoint", summary: "Delete an API entrypoint.", access: accessWrite,
 			responses: with(accessWrite, response{204, "", "deleted"}, response{404, schemaError, "no such entrypoint"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.deleteEntrypoint},
 		{method: "GET", path: "/diagnostics", op: "listDiagnostics", summary: "Current diagnostics of all sources, grouped by object, with totals.", access: accessRead,

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +41,10 @@ type StoreOptions struct {
 	Sink Sink
 	// Now stamps an entrypoint's creation time; nil means time.Now.
 	Now func() time.Time
+	// Warn receives what the store repaired or could not do without
+	// failing a write: a torn log record dropped at start, a compaction
+	// that failed (the log keeps the changes). Nil drops them.
+	Warn func(msg string)
 }
 
 // Entry is one API entrypoint as the store holds it.
@@ -63,8 +67,16 @@ type Store struct {
 	sink   Sink
 	now    func() time.Time
 
-	mu      sync.Mutex
-	entries map[string]Entry // by id; replaced wholesale on commit
+	warn func(string)
+
+	mu       sync.Mutex
+	entries  map[string]Entry // by id
+	order    []string         // the ids, sorted: kept as writes come, not sorted per write
+	log      stateLog         // changes since the snapshot (storelog.go)
+	snapSize int64            // bytes of the snapshot last written or read
+	// compactMin is the smallest log compacted (compactMinBytes; tests
+	// lower it).
+	compactMin int64
 }
 
 // stateFile is the on-disk document.
@@ -101,16 +113,24 @@ func OpenStore(opts StoreOptions) (*Store, error) {
 	if dir := filepath.Dir(opts.Path); !isDir(dir) {
 		return nil, fmt.Errorf("state file %s: directory %s does not exist or is not a directory", opts.Path, dir)
 	}
-	s := &Store{path: opts.Path, encode: opts.Codec.Encode, sink: opts.Sink, now: opts.Now, entries: map[string]Entry{}}
+	s := &Store{path: opts.Path, encode: opts.Codec.Encode, sink: opts.Sink, now: opts.Now, warn: opts.Warn,
+		entries: map[string]Entry{}, log: stateLog{path: logPath(opts.Path)}, compactMin: compactMinBytes}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.warn == nil {
+		s.warn = func(string) {}
 	}
 	if err := s.load(opts.Codec); err != nil {
 		return nil, fmt.Errorf("state file %s: %w", opts.Path, err)
 	}
+	if err := s.replay(opts.Codec); err != nil {
+		return nil, fmt.Errorf("state log %s: %w", s.log.path, err)
+	}
 	s.removeStaleTemps()
 	s.mu.Lock()
-	s.push(s.entries)
+	s.order = slices.Sorted(maps.Keys(s.entries))
+	s.push()
 	s.mu.Unlock()
 	return s, nil
 }
@@ -151,6 +171,7 @@ func (s *Store) load(codec Codec) error {
 	if err != nil {
 		return fmt.Errorf("cannot read: %w", err)
 	}
+	s.snapSize = int64(len(raw))
 	var doc stateFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -170,26 +191,37 @@ func (s *Store) load(codec Codec) error {
 		if _, dup := s.entries[rec.ID]; dup {
 			return fmt.Errorf("entrypoint %q appears twice", rec.ID)
 		}
-		src := diagnostics.Source{Provider: config.SourceAPI, ObjectID: rec.ID, ObjectName: rec.ID}
-		ep, ds, err := codec.Decode(config.FormatJSON, rec.Payload, src)
-		if err != nil {
-			return fmt.Errorf("entrypoint %q: stored payload refused by the validator: %w", rec.ID, err)
+		if err := s.loadRecord(codec, rec); err != nil {
+			return err
 		}
-		ep, ds = ownEntrypoint(ep, ds)
-		if ep.ID != rec.ID {
-			return fmt.Errorf("entrypoint %q: stored payload decodes to id %q", rec.ID, ep.ID)
-		}
-		ep.Created = rec.Created
-		// The payload is encoded again from what the validator made of the
-		// stored one: the canonical form of this version, with the values in
-		// force (fields added since, a timeout Levee shortens), as a create
-		// would store it. The next write puts it in the file.
-		e, err := s.entry(ep, ds)
-		if err != nil {
-			return fmt.Errorf("entrypoint %q: %w", rec.ID, err)
-		}
-		s.entries[rec.ID] = e
 	}
+	return nil
+}
+
+// loadRecord decodes one stored entrypoint into the set.
+func (s *Store) loadRecord(codec Codec, rec stateRecord) error {
+	if rec.ID == "" {
+		return errors.New("an entrypoint has no id")
+	}
+	src := diagnostics.Source{Provider: config.SourceAPI, ObjectID: rec.ID, ObjectName: rec.ID}
+	ep, ds, err := codec.Decode(config.FormatJSON, rec.Payload, src)
+	if err != nil {
+		return fmt.Errorf("entrypoint %q: stored payload refused by the validator: %w", rec.ID, err)
+	}
+	ep, ds = ownEntrypoint(ep, ds)
+	if ep.ID != rec.ID {
+		return fmt.Errorf("entrypoint %q: stored payload decodes to id %q", rec.ID, ep.ID)
+	}
+	ep.Created = rec.Created
+	// The payload is encoded again from what the validator made of the
+	// stored one: the canonical form of this version, with the values in
+	// force (fields added since, a timeout Levee shortens), as a create
+	// would store it. The next compaction puts it in the file.
+	e, err := s.entry(ep, ds)
+	if err != nil {
+		return fmt.Errorf("entrypoint %q: %w", rec.ID, err)
+	}
+	s.entries[rec.ID] = e
 	return nil
 }
 
@@ -225,7 +257,7 @@ func (s *Store) Get(id string) (Entry, bool) {
 func (s *Store) List() []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sortedEntries(s.entries)
+	return s.sorted()
 }
 
 // Create adds a validated entrypoint whose id is not held yet (else
@@ -307,7 +339,7 @@ func (s *Store) entry(ep config.Entrypoint, ds []diagnostics.Diagnostic) (Entry,
 
 // commitEntry makes e current and durable; the caller holds s.mu.
 func (s *Store) commitEntry(e Entry) (Entry, error) {
-	if err := s.commit(e.Entrypoint.ID, &e); err != nil {
+	if err := s.commit([]Entry{e}, nil); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
@@ -320,55 +352,76 @@ func (s *Store) Delete(id string) error {
 	if _, ok := s.entries[id]; !ok {
 		return fmt.Errorf("delete %q: %w", id, ErrAbsent)
 	}
-	return s.commit(id, nil)
+	return s.commit(nil, []string{id})
 }
 
-// commit writes the set with id set to e (or removed when e is nil) and,
-// only once that is on disk, makes it current and tells the sink. The
-// caller holds s.mu, which serialises writers.
-func (s *Store) commit(id string, e *Entry) error {
-	next := make(map[string]Entry, len(s.entries)+1)
-	for k, v := range s.entries {
-		next[k] = v
+// commit appends puts and dels to the log as one record and, only once
+// that is on disk, makes them current and tells the sink. A failed append
+// changes nothing. When the log has grown past the snapshot it is
+// compacted (a new snapshot, then an empty log); a failed compaction is
+// only a warning, the log still holds every change. The caller holds
+// s.mu, which serialises writers.
+func (s *Store) commit(puts []Entry, dels []string) error {
+	rec := logRecord{}
+	for _, e := range puts {
+		rec.Put = append(rec.Put, stateRecord{ID: e.Entrypoint.ID, Created: e.Entrypoint.Created, Payload: e.Payload})
 	}
-	if e == nil {
-		delete(next, id)
-	} else {
-		next[id] = *e
-	}
-	renamed, err := s.write(next)
-	if renamed {
-		// The new file is in place; only the directory fsync failed. Memory
-		// must agree with the file, so the change is current, but the
-		// caller still hears the error: durability is not confirmed.
-		s.entries = next
-		s.push(next)
-	}
-	if err != nil {
+	rec.Del = dels
+	if err := s.log.append(rec); err != nil {
 		return fmt.Errorf("state file %s: %w", s.path, err)
+	}
+	for _, id := range dels {
+		delete(s.entries, id)
+		if i, found := slices.BinarySearch(s.order, id); found {
+			s.order = slices.Delete(s.order, i, i+1)
+		}
+	}
+	for _, e := range puts {
+		id := e.Entrypoint.ID
+		if _, held := s.entries[id]; !held {
+			i, _ := slices.BinarySearch(s.order, id)
+			s.order = slices.Insert(s.order, i, id)
+		}
+		s.entries[id] = e
+	}
+	s.push()
+	if s.log.size > max(s.compactMin, s.snapSize) {
+		if err := s.compact(); err != nil {
+			s.warn(fmt.Sprintf("state file %s: compaction failed, the log %s keeps every change: %v", s.path, s.log.path, err))
+		}
 	}
 	return nil
 }
 
+// compact writes the whole set as the new snapshot, then empties the log.
+func (s *Store) compact() error {
+	size, err := s.write()
+	if err != nil {
+		return err
+	}
+	s.snapSize = size
+	return s.log.reset()
+}
+
 // write replaces the state file durably: a temp file in the same
 // directory (so the rename is atomic), fsync, rename, fsync of the
-// directory (so the rename itself survives a crash). renamed reports
-// whether the file was replaced, even if an error followed.
-func (s *Store) write(entries map[string]Entry) (renamed bool, err error) {
+// directory (so the rename itself survives a crash). It returns the
+// file's size. The caller holds s.mu.
+func (s *Store) write() (size int64, err error) {
 	doc := stateFile{Version: stateVersion, Entrypoints: []stateRecord{}}
-	for _, e := range sortedEntries(entries) {
+	for _, e := range s.sorted() {
 		doc.Entrypoints = append(doc.Entrypoints, stateRecord{ID: e.Entrypoint.ID, Created: e.Entrypoint.Created, Payload: e.Payload})
 	}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return false, fmt.Errorf("encode: %w", err)
+		return 0, fmt.Errorf("encode: %w", err)
 	}
 	data = append(data, '\n')
 
 	dir, pattern := s.tempPattern()
 	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
-		return false, fmt.Errorf("create temp file: %w", err)
+		return 0, fmt.Errorf("create temp file: %w", err)
 	}
 	tmpName := tmp.Name()
 	done := false
@@ -379,45 +432,41 @@ func (s *Store) write(entries map[string]Entry) (renamed bool, err error) {
 		}
 	}()
 	if _, err := tmp.Write(data); err != nil {
-		return false, fmt.Errorf("write %s: %w", tmpName, err)
+		return 0, fmt.Errorf("write %s: %w", tmpName, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return false, fmt.Errorf("fsync %s: %w", tmpName, err)
+		return 0, fmt.Errorf("fsync %s: %w", tmpName, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("close %s: %w", tmpName, err)
+		return 0, fmt.Errorf("close %s: %w", tmpName, err)
 	}
 	if err := os.Rename(tmpName, s.path); err != nil {
-		return false, fmt.Errorf("rename %s: %w", tmpName, err)
+		return 0, fmt.Errorf("rename %s: %w", tmpName, err)
 	}
 	done = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return true, fmt.Errorf("open directory %s for fsync: %w", dir, err)
+	if err := syncDir(dir); err != nil {
+		return 0, err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return true, fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return true, nil
+	return int64(len(data)), nil
 }
 
-// push hands the router the complete API set. Called with s.mu held so
-// updates reach the router in commit order.
-func (s *Store) push(entries map[string]Entry) {
-	u := config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{}, Diagnostics: []diagnostics.Diagnostic{}}
-	for _, e := range sortedEntries(entries) {
+// push hands the router the complete API set, ordered by id. Called with
+// s.mu held so updates reach the router in commit order.
+func (s *Store) push() {
+	u := config.SourceUpdate{Source: config.SourceAPI, Entrypoints: make([]config.Entrypoint, 0, len(s.order)), Diagnostics: []diagnostics.Diagnostic{}}
+	for _, id := range s.order {
+		e := s.entries[id]
 		u.Entrypoints = append(u.Entrypoints, e.Entrypoint)
 		u.Diagnostics = append(u.Diagnostics, e.Diagnostics...)
 	}
 	s.sink.Update(u)
 }
 
-func sortedEntries(m map[string]Entry) []Entry {
-	out := make([]Entry, 0, len(m))
-	for _, e := range m {
-		out = append(out, e)
+// sorted returns the entries in id order; the caller holds s.mu.
+func (s *Store) sorted() []Entry {
+	out := make([]Entry, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.entries[id])
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Entrypoint.ID, b.Entrypoint.ID) })
 	return out
 }

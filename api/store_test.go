@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,18 +18,15 @@ func TestWriteIsOnDiskBeforeTheAnswerAndReloads(t *testing.T) {
 	wantStatus(t, h.post(seedPayload), http.StatusCreated)
 	wantStatus(t, h.post(`{"name":"b","config":{"hostnames":["b.example"],"circuit_breaker":{"threshold":9}}}`), http.StatusCreated)
 
-	// Right after the 201, the file holds both: nothing waits to be flushed.
-	var doc stateFile
-	if err := json.Unmarshal(readFile(t, h.path), &doc); err != nil {
-		t.Fatalf("state file is not JSON: %v", err)
-	}
-	if doc.Version != stateVersion || len(doc.Entrypoints) != 2 || doc.Entrypoints[0].ID != "app" || doc.Entrypoints[1].ID != "b" {
-		t.Fatalf("state file %+v, want version %d with app and b", doc, stateVersion)
+	// Right after the 201, the log holds both: nothing waits to be flushed.
+	recs, _, torn, err := readLog(logPath(h.path))
+	if err != nil || torn != "" || len(recs) != 2 || recs[0].Put[0].ID != "app" || recs[1].Put[0].ID != "b" {
+		t.Fatalf("state log %+v (torn %q, err %v), want a record for app then one for b", recs, torn, err)
 	}
 	// No temp files left behind.
 	files, _ := os.ReadDir(filepath.Dir(h.path))
 	if len(files) != 1 {
-		t.Errorf("state dir holds %d files, want only the state file", len(files))
+		t.Errorf("state dir holds %d files, want only the state log", len(files))
 	}
 
 	// A new process (new store, new router) gets the same set back, with
@@ -159,7 +155,7 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 	}
 	h := newHarnessAt(t, filepath.Join(dir, "state.json"))
 	wantStatus(t, h.post(seedPayload), http.StatusCreated)
-	before := readFile(t, h.path)
+	before := readFile(t, logPath(h.path))
 	_, updates := h.router.lastUpdate()
 
 	// Take the directory away: the temp file cannot be created.
@@ -184,8 +180,8 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 	if _, n := h.router.lastUpdate(); n != updates {
 		t.Error("router was told about a change that was not stored")
 	}
-	if after := readFile(t, h.path); !bytes.Equal(before, after) {
-		t.Error("state file changed by failed writes")
+	if after := readFile(t, logPath(h.path)); !bytes.Equal(before, after) {
+		t.Error("state log changed by failed writes")
 	}
 	// And the store works again once the directory is back.
 	wantStatus(t, h.post(`{"name":"b","config":{"hostnames":["b.example"]}}`), http.StatusCreated)

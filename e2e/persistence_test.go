@@ -58,6 +58,19 @@ func TestAPIEntrypointSurvivesKill9(t *testing.T) {
 		"backends":[{"address":"127.0.0.1","port":%s,"weight":100}],
 		"config":{"hostnames":["app.example.com"],
 		          "circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}`, portOf(t, backend.URL)))
+	// A bulk write acknowledged with 200 is durable too, all of it.
+	bulk := fmt.Sprintf(`{"operations":[
+		{"op":"create","entrypoint":{"name":"bulk-1","backends":[{"address":"127.0.0.1","port":%[1]s}],"config":{"hostnames":["bulk-1.example.com"]}}},
+		{"op":"create","entrypoint":{"name":"bulk-2","backends":[{"address":"127.0.0.1","port":%[1]s}],"config":{"hostnames":["bulk-2.example.com"]}}}]}`,
+		portOf(t, backend.URL))
+	resp, err := http.Post(p.apiURL()+"/entrypoints/bulk", "application/json", strings.NewReader(bulk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /entrypoints/bulk = %d", resp.StatusCode)
+	}
 	if err := p.signal(syscall.SIGKILL, 10*time.Second); err == nil {
 		t.Fatal("kill -9 should end the process with an error status")
 	}
@@ -70,6 +83,11 @@ func TestAPIEntrypointSurvivesKill9(t *testing.T) {
 	status, _, body = get(t, p2.apiURL()+"/entrypoints/app", "")
 	if status != http.StatusOK || !strings.Contains(body, `"app.example.com"`) {
 		t.Fatalf("GET /entrypoints/app after restart = %d %s", status, body)
+	}
+	for _, host := range []string{"bulk-1.example.com", "bulk-2.example.com"} {
+		if status, _, body := get(t, p2.proxyURL()+"/", host); status != http.StatusOK || body != "hello from backend" {
+			t.Fatalf("%s after restart: %d %q, want the bulk-written route", host, status, body)
+		}
 	}
 }
 

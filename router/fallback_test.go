@@ -232,3 +232,36 @@ func TestFallbackEventsScopeBackend(t *testing.T) {
 		t.Fatalf("changes %v", changes)
 	}
 }
+
+// Rebuilds reuse unchanged routes (a write to one entrypoint of 10,000
+// recompiles only it), but a route's fallback is resolved against each
+// snapshot: when the fallback route is rewritten, the routes falling back
+// to it point at the new one, and no route of the previous snapshot (which
+// requests may still be reading) is changed.
+func TestFallbackFollowsRewrittenTarget(t *testing.T) {
+	r := New(Options{})
+	defer r.Close()
+	app := withFallback(route("app", "/", "a.test"), "maint")
+	maint := route("maint", "/", "m.test")
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{app, maint}})
+	before := r.Snapshot()
+	oldApp, _ := before.Route("app")
+	oldMaint, _ := before.Route("maint")
+	if oldApp.Fallback() != oldMaint {
+		t.Fatalf("first snapshot: app falls back to %v, want maint", oldApp.Fallback())
+	}
+	maint.Backends = append(maint.Backends, config.Backend{Address: "10.9.9.9", Port: 80, Weight: 1})
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{app, maint}})
+	after := r.Snapshot()
+	newApp, _ := after.Route("app")
+	newMaint, _ := after.Route("maint")
+	if newMaint == oldMaint {
+		t.Fatal("maint was not rebuilt although its backends changed")
+	}
+	if newApp.Fallback() != newMaint {
+		t.Errorf("after maint changed: app falls back to a route of another snapshot")
+	}
+	if oldApp.Fallback() != oldMaint {
+		t.Errorf("the previous snapshot's app was changed: it falls back to %p, want %p", oldApp.Fallback(), oldMaint)
+	}
+}

@@ -35,7 +35,7 @@ type Options struct {
 	// Diagnostics is the shared diagnostics store; nil = a private one.
 	Diagnostics *diagnostics.Store
 
-	// DialTimeout bounds an active health check's connect (default 5s).
+	// DialTimeout bounds an active health check's connect (default DefaultDialTimeout, 1s).
 	DialTimeout time.Duration
 	// IdleConnTimeout closes health checks' pooled connections idle this
 	// long (default 90s).
@@ -69,7 +69,12 @@ type Options struct {
 // Defaults of the backend connection settings, shared by the router's
 // health checks and the request path's clients (router/proxy).
 const (
-	DefaultDialTimeout         = 5 * time.Second
+	// DefaultDialTimeout is short: backends are containers on a local
+	// bridge network (or hosts on the LAN), where a connect either
+	// completes or is refused within milliseconds, or never completes (a
+	// dead address). Waiting seconds for the latter only delays the retry
+	// on another replica and the 503 when there is none.
+	DefaultDialTimeout         = 1 * time.Second
 	DefaultIdleConnTimeout     = 90 * time.Second
 	DefaultMaxIdleConnsPerHost = 256
 )

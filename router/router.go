@@ -3,11 +3,13 @@ package router
 import (
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
@@ -205,12 +207,20 @@ func (r *Router) rebuild() {
 	}
 
 	routes := make([]*Route, 0, len(eps)+len(r.ghosts))
+	var fresh []*Route // compiled in this rebuild, ghosts included
 	for _, ep := range eps {
+		if rt := reusable(old, ep); rt != nil {
+			diags = append(diags, rt.compileDiags...)
+			routes = append(routes, rt)
+			continue
+		}
 		rt, d := compileRoute(ep, &r.regexes)
+		rt.compileDiags = d
 		diags = append(diags, d...)
 		r.attach(rt, now)
 		diags = append(diags, r.compilePolicies(rt)...)
 		routes = append(routes, rt)
+		fresh = append(fresh, rt)
 	}
 	for _, g := range r.ghosts {
 		rt, _ := compileRoute(&g.ep, &r.regexes)
@@ -225,9 +235,16 @@ func (r *Router) rebuild() {
 		rt.state = rs
 		present[rt.ep.ID] = true // kept alive by the ghost
 		routes = append(routes, rt)
+		fresh = append(fresh, rt)
+	}
+	var gone []*Route
+	for _, rt := range old.routes {
+		if !present[rt.ep.ID] {
+			gone = append(gone, rt)
+		}
 	}
 	r.regexes.retain(routes)
-	snap, coll := buildSnapshot(routes)
+	snap, coll := buildSnapshotFrom(old, routes, change{fresh: fresh, gone: gone})
 	diags = append(diags, coll...)
 	r.snap.Store(snap)
 
@@ -243,6 +260,30 @@ func (r *Router) rebuild() {
 		r.expiry.note(g.removedAt)
 	}
 	r.scheduleSweep(now)
+}
+
+// reusable returns the route of old that can serve ep as it is: a live
+// route of the same entrypoint whose state has nothing pending (no backend
+// in its grace period). Such a route is shared by the two snapshots, so a
+// write recompiles and re-attaches only the routes it changed; attaching
+// an unchanged route again would give the same result. Routes are
+// immutable once published, so sharing them is safe.
+func reusable(old *Snapshot, ep *config.Entrypoint) *Route {
+	rt, ok := old.byID[ep.ID]
+	if !ok || rt.ghost || rt.state == nil || !sameEntrypoint(&rt.ep, ep) {
+		return nil
+	}
+	// A route with a fallback points at a route of its snapshot
+	// (resolveFallbacks), which a rebuild may replace: it is compiled
+	// afresh each time, so that no published route is ever changed.
+	// Such routes are few.
+	if fallbackName(rt) != "" {
+		return nil
+	}
+	if !rt.state.settled() {
+		return nil
+	}
+	return rt
 }
 
 // earliest keeps the earliest non-zero time noted.
@@ -331,7 +372,8 @@ func (r *Router) attach(rt *Route, now time.Time) {
 // handles, and the attachment of the layer that asked for one. Callers
 // hold r.mu.
 func (r *Router) initState(rs *RouteState) {
-	rs.rejected = r.metrics.rejected.WithLabelValues(rs.id)
+	id, vec := rs.id, r.metrics.rejected
+	rs.newRejected = func() prometheus.Counter { return vec.WithLabelValues(id) }
 	if r.newAttachment != nil {
 		rs.Attachment(r.newAttachment)
 	}
@@ -396,6 +438,7 @@ func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 		}
 		prev, ok := old.byID[rt.ep.ID]
 		switch {
+		case prev == rt: // reused as it was: unchanged
 		case !ok || prev.ghost:
 			publish(rt, "added")
 		case !sameEntrypoint(&prev.ep, &rt.ep):
@@ -414,8 +457,12 @@ func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 
 // sameEntrypoint compares two entrypoints field by field. Every rebuild
 // compares every route with its previous version, so the comparison must
-// stay cheap at 10,000 routes; reflect.DeepEqual is not (figures in
-// docs/performance.md, "Scale").
+// stay cheap at 10,000 routes; reflect.DeepEqual of whole entrypoints is
+// not (figures in docs/performance.md, "Scale"). Transform alone is
+// compared with it: its groups are nil pointers on almost every route,
+// which DeepEqual settles at once. A route judged the same is reused as it
+// is (reusable), so a field missed here would keep a stale config:
+// TestSameEntrypointSeesEveryField changes each field in turn.
 func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if a.ID != b.ID || a.Name != b.Name || a.Source != b.Source || a.Protocol != b.Protocol ||
 		a.Path != b.Path || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
@@ -429,7 +476,7 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		return false
 	}
 	return (a.CircuitBreaker == nil) == (b.CircuitBreaker == nil) && (a.CircuitBreaker == nil || *a.CircuitBreaker == *b.CircuitBreaker) &&
-		a.Access.Equal(b.Access)
+		a.PassiveHealth == b.PassiveHealth && a.Access.Equal(b.Access) && reflect.DeepEqual(a.Transform, b.Transform)
 }
 
 // Tracks reports whether the router still keeps runtime state for route

@@ -138,12 +138,20 @@ type RouteState struct {
 	// (for the started/stopped events, fallback.go).
 	usingFallback atomic.Bool
 	budget        RetryBudget
-	rejected      prometheus.Counter // levee_breaker_rejected_total{route=id}
+	// rejected is levee_breaker_rejected_total{route=id}, made by
+	// NoteRejected on first use: a route whose breakers never refuse has
+	// no such series (bounded metrics at 10,000 routes).
+	rejected    atomic.Pointer[prometheus.Counter]
+	newRejected func() prometheus.Counter
 	// policies is the state of the route's policies by policy name (rate
 	// buckets, in-flight counters), guarded by mu: it outlives snapshots
 	// as the breakers do.
 	policies map[string]any
 	attached atomic.Pointer[attachment]
+	// lingering: a removed backend's state is kept for its grace period
+	// (set by pruneBackends); such a route is attached again at every
+	// rebuild, so that the state goes when its grace ends.
+	lingering atomic.Bool
 }
 
 // ID returns the route id the state belongs to.
@@ -165,7 +173,15 @@ func (rs *RouteState) UnlockEjection() { rs.ejectMu.Unlock() }
 
 // NoteRejected counts a request that the route's breakers refused
 // (levee_breaker_rejected_total under the route id).
-func (rs *RouteState) NoteRejected() { rs.rejected.Inc() }
+func (rs *RouteState) NoteRejected() {
+	c := rs.rejected.Load()
+	if c == nil {
+		n := rs.newRejected()
+		rs.rejected.CompareAndSwap(nil, &n)
+		c = rs.rejected.Load()
+	}
+	(*c).Inc()
+}
 
 // BalancerState is what balancing policies keep per route across
 // snapshots: a lock for policies that update per-backend weights
@@ -324,8 +340,10 @@ func (rs *RouteState) pruneBackends(keep []*BackendState, now time.Time, grace t
 		for _, s := range keep {
 			s.removedAt = time.Time{}
 		}
+		rs.lingering.Store(false)
 		return nil, time.Time{} // every state is in use
 	}
+	defer func() { rs.lingering.Store(len(rs.backends) > len(keep)) }()
 	for k, s := range rs.backends {
 		if slices.Contains(keep, s) {
 			s.removedAt = time.Time{}
@@ -343,6 +361,11 @@ func (rs *RouteState) pruneBackends(keep []*BackendState, now time.Time, grace t
 	}
 	return dropped, earliest
 }
+
+// settled reports whether the state holds no backend state in its grace
+// period (see pruneBackends): attaching the route's unchanged backends
+// again would then change nothing.
+func (rs *RouteState) settled() bool { return !rs.lingering.Load() }
 
 func hostPort(b config.Backend) string {
 	return joinHostPort(b.Address, b.Port)

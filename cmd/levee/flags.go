@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/provider/docker"
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/fleet"
 )
 
@@ -42,6 +43,7 @@ type serveConfig struct {
 	APIToken        string
 	APIReadToken    string
 	AccessLog       bool
+	RouteLatency    bool
 	ShutdownTimeout time.Duration
 	DialTimeout     time.Duration
 	IdleConnTimeout time.Duration
@@ -119,8 +121,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.APIToken, "api-token", "", "bearer token for the API (every method)")
 	fs.StringVar(&cfg.APIReadToken, "api-read-token", "", "bearer token for the API (GET only)")
 	fs.BoolVar(&cfg.AccessLog, "access-log", true, "log one line per proxied request")
+	fs.BoolVar(&cfg.RouteLatency, "metrics-route-latency", false, "a latency histogram per route (17 series each) instead of one for all routes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests to finish")
-	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", 5*time.Second, "timeout for connecting to a backend")
+	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", router.DefaultDialTimeout, "timeout for connecting to a backend (a connect that fails is retried on another backend)")
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listener: levee (router/httpx/server, the fast one) or stdlib (net/http's)")

@@ -25,6 +25,14 @@ func TestServeFlagsDefaults(t *testing.T) {
 		t.Fatalf("docker connection defaults: call timeout %v, ping interval %v, backoff max %v; want 10s, 15s, 30s",
 			cfg.DockerCallTimeout, cfg.DockerPingInterval, cfg.DockerBackoffMax)
 	}
+	// Backends are local containers: a connect is refused at once or never
+	// completes, so waiting long only delays the retry elsewhere (issue 20).
+	if cfg.DialTimeout != time.Second {
+		t.Fatalf("--dial-timeout default %v, want 1s", cfg.DialTimeout)
+	}
+	if cfg.RouteLatency {
+		t.Fatal("--metrics-route-latency is on by default: per-route histograms are opt-in")
+	}
 }
 
 func TestServeFlagsEnvAndPrecedence(t *testing.T) {

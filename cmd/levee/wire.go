@@ -81,6 +81,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		Logger:            routerLog,
 		Registerer:        reg,
 		AccessLog:         cfg.AccessLog,
+		RouteLatency:      cfg.RouteLatency,
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		TrustedProxies:    trusted,
@@ -102,7 +103,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 
 	codec := api.StandardCodec()
-	entrypoints, err := api.OpenStore(api.StoreOptions{Path: cfg.StateFile, Codec: codec, Sink: rt})
+	entrypoints, err := api.OpenStore(api.StoreOptions{Path: cfg.StateFile, Codec: codec, Sink: rt,
+		Warn: func(msg string) { log.Warn().Str("component", "api").Msg(msg) }})
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("loading API state: %w", err)

@@ -105,12 +105,20 @@ func moduleRoot(ctx context.Context, goTool string) (string, error) {
 // returns the image tag.
 func BuildImage(t testing.TB, cli *client.Client, pkg, dockerfileExtra string) string {
 	t.Helper()
+	name := path.Base(filepath.ToSlash(pkg))
+	return BuildImageTagged(t, cli, pkg, dockerfileExtra, fmt.Sprintf("levee-test/%s:%s", strings.ToLower(name), RunID(t)))
+}
+
+// BuildImageTagged is BuildImage with the image's tag chosen by the caller
+// (a test that names what it creates after its issue, say); the tag should
+// contain RunID(t) to stay unique across concurrent runs.
+func BuildImageTagged(t testing.TB, cli *client.Client, pkg, dockerfileExtra, tag string) string {
+	t.Helper()
 	Cleanup(t, cli)
 	bin := Binary(t, pkg)
 	name := path.Base(filepath.ToSlash(pkg))
 	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n%s\n", name, name, name, dockerfileExtra)
 	files := map[string][]byte{"Dockerfile": []byte(dockerfile), name: bin}
-	tag := fmt.Sprintf("levee-test/%s:%s", strings.ToLower(name), RunID(t))
 	// Concurrent tests build identical layers, and the legacy builder shares
 	// cached intermediate images between them; another test's cleanup can
 	// remove one while this build reuses it ("No such image"). Such a build

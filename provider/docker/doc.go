@@ -8,13 +8,15 @@
 // container with exposedByDefault). A full sync (list + inspect) fills the
 // cache; after that the engine's event stream keeps it current, one inspect
 // per affected container (start, unpause, health_status, rename, network
-// connect/disconnect) or a plain removal (die, stop, destroy, pause). The
-// list and the container events carry labels, so an unrelated container
-// costs no inspect, no cache entry and no log line: a host with hundreds
-// of unrelated containers and healthchecks costs the provider a label scan
-// per event. A network event carries no labels; it concerns a cached
-// container or none (a relevant container that is running is cached, and
-// one that is not yet running arrives with its start event). On each
+// connect/disconnect) or a plain removal (die, stop, destroy, pause, and
+// kill with a terminating signal: a stopping container leaves rotation when
+// its stop begins, see stopping.go). The list and the container events
+// carry labels, so an unrelated container costs no inspect, no cache entry
+// and no log line: a host with hundreds of unrelated containers and
+// healthchecks costs the provider a label scan per event. A network event
+// carries no labels; it concerns a cached container or none (a relevant
+// container that is running is cached, and one that is not yet running
+// arrives with its start event). On each
 // publish the whole cache is parsed (labels.Parser.Parse, a pure function of
 // the complete set) and sent to the sink as one config.SourceUpdate: the
 // provider always replaces its whole set. A change after a quiet period is

@@ -148,6 +148,9 @@ type Provider struct {
 	// urgent: a task left the cache on an event; publish before the
 	// re-list.
 	urgent bool
+	// stopping holds the containers sent a terminating signal that have
+	// not started again or died since (see stopping.go).
+	stopping map[string]struct{}
 }
 
 // New makes a Provider for opts.Host. It does not contact the engine: Run
@@ -274,6 +277,7 @@ func (p *Provider) fullSync(ctx context.Context) error {
 		return err
 	}
 	p.cache = cache
+	clear(p.stopping) // the list is the truth after missed events
 	return p.detectOwn(ctx)
 }
 
@@ -287,9 +291,17 @@ func (p *Provider) apply(ctx context.Context, m events.Message) (bool, error) {
 	switch m.Type {
 	case events.ContainerEventType:
 		switch action {
-		case "die", "stop", "destroy", "pause":
+		case "kill":
+			return p.killed(m), nil
+		case "die", "destroy":
+			delete(p.stopping, m.Actor.ID)
+			return p.remove(m.Actor.ID), nil
+		case "stop", "pause":
 			return p.remove(m.Actor.ID), nil
 		case "start", "unpause", "health_status", "rename":
+			if action == "start" {
+				delete(p.stopping, m.Actor.ID)
+			}
 			// Container events carry the container's labels as
 			// attributes: an unrelated container costs no inspect.
 			if _, known := p.cache[m.Actor.ID]; !known && !p.opts.Parser.Relevant(m.Actor.Attributes) {
@@ -338,6 +350,9 @@ func (p *Provider) remove(id string) bool {
 
 // refresh re-inspects one container and updates its cache entry.
 func (p *Provider) refresh(ctx context.Context, id string) (bool, error) {
+	if p.isStopping(id) {
+		return p.remove(id), nil // no inspect: it is on its way out
+	}
 	info, err := inspect(ctx, p.eng, p.opts.CallTimeout, id)
 	if err != nil {
 		if isNotFound(err) {

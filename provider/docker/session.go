@@ -316,7 +316,7 @@ func eventFilters() filters.Args {
 		filters.Arg("type", string(events.NetworkEventType)),
 	)
 	for _, a := range []string{
-		"start", "die", "stop", "destroy", "pause", "unpause", "rename",
+		"start", "kill", "die", "stop", "destroy", "pause", "unpause", "rename",
 		"health_status", "health_status: starting", "health_status: healthy", "health_status: unhealthy",
 		"connect", "disconnect",
 	} {

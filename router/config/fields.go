@@ -222,7 +222,7 @@ func coreFields() []Field {
 			Doc:     "How long Levee waits for a backend's response headers (whole seconds or a Go duration).",
 			Example: "15s", set: setBackendTimeout},
 		{Label: "retry.attempts", JSON: "config.retry.attempts", Kind: KindInt, Default: strconv.Itoa(DefaultRetryAttempts), Code: diagnostics.BadRetry,
-			Doc:     "Total number of tries (1-10; 1 = no retry). A failed attempt (transport error, timeout, failure status) is tried again on another backend when there is one: any request whose connection was refused, and an idempotent one (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) that may have reached the backend. Bodies over 64 KiB are not replayed; retries are capped at 20% extra attempts per route.",
+			Doc:     "Total number of tries (1-10; 1 = no retry). A failed attempt (transport error, timeout, failure status) of an idempotent request (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) that may have reached the backend is tried again on another backend when there is one; retries are capped at 20% extra attempts per route. A connection that was refused or whose connect timed out never reached the backend: that request goes to another backend whatever its method and whatever this number, outside the cap, once per backend. Bodies over 64 KiB are not replayed.",
 			Example: "3", set: setRetryAttempts},
 		{Label: "healthCheck.path", JSON: "config.health_check.path", Kind: KindString, Default: DefaultHealthPath, Code: diagnostics.BadHealthCheck,
 			Doc:     "Path probed on each backend. Setting any healthCheck.* field turns active health checks on.",

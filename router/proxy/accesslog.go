@@ -39,6 +39,9 @@ func (p *Handler) finish(x *exchange) {
 	if x.fb != nil && x.fb.answeredBy != "" {
 		ev = ev.Str("fallback", x.fb.answeredBy)
 	}
+	if x.backendErr != nil {
+		ev = ev.AnErr("error", x.backendErr)
+	}
 	if x.guarded {
 		st := x.breakerSt
 		if g := x.route.State().Guard(); g != nil && st == 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // exchange is one client request on its way through the proxy: the
@@ -33,11 +34,13 @@ type exchange struct {
 	headersAt  time.Duration
 	backend    *router.Backend
 	attempts   int
+	free       int // attempts that do not count toward retry.attempts: see mayRetry
 	breakerSt  breaker.State
 	guarded    bool
 	diagnostic string
-	abort      bool // the backend broke the body: abort the client's response
-	prepared   bool // the headers are prepared (not twice when falling back)
+	backendErr error // the backend error answered for (access log)
+	abort      bool  // the backend broke the body: abort the client's response
+	prepared   bool  // the headers are prepared (not twice when falling back)
 
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
@@ -86,8 +89,12 @@ type attemptResult struct {
 	resp    *http.Response
 	err     error
 	elapsed time.Duration
-	// notSent: the request never reached the backend (dial failed).
-	notSent    bool
+	// notSent: the request never reached the backend (the connect was
+	// refused, reset or timed out; see neverSent).
+	notSent bool
+	// noAnswer: the backend closed or reset the connection before its
+	// answer's head (client.ClosedBeforeAnswer).
+	noAnswer   bool
 	timeout    bool
 	clientGone bool
 	badBody    bool // the client's body was malformed or too slow: neutral, answered 400 or 408
@@ -110,7 +117,7 @@ type attemptLoop struct {
 func (x *exchange) serve() {
 	rt := x.route
 	if rt.Removed() || len(rt.Backends()) == 0 {
-		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
+		x.replyNoHealthy()
 		return
 	}
 	x.now = x.p.clock.Now().UnixNano()
@@ -228,11 +235,19 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	x.attempts++
 	x.backend = b
 	res := x.attempt(b)
+	if res.notSent || res.noAnswer && client.Idempotent(x.req) {
+		// Refused (or the connect timed out), or closed before
+		// answering a request that may be repeated: never picked again
+		// for this request, whatever the eligibility level, and the
+		// attempt is free (see mayRetry).
+		x.free++
+		x.exclude(b)
+	}
 	o := x.outcome(&res)
 	l.tok.Report(o)
 	btok.Report(o)
 	if !res.clientGone && !res.badBody {
-		x.p.passive(rt, b, res.failed, x.p.clock.Now().UnixNano())
+		x.p.passive(rt, b, res.failed, res.notSent, x.p.clock.Now().UnixNano())
 	}
 	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
 		x.respond(b, &res)
@@ -254,7 +269,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 		b.State().AddInFlight(-1)
 	}
 	l.last = res
-	x.series().retries.Inc()
+	x.series().retry()
 	return false
 }
 
@@ -266,6 +281,10 @@ func (x *exchange) giveUp(l *attemptLoop) {
 	l.tok.Report(breaker.Outcome{Result: breaker.Neutral})
 	last := &l.last
 	switch {
+	case last.notSent:
+		// Every backend left refused the connection: none is up (a
+		// replica restarting, say), which is what 503 says.
+		x.replyNoHealthy()
 	case last.err != nil || last.resp != nil:
 		// A retry found no backend to go to (scope=backend breakers):
 		// the failure that caused it is the answer.
@@ -278,7 +297,7 @@ func (x *exchange) giveUp(l *attemptLoop) {
 	case x.sawOpen:
 		x.refusedByBackends()
 	default:
-		x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
+		x.replyNoHealthy()
 	}
 }
 
@@ -334,7 +353,6 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	if err != nil {
 		b.State().AddInFlight(-1)
 		res.failed = true
-		var op *net.OpError
 		var ne net.Error
 		switch {
 		case x.badBody.Load():
@@ -345,8 +363,10 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 			res.clientGone = true
 		case err == errUnaskedUpgrade:
 			res.badUpgrade = true
-		case errors.As(err, &op) && op.Op == "dial":
+		case neverSent(err):
 			res.notSent = true
+		case client.ClosedBeforeAnswer(err):
+			res.noAnswer = true
 		case errors.As(err, &ne) && ne.Timeout():
 			res.timeout = true
 		}

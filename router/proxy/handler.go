@@ -43,7 +43,7 @@ type Handler struct {
 // Close to close its backend connections.
 func New(src Snapshots, opts Options) *Handler {
 	opts = opts.withDefaults()
-	p := &Handler{src: src, opts: opts, log: opts.Logger, clock: opts.Clock, metrics: newMetrics()}
+	p := &Handler{src: src, opts: opts, log: opts.Logger, clock: opts.Clock, metrics: newMetrics(opts.RouteLatency)}
 	p.buffers.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.retryAfter = make([][]string, 601)
 	for i := range p.retryAfter {

@@ -23,12 +23,21 @@ const (
 )
 
 // metrics are the request path's Prometheus series (the router has the
-// breakers', backends' and diagnostics'). Label cardinality is bounded by
-// routes and status codes; a route's series are deleted when the router
-// drops its state (routeSeries is the state's attachment).
+// breakers', backends' and diagnostics'). They are bounded by default: a
+// route has counters only (levee_requests_total by status code once it has
+// answered that code, levee_retries_total once it has retried), made on
+// first use, so an idle route has none; request latency is one histogram
+// for all routes. Per-route latency histograms
+// (Options.RouteLatency, --metrics-route-latency) are opt-in: 17
+// series per route, 12.8 MB of /metrics at 10,000 routes. A route's series
+// are deleted when the router drops its state (routeSeries is the state's
+// attachment).
 type metrics struct {
-	requests     *prometheus.CounterVec
+	requests *prometheus.CounterVec
+	// duration is the per-route histogram (opt-in) or nil; total the one
+	// histogram of every request otherwise.
 	duration     *prometheus.HistogramVec
+	total        prometheus.Histogram
 	retries      *prometheus.CounterVec
 	clientErrors *prometheus.CounterVec
 	fallback     *prometheus.CounterVec // levee_fallback_requests_total (fallback.go)
@@ -39,15 +48,17 @@ type metrics struct {
 	newSeries func(route string) router.Attachment
 }
 
-func newMetrics() *metrics {
+// durationBuckets are the classic buckets of the latency histograms. The
+// histograms are also native (exponential) ones, which a Prometheus that
+// scrapes them in protobuf reads at a finer resolution for no more series.
+var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+func newMetrics(perRouteLatency bool) *metrics {
+	const name, help = "levee_request_duration_seconds", "Time from request to response headers sent"
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_requests_total", Help: "Requests answered, by route and HTTP status.",
 		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "levee_request_duration_seconds", Help: "Time from request to response headers sent, by route.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"route"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_retries_total", Help: "Retry attempts (attempts after the first), by route.",
 		}, []string{"route"}),
@@ -56,18 +67,28 @@ func newMetrics() *metrics {
 			Help: "Requests the client broke: a request body too slow (body_timeout) or malformed (bad_body), a response the client stopped taking (write_failed). Never counted against a backend.",
 		}, []string{"reason"}),
 	}
+	opts := prometheus.HistogramOpts{Name: name, Buckets: durationBuckets,
+		NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160}
+	if perRouteLatency {
+		opts.Help = help + ", by route (--metrics-route-latency)."
+		m.duration = prometheus.NewHistogramVec(opts, []string{"route"})
+	} else {
+		opts.Help = help + ", all routes (per route with --metrics-route-latency)."
+		m.total = prometheus.NewHistogram(opts)
+	}
 	m.fallback = newFallbackCounter()
 	m.newSeries = func(route string) router.Attachment { return m.series(route) }
 	m.unmatched = m.series(unmatchedRoute)
-	// Without a route nothing is retried: only requests and durations are
-	// counted for it.
-	m.retries.DeleteLabelValues(unmatchedRoute)
 	return m
 }
 
 // register adds every series to reg.
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, col := range []prometheus.Collector{m.requests, m.duration, m.retries, m.clientErrors, m.fallback} {
+	var dur prometheus.Collector = m.total
+	if m.duration != nil {
+		dur = m.duration
+	}
+	for _, col := range []prometheus.Collector{m.requests, dur, m.retries, m.clientErrors, m.fallback} {
 		if err := reg.Register(col); err != nil {
 			return fmt.Errorf("registering request metrics: %w", err)
 		}
@@ -87,10 +108,10 @@ type routeSeries struct {
 	m        *metrics
 	route    string
 	duration prometheus.Observer
-	retries  prometheus.Counter
 
-	mu    sync.Mutex // serialises additions to codes
-	codes atomic.Pointer[[]codeCounter]
+	mu      sync.Mutex // serialises additions to codes and the retry counter
+	codes   atomic.Pointer[[]codeCounter]
+	retries atomic.Pointer[prometheus.Counter]
 
 	// stale is the route's cache of answers for serveStale (stale.go),
 	// kept here because this is the request path's per-route data that
@@ -98,20 +119,40 @@ type routeSeries struct {
 	stale staleSlot
 }
 
+// series makes a route's handles; only the per-route histogram (opt-in) is
+// made at once, the counters on first use.
 func (m *metrics) series(route string) *routeSeries {
-	s := &routeSeries{
-		m: m, route: route,
-		duration: m.duration.WithLabelValues(route),
-		retries:  m.retries.WithLabelValues(route),
+	s := &routeSeries{m: m, route: route, duration: m.total}
+	if m.duration != nil {
+		s.duration = m.duration.WithLabelValues(route)
 	}
 	s.codes.Store(&[]codeCounter{})
 	return s
 }
 
+// retry counts one retry of the route, making its counter the first time.
+func (s *routeSeries) retry() {
+	if c := s.retries.Load(); c != nil {
+		(*c).Inc()
+		return
+	}
+	s.mu.Lock()
+	c := s.retries.Load()
+	if c == nil {
+		n := s.m.retries.WithLabelValues(s.route)
+		c = &n
+		s.retries.Store(c)
+	}
+	s.mu.Unlock()
+	(*c).Inc()
+}
+
 // Release deletes the route's series: the router dropped its state.
 func (s *routeSeries) Release() {
 	s.m.requests.DeletePartialMatch(prometheus.Labels{"route": s.route})
-	s.m.duration.DeleteLabelValues(s.route)
+	if s.m.duration != nil {
+		s.m.duration.DeleteLabelValues(s.route)
+	}
 	s.m.retries.DeleteLabelValues(s.route)
 	s.m.fallback.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.stale.drop()

@@ -25,12 +25,18 @@ type Options struct {
 	Clock router.Clock
 	// AccessLog logs one line per request.
 	AccessLog bool
+	// RouteLatency gives every route its own
+	// levee_request_duration_seconds histogram (17 series each) instead of
+	// one histogram for all routes.
+	RouteLatency bool
 	// TrustedProxies are the peers (load balancers in front of Levee)
 	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
 	// From every other peer those headers are replaced.
 	TrustedProxies []netip.Prefix
 
-	// DialTimeout bounds connecting to a backend (default 5s).
+	// DialTimeout bounds connecting to a backend (default
+	// router.DefaultDialTimeout, 1s). A connect that fails or times out
+	// never reached the backend: the request goes to another backend.
 	DialTimeout time.Duration
 	// IdleConnTimeout closes pooled backend connections idle this long
 	// (default 90s).

@@ -50,7 +50,14 @@ func (p *Handler) ejectionOf(rt *router.Route) ejection {
 // eligibility filter fails open when every backend is ejected. A negative
 // Options.EjectAfter turns passive ejection off for every route. Ejection
 // never touches breakers.
-func (p *Handler) passive(rt *router.Route, b *router.Backend, failed bool, now int64) {
+//
+// A refused attempt (connect refused, reset or timed out: the backend is
+// not listening) ejects the backend at once, without waiting for more
+// consecutive failures: a replica that stopped listening (a restart, a
+// crash) would otherwise take a connect and a retry from every request
+// until the threshold, and from the next requests again. The same eject
+// time, backoff and max ejected share apply.
+func (p *Handler) passive(rt *router.Route, b *router.Backend, failed, refused bool, now int64) {
 	st := b.State().Ejection()
 	if !failed {
 		if st.Failures.Load() != 0 {
@@ -69,7 +76,7 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed bool, now 
 		return
 	}
 	pol := p.ejectionOf(rt)
-	if int(st.Failures.Add(1)) < pol.after {
+	if int(st.Failures.Add(1)) < pol.after && !refused {
 		return
 	}
 	rs := rt.State()
@@ -99,7 +106,11 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed bool, now 
 	st.Last.Store(int64(d))
 	st.Run.Add(1)
 	st.Failures.Store(0)
+	msg := "backend ejected after consecutive failures"
+	if refused {
+		msg = "backend ejected: it refused a connection"
+	}
 	p.log.Warn().Str("event", "backend_ejected").Str("route", rt.Config().ID).Str("backend", b.HostPort()).
-		Int("after_failures", pol.after).Dur("for", d).Int32("ejections_in_a_row", n+1).
-		Msg("backend ejected after consecutive failures")
+		Int("after_failures", pol.after).Bool("refused", refused).Dur("for", d).Int32("ejections_in_a_row", n+1).
+		Msg(msg)
 }

@@ -37,9 +37,26 @@ func TestProxyRouteWithoutBackendIs503(t *testing.T) {
 	}
 }
 
-func TestProxyDeadBackendIs502(t *testing.T) {
+// A backend that refuses the connection is not up (a single replica
+// restarting): 503 with a Retry-After, not a 502.
+func TestProxyRefusingBackendIs503WithRetryAfter(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.set(config.SourceAPI, ep("dead", deadBackend(t)))
+	for i := 0; i < 3; i++ { // the first refusal ejects it; the next fail open onto it again
+		code, _, resp := h.get("dead.test", "/")
+		if code != http.StatusServiceUnavailable || resp.Header.Get(HeaderDiagnostic) != DiagnosticNoHealthyBackend ||
+			resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("request %d: got %d %q Retry-After %q, want 503 no-healthy-backend with Retry-After 1",
+				i, code, resp.Header.Get(HeaderDiagnostic), resp.Header.Get("Retry-After"))
+		}
+	}
+}
+
+// A backend that accepts and closes without answering broke the exchange:
+// 502 backend-unreachable.
+func TestProxyBackendClosingWithoutAnswerIs502(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.set(config.SourceAPI, ep("dead", rawBackend(t, func(c net.Conn) { _, _ = http.ReadRequest(bufio.NewReader(c)) })))
 	code, _, resp := h.get("dead.test", "/")
 	if code != http.StatusBadGateway || resp.Header.Get(HeaderDiagnostic) != DiagnosticBackendUnreachable {
 		t.Fatalf("got %d %q, want 502 backend-unreachable", code, resp.Header.Get(HeaderDiagnostic))

@@ -126,6 +126,7 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 
 // respondError answers for a failed last attempt.
 func (x *exchange) respondError(res *attemptResult) {
+	x.backendErr = res.err
 	switch {
 	case res.clientGone:
 		x.status = statusClientGone
@@ -133,11 +134,28 @@ func (x *exchange) respondError(res *attemptResult) {
 		x.replyBadBody()
 	case res.badUpgrade:
 		x.reply(http.StatusBadGateway, DiagnosticBadUpgrade, "backend switched protocols without being asked to\n")
+	case res.notSent:
+		// Nothing reached the backend and no other could be tried (a
+		// single replica restarting, a body too large to replay): the
+		// service is unavailable for now (RFC 9110 15.6.4), not broken.
+		x.replyNoHealthy()
 	case res.timeout:
 		x.reply(http.StatusGatewayTimeout, DiagnosticBackendTimeout, "backend did not answer in time\n")
 	default:
 		x.reply(http.StatusBadGateway, DiagnosticBackendUnreachable, "backend unreachable\n")
 	}
+}
+
+// noHealthyRetryAfter is the Retry-After of a 503 no-healthy-backend, in
+// seconds: a replica restarts or a health check passes within seconds,
+// and a client retrying sooner than that would find nothing new.
+const noHealthyRetryAfter = 1
+
+// replyNoHealthy answers 503 no-healthy-backend with a Retry-After (RFC
+// 9110 10.2.3): the route exists but no backend can take the request now.
+func (x *exchange) replyNoHealthy() {
+	x.w.Header()["Retry-After"] = x.p.retryAfterValue(noHealthyRetryAfter)
+	x.reply(http.StatusServiceUnavailable, DiagnosticNoHealthyBackend, "no healthy backend for this route\n")
 }
 
 // replyBadBody answers for a request body the client broke (400) or sent

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 
 	"github.com/levee-proxy/levee/router/httpx/client"
@@ -13,16 +15,34 @@ import (
 const maxReplayBody = 64 << 10
 
 // mayRetry applies the retry rules to a failed attempt.
+//
+// An attempt that never reached its backend (res.notSent: the connect was
+// refused, reset or timed out) is retried on another backend whatever the
+// method and whatever retry.attempts says, and without drawing on the
+// retry budget: no backend saw the request, so sending it elsewhere is not
+// a repeat and adds no load (the budget bounds the extra load retries put
+// on backends). It is bounded all the same: the refused backend is
+// excluded for the rest of the request, so there is at most one such
+// attempt per backend. The same holds for an idempotent request (RFC 9110
+// 9.2.2) whose connection the backend closed or reset before answering
+// (res.noAnswer), as nginx's default proxy_next_upstream does: a backend
+// shutting down closes the connections it accepted but did not serve.
+// This is what makes a rolling restart lose no request: a replica that
+// stopped listening or closed its connections before Levee heard it was
+// stopping costs a connect and a retry, not an error.
 func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
-	if x.attempts >= maxAttempts || !x.replayable {
+	if !x.replayable || x.req.Context().Err() != nil {
+		return false
+	}
+	if res.notSent || res.noAnswer && client.Idempotent(x.req) {
+		return true
+	}
+	if x.attempts-x.free >= maxAttempts {
 		return false
 	}
 	// A request that may have reached the backend is retried only when
-	// repeating it is harmless; one that was refused never left.
-	if !res.notSent && !client.Idempotent(x.req) {
-		return false
-	}
-	if x.req.Context().Err() != nil {
+	// repeating it is harmless.
+	if !client.Idempotent(x.req) {
 		return false
 	}
 	rt := x.route
@@ -61,6 +81,21 @@ func (x *exchange) bufferBody() {
 	x.body = buf.Bytes()
 	x.replayable = true
 	x.bodyEOF.Store(true)
+}
+
+// neverSent reports whether a failed attempt's error says that the request
+// never reached the backend: connecting failed (refused, reset during the
+// handshake, timed out). Both backend clients report a failed connect as
+// the dialer's *net.OpError with Op "dial": Levee's client returns the
+// dialer's error as it is, and net/http's Transport does too when no proxy
+// is involved (Levee never sets one). A request written on a pooled
+// connection that the backend had closed is not counted here: both
+// clients already send it again on a new connection when that is safe
+// (nothing written, or nothing answered to an idempotent request), and
+// return a failure of that new connection's connect, which is.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func discard(resp *http.Response) {

@@ -137,6 +137,17 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
+// dropIdle closes every pooled connection to key.
+func (t *Transport) dropIdle(key string) {
+	t.mu.Lock()
+	cs := t.idle[key]
+	delete(t.idle, key)
+	t.mu.Unlock()
+	for _, c := range cs {
+		_ = c.conn.Close()
+	}
+}
+
 // Shutdown stops the reaper and closes idle connections.
 func (t *Transport) Shutdown() {
 	t.once.Do(func() { close(t.close) })
@@ -177,6 +188,11 @@ func (t *Transport) get(ctx context.Context, key string) (*pooledConn, error) {
 		return c, nil
 	}
 	t.mu.Unlock()
+	return t.dial(ctx, key)
+}
+
+// dial opens a new connection to key.
+func (t *Transport) dial(ctx context.Context, key string) (*pooledConn, error) {
 	conn, err := t.dialer.DialContext(ctx, "tcp", key)
 	if err != nil {
 		return nil, err
@@ -226,6 +242,32 @@ const PeekAfterIdle = 500 * time.Millisecond
 // before answering anything.
 var errNothingReceived = errors.New("backend closed the connection before answering")
 
+// errNoAnswer marks a request sent on a new connection that the backend
+// closed or reset without a byte of answer (a backend shutting down
+// closes the connections it accepted but did not serve).
+var errNoAnswer = errors.New("backend closed a new connection before answering")
+
+// ClosedBeforeAnswer reports whether err says that the backend closed or
+// reset the connection after the request was sent and before the answer's
+// head came back (Levee's own client also says so when not a byte came),
+// on either client (Levee's, or net/http's under
+// Standard). The backend may or may not have acted on the request: only
+// an idempotent one may be sent elsewhere (RFC 9110 9.2.2).
+func ClosedBeforeAnswer(err error) bool {
+	if errors.Is(err, errNothingReceived) || errors.Is(err, errNoAnswer) {
+		return true
+	}
+	// net/http's Transport reports the end of a connection before the
+	// response head as the read error itself (io.EOF, wrapped as
+	// "transport connection broken"), or a reset as the read's
+	// *net.OpError; a dial failure is not this.
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op == "read" && !op.Timeout()
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // RoundTrip sends req (whose URL.Host is the backend's host:port) and
 // returns the response with headers read. The body streams from the
 // connection; closing it returns the connection to the pool when the body
@@ -238,7 +280,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // (1xx) responses that come before the final one.
 func (t *Transport) RoundTripInformational(req *http.Request, inf Informer) (*http.Response, error) {
 	for try := 0; ; try++ {
-		c, err := t.get(req.Context(), req.URL.Host)
+		var c *pooledConn
+		var err error
+		if try == 0 {
+			c, err = t.get(req.Context(), req.URL.Host)
+		} else {
+			// The backend closed a pooled connection: it may be shutting
+			// down, having closed every idle connection at once (Go's
+			// http.Server.Shutdown does). The others are not tried one
+			// after another: they are dropped and the retry dials, which
+			// a backend that stopped listening refuses at once, an error
+			// that says the request never left (the proxy sends it to
+			// another backend).
+			t.dropIdle(req.URL.Host)
+			c, err = t.dial(req.Context(), req.URL.Host)
+		}
 		if err != nil {
 			closeBody(req)
 			return nil, err

@@ -321,11 +321,15 @@ func (c *pooledConn) fail(err error, writing bool, req *http.Request) error {
 	c.disarm()
 	c.broken.Store(true)
 	_ = c.conn.Close()
-	if req.Context().Err() != nil || !c.reused {
+	if req.Context().Err() != nil {
 		return err
 	}
-	if writing || (Idempotent(req) && isClosedByPeer(err) && c.counted.n == c.readMark) {
+	silent := isClosedByPeer(err) && c.counted.n == c.readMark
+	if c.reused && (writing || Idempotent(req) && silent) {
 		return fmt.Errorf("%w: %w", errNothingReceived, err)
+	}
+	if silent && !writing {
+		return fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	return err
 }
