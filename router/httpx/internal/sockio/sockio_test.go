@@ -20,28 +20,7 @@ func isTimeout(err error) bool {
 // connection reset as a read OpError, deadlines, closed connections)
 // reads the same through a Socket as through net.Conn.
 func TestErrorsLikeNetConn(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer := <-accepted
-	s := New(c)
-	if s == nil {
-		t.Skip("no raw socket I/O on this system")
-	}
+	s, c, peer := pair(t)
 	// Data both ways, including a write larger than the socket buffers.
 	big := bytes.Repeat([]byte("x"), 4<<20)
 	done := make(chan error, 1)
@@ -70,7 +49,7 @@ func TestErrorsLikeNetConn(t *testing.T) {
 	peer.(*net.TCPConn).SetLinger(0)
 	peer.Close()
 	var op *net.OpError
-	_, err = s.Read(buf)
+	_, err := s.Read(buf)
 	if err != io.EOF && !(errors.As(err, &op) && op.Op == "read" && strings.Contains(err.Error(), "reset")) {
 		t.Fatalf("Read after a reset: %v (%T)", err, err)
 	}
