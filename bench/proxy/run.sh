@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Proxy load comparison: the backend directly, Levee without and with a
-# circuit breaker, nginx and HAProxy, all on 127.0.0.1, side by side in one
-# run. See bench/README.md and docs/performance.md.
+# circuit breaker (local, and shared through a Redis breaker store), nginx and
+# HAProxy, all on 127.0.0.1, side by side in one run. See bench/README.md and
+# docs/performance.md.
 #
 # Pinning: every proxy AND the backend run on CPU $PROXY_CPU (default 0), wrk
 # runs on CPU $LOAD_CPU (default 1). The backend therefore shares the proxy's
 # core: each proxied figure includes the backend's own cost, the same for
 # every proxy. Each proxy is told to use one core (Levee: GOMAXPROCS=1,
-# nginx: worker_processes 1, HAProxy: nbthread 1).
+# nginx: worker_processes 1, HAProxy: nbthread 1). The redis-server of
+# levee-breaker-store also runs on CPU $PROXY_CPU, so the store's cost on the
+# machine is in that target's req/s (its CPU is reported apart).
 #
 # Environment (all optional):
 #   DURATION=10s      length of each wrk run (s or m suffix)
@@ -15,12 +18,17 @@
 #                     rotating from round to round (reversed on even rounds)
 #   CONNECTIONS=64    wrk connections; THREADS=1 wrk threads
 #   PROXY_CPU=0 LOAD_CPU=1
-#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+11 are used
+#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+13 are used, and the first
+#                     free port from BASE_PORT+14 for redis-server
 #   NO_INSTALL=1      do not apt-get install missing tools
 #   TARGETS="levee nginx"  run only these targets (default: all of direct levee
-#                     levee-breaker levee-std-server levee-std-client
-#                     levee-std-both nginx haproxy; levee-std-server is
-#                     --http-server=stdlib, levee-std-client
+#                     levee-breaker levee-breaker-store levee-std-server
+#                     levee-std-client levee-std-both nginx haproxy;
+#                     levee-breaker-store is the levee-breaker route in a second
+#                     Levee process with --breaker-store pointing at a
+#                     redis-server the script starts (Debian's redis-server;
+#                     only when this target is selected) and stops at exit;
+#                     levee-std-server is --http-server=stdlib, levee-std-client
 #                     --backend-client=stdlib, levee-std-both both; nginx is always
 #                     measured, every ratio is to it)
 #   OUT=file          also write the markdown table to this file
@@ -50,12 +58,36 @@ trap cleanup EXIT
 
 log() { echo "[bench] $*" >&2; }
 
+# --- targets --------------------------------------------------------------
+ALL_TARGETS=(direct levee levee-breaker levee-breaker-store levee-std-server levee-std-client levee-std-both nginx haproxy)
+if [ -n "${TARGETS:-}" ]; then
+	read -r -a WANTED <<<"$TARGETS"
+	TARGETS=()
+	for t in "${ALL_TARGETS[@]}"; do
+		for w in "${WANTED[@]}" nginx; do
+			if [ "$t" = "$w" ]; then TARGETS+=("$t"); break; fi
+		done
+	done
+	for w in "${WANTED[@]}"; do
+		case " ${ALL_TARGETS[*]} " in *" $w "*) ;; *) log "TARGETS: unknown target $w (known: ${ALL_TARGETS[*]})"; exit 2 ;; esac
+	done
+else
+	TARGETS=("${ALL_TARGETS[@]}")
+fi
+# selected TARGET: whether TARGET is measured in this run.
+selected() { case " ${TARGETS[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
 # --- tools ----------------------------------------------------------------
 need=()
 command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+if selected haproxy; then
+	command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+fi
 command -v taskset >/dev/null || need+=(util-linux)
+if selected levee-breaker-store; then
+	command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || need+=(redis-server)
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	if [ -n "${NO_INSTALL:-}" ]; then
 		log "missing: ${need[*]} (NO_INSTALL is set)"
@@ -72,6 +104,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+REDIS_SERVER=$(command -v redis-server || echo /usr/bin/redis-server)
 
 # --- build ----------------------------------------------------------------
 log "building levee and the backend"
@@ -132,13 +165,61 @@ start_levee() {
 
 # The four combinations of HTTP server and backend client, in separate
 # processes (levee is the default: Levee's own server and client).
+# add_breaker_route PORT API: the route bench-cb.local, with a breaker.
+add_breaker_route() {
+	api_post "$2" '{"name":"bench-cb","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench-cb.local"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}'
+	wait_http "http://127.0.0.1:$1/" bench-cb.local
+}
 start_levee levee "$LEVEE_PORT" "$LEVEE_API"
-api_post "$LEVEE_API" '{"name":"bench-cb","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench-cb.local"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":10}}}'
-wait_http "http://127.0.0.1:$LEVEE_PORT/" bench-cb.local
+add_breaker_route "$LEVEE_PORT" "$LEVEE_API"
 start_levee levee-std-server $((BASE_PORT + 6)) $((BASE_PORT + 7)) --http-server=stdlib
 start_levee levee-std-client $((BASE_PORT + 8)) $((BASE_PORT + 9)) --backend-client=stdlib
 start_levee levee-std-both $((BASE_PORT + 10)) $((BASE_PORT + 11)) --http-server=stdlib --backend-client=stdlib
 LEVEE_PID=${LEVEE_PIDS[levee]}
+
+# --- breaker store ----------------------------------------------------------
+# levee-breaker-store: the same breaker route in a Levee process whose
+# breakers share their state through a redis-server on loopback (default
+# flush interval, 50 ms). redis-server is pinned with the proxies; without
+# persistence; in its own temp dir. The port is the first free one from
+# BASE_PORT+14 (a bind lost to a race moves on to the next).
+REDIS_PID="" STORE_API=$((BASE_PORT + 13))
+# port_free PORT: nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+start_redis() {
+	local port=$((BASE_PORT + 14)) tries=0
+	mkdir -p "$TMP/redis"
+	while [ "$tries" -lt 20 ]; do
+		if port_free "$port"; then
+			taskset -c "$PROXY_CPU" "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 \
+				--save "" --appendonly no --protected-mode no --dir "$TMP/redis" \
+				>"$TMP/redis/redis.log" 2>&1 &
+			REDIS_PID=$!
+			for _ in $(seq 100); do
+				grep -q "Ready to accept connections" "$TMP/redis/redis.log" && break
+				kill -0 "$REDIS_PID" 2>/dev/null || break
+				sleep 0.1
+			done
+			if kill -0 "$REDIS_PID" 2>/dev/null && grep -q "Ready to accept connections" "$TMP/redis/redis.log"; then
+				PIDS+=("$REDIS_PID")
+				REDIS_PORT=$port
+				return 0
+			fi
+			kill "$REDIS_PID" 2>/dev/null || true
+			wait "$REDIS_PID" 2>/dev/null || true
+			REDIS_PID=""
+		fi
+		port=$((port + 1)) tries=$((tries + 1))
+	done
+	log "could not start redis-server (last log: $(tail -3 "$TMP/redis/redis.log" 2>/dev/null | tr '\n' ' '))"
+	return 1
+}
+if selected levee-breaker-store; then
+	start_redis
+	log "redis-server $("$REDIS_SERVER" --version | awk '{print $3}') on 127.0.0.1:$REDIS_PORT"
+	start_levee levee-breaker-store $((BASE_PORT + 12)) "$STORE_API" --breaker-store "redis://127.0.0.1:$REDIS_PORT/0"
+	add_breaker_route $((BASE_PORT + 12)) "$STORE_API"
+fi
 
 # --- nginx ----------------------------------------------------------------
 # master_process off: one process that is the worker, so its RSS is the
@@ -149,8 +230,10 @@ NGINX_PID=$!
 PIDS+=("$NGINX_PID")
 wait_http "http://127.0.0.1:$NGINX_PORT/"
 
-# --- HAProxy --------------------------------------------------------------
-cat >"$TMP/haproxy.cfg" <<EOF
+# --- HAProxy (only when measured) -------------------------------------------
+HAPROXY_PID=""
+if selected haproxy; then
+	cat >"$TMP/haproxy.cfg" <<EOF
 global
     nbthread 1
     maxconn 4096
@@ -170,31 +253,21 @@ frontend fe
 backend be
     server s1 127.0.0.1:$BACKEND_PORT
 EOF
-taskset -c "$PROXY_CPU" "$HAPROXY" -db -f "$TMP/haproxy.cfg" >"$TMP/haproxy.log" 2>&1 &
-HAPROXY_PID=$!
-PIDS+=("$HAPROXY_PID")
-wait_http "http://127.0.0.1:$HAPROXY_PORT/"
+	taskset -c "$PROXY_CPU" "$HAPROXY" -db -f "$TMP/haproxy.cfg" >"$TMP/haproxy.log" 2>&1 &
+	HAPROXY_PID=$!
+	PIDS+=("$HAPROXY_PID")
+	wait_http "http://127.0.0.1:$HAPROXY_PORT/"
+fi
 
 # --- load -----------------------------------------------------------------
-ALL_TARGETS=(direct levee levee-breaker levee-std-server levee-std-client levee-std-both nginx haproxy)
-if [ -n "${TARGETS:-}" ]; then
-	read -r -a WANTED <<<"$TARGETS"
-	TARGETS=()
-	for t in "${ALL_TARGETS[@]}"; do
-		for w in "${WANTED[@]}" nginx; do
-			if [ "$t" = "$w" ]; then TARGETS+=("$t"); break; fi
-		done
-	done
-	for w in "${WANTED[@]}"; do
-		case " ${ALL_TARGETS[*]} " in *" $w "*) ;; *) log "TARGETS: unknown target $w (known: ${ALL_TARGETS[*]})"; exit 2 ;; esac
-	done
-else
-	TARGETS=("${ALL_TARGETS[@]}")
-fi
 declare -A URL HOSTH PID
 URL[direct]="http://127.0.0.1:$BACKEND_PORT/"; HOSTH[direct]=bench.local; PID[direct]=$BACKEND_PID
 URL[levee]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee]=bench.local; PID[levee]=$LEVEE_PID
 URL[levee-breaker]="http://127.0.0.1:$LEVEE_PORT/"; HOSTH[levee-breaker]=bench-cb.local; PID[levee-breaker]=$LEVEE_PID
+if selected levee-breaker-store; then
+	URL[levee-breaker-store]="http://127.0.0.1:${LEVEE_PORTS[levee-breaker-store]}/"; HOSTH[levee-breaker-store]=bench-cb.local
+	PID[levee-breaker-store]=${LEVEE_PIDS[levee-breaker-store]}
+fi
 for t in levee-std-server levee-std-client levee-std-both; do
 	URL[$t]="http://127.0.0.1:${LEVEE_PORTS[$t]}/"; HOSTH[$t]=bench.local; PID[$t]=${LEVEE_PIDS[$t]}
 done
@@ -230,12 +303,13 @@ to_us() {
 # run_wrk TARGET SECONDS OUTFILE: load one target; sets RUN_RSS to the
 # proxy's RSS in KiB sampled near the end of the run (1 s before it ends),
 # and RUN_CPU / RUN_BCPU to the CPU ticks the proxy / the backend used
-# during the run.
-RUN_RSS=0 RUN_CPU=0 RUN_BCPU=0
+# during the run, and RUN_RCPU to the ticks redis-server used (0 without it).
+RUN_RSS=0 RUN_CPU=0 RUN_BCPU=0 RUN_RCPU=0
 run_wrk() {
-	local t=$1 s=$2 out=$3 c0 b0
+	local t=$1 s=$2 out=$3 c0 b0 r0=0
 	c0=$(cpu_ticks "${PID[$t]}")
 	b0=$(cpu_ticks "$BACKEND_PID")
+	[ -z "$REDIS_PID" ] || r0=$(cpu_ticks "$REDIS_PID")
 	taskset -c "$LOAD_CPU" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${s}s" --latency \
 		-H "Host: ${HOSTH[$t]}" "${URL[$t]}" >"$out" 2>&1 &
 	WRK_PID=$!
@@ -251,6 +325,8 @@ run_wrk() {
 	WRK_PID=""
 	RUN_CPU=$(($(cpu_ticks "${PID[$t]}") - c0))
 	RUN_BCPU=$(($(cpu_ticks "$BACKEND_PID") - b0))
+	RUN_RCPU=0
+	[ -z "$REDIS_PID" ] || RUN_RCPU=$(($(cpu_ticks "$REDIS_PID") - r0))
 }
 
 log "warm-up: 2 s per target"
@@ -260,6 +336,7 @@ done
 
 RESULTS="$TMP/results.tsv" # target round rps p50_us p99_us rss_kib errors proxy_cpu_us_per_req backend_cpu_us_per_req
 : >"$RESULTS"
+STORE_RTICKS=0 STORE_REQS=0 # redis-server's CPU ticks during, and the requests of, the levee-breaker-store runs
 n=${#TARGETS[@]}
 for round in $(seq "$ROUNDS"); do
 	for i in $(seq 0 $((n - 1))); do
@@ -282,6 +359,9 @@ for round in $(seq "$ROUNDS"); do
 			log "wrk failed against $t:"; cat "$f" >&2; exit 1
 		fi
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$round" "$rps" "$p50" "$p99" "$rss" "$errs" "$cpu" "$bcpu" >>"$RESULTS"
+		if [ "$t" = levee-breaker-store ]; then
+			STORE_RTICKS=$((STORE_RTICKS + RUN_RCPU)) STORE_REQS=$((STORE_REQS + reqs))
+		fi
 		log "round $round $t: ${rps} req/s p50 ${p50}us p99 ${p99}us rss ${rss}KiB errors ${errs} cpu ${cpu}us/req backend ${bcpu}us/req"
 	done
 done
@@ -344,6 +424,45 @@ done
 		echo "Breaker cost: levee-breaker req/s is $(awk -v a="${RPS[levee-breaker]}" -v b="${RPS[levee]}" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') of levee's (medians); within rounds: $(awk -F'\t' '
 			$1 == "levee" {l[$2] = $3} $1 == "levee-breaker" {b[$2] = $3}
 			END {for (k = 1; k <= 1000; k++) if ((k in l) && (k in b)) printf "%+.1f%% ", (b[k] / l[k] - 1) * 100}' "$RESULTS")"
+	fi
+	# Within-round ratios between Levee variants: what a feature costs
+	# against the same Levee without it, in the same round.
+	pairs=()
+	selected levee && selected levee-breaker && pairs+=("levee-breaker levee")
+	selected levee-breaker && selected levee-breaker-store && pairs+=("levee-breaker-store levee-breaker")
+	selected levee && selected levee-breaker-store && pairs+=("levee-breaker-store levee")
+	if [ ${#pairs[@]} -gt 0 ]; then
+		echo
+		echo "Levee variants against each other, ratios within each round, then the median over rounds:"
+		echo
+		echo "| target | vs | req/s ratio | p99 ratio | proxy CPU per request ratio | rounds (req/s ratio) |"
+		echo "|---|---|---|---|---|---|"
+		for pair in "${pairs[@]}"; do
+			read -r a b <<<"$pair"
+			awk -F'\t' -v a="$a" -v b="$b" '
+				$1 == b {br[$2] = $3; bp[$2] = $5; bc[$2] = $8}
+				$1 == a {ar[$2] = $3; ap[$2] = $5; ac[$2] = $8}
+				function med(x, n,   i, j, v) {
+					for (i = 2; i <= n; i++) { v = x[i]; for (j = i - 1; j > 0 && x[j] > v; j--) x[j + 1] = x[j]; x[j + 1] = v }
+					return (n % 2) ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+				}
+				END {
+					n = 0; list = ""
+					for (k = 1; k <= 1000; k++) if ((k in ar) && (k in br)) {
+						n++; r[n] = ar[k] / br[k]; p[n] = ap[k] / bp[k]; c[n] = (bc[k] > 0) ? ac[k] / bc[k] : 0
+						list = list sprintf("%s%.3f", (list == "" ? "" : " "), ar[k] / br[k])
+					}
+					printf "| %s | %s | %.3f | %.2f | %.2f | %s |\n", a, b, med(r, n), med(p, n), med(c, n), list
+				}' "$RESULTS"
+		done
+	fi
+	if selected levee-breaker-store; then
+		echo
+		echo "Breaker store: redis-server $("$REDIS_SERVER" --version | awk '{print $3}') on CPU $PROXY_CPU used $(awk -v t="$STORE_RTICKS" -v hz="$CLK_TCK" -v n="$STORE_REQS" 'BEGIN {printf "%.2f s of CPU during the levee-breaker-store runs (%.2f µs per request)", t / hz, (n > 0) ? t * 1000000 / hz / n : 0}'). The store process's levee_breaker_store_* metrics at the end of the run (GET /metrics on its API port; histogram buckets left out):"
+		echo
+		echo '```'
+		curl -fsS "http://127.0.0.1:$STORE_API/metrics" | grep -E '^levee_breaker_store_' | grep -v '_bucket{' || echo "(no levee_breaker_store_* metrics)"
+		echo '```'
 	fi
 	echo
 	echo "CPU per request: user + system time of the process over the run (/proc/PID/stat) divided by the requests wrk completed."
