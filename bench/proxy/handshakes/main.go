@@ -157,7 +157,7 @@ func main() {
 	flag.IntVar(&c.Conns, "c", 16, "concurrent connections")
 	flag.BoolVar(&c.Resume, "resume", false, "resume sessions (a client session cache per connection worker)")
 	flag.StringVar(&version, "tls", "1.3", "TLS version: 1.2 or 1.3")
-	flag.StringVar(&curves, "curves", "x25519", "key exchange groups offered: x25519, p256, mlkem (X25519MLKEM768), comma-separated, or default (Go's)")
+	flag.StringVar(&curves, "curves", "x25519,p256", "key exchange groups offered, in order: x25519, p256, mlkem (X25519MLKEM768), comma-separated, or default (Go's); a TLS 1.2 client must list p256 for OpenSSL to accept an ECDSA P-256 certificate")
 	flag.StringVar(&c.Path, "path", "/", "request path")
 	flag.Parse()
 	switch version {
