@@ -311,7 +311,7 @@ done
 					lc[n] = Lc[k]; nc[n] = Nc[k]; lb[n] = Lb[k]; nb[n] = Nb[k]
 					list = list sprintf("%s%.2f", (list == "" ? "" : " "), L[k] / N[k])
 				}
-				res = (Ln == "-") ? "-" : "Levee " Ln ", nginx " Nn " (last round)"
+				res = (t !~ /^hs-/) ? "-" : "Levee " Ln ", nginx " Nn " (last round)"
 				pm = med(p, n); ps = (pm < 0) ? "-" : sprintf("%.2f", pm)
 				printf "| %s | %.0f | %.0f | %s | **%.2f** | %s | %.1f / %.1f | %d%% / %d%% | %d / %d | %s |\n",
 					t, med(lr, n), med(nr, n), list, med(r, n), ps, med(lc, n), med(nc, n), med(lb, n), med(nb, n), Le, Ne, res
