@@ -168,6 +168,9 @@ func TestFleetTripsOnCombinedEvidence(t *testing.T) {
 		eventually(t, fmt.Sprintf("replica %d open", i), func() bool { return r.b.State() == breaker.Open })
 	}
 	for i, r := range rs {
+		// The observer hears of the transition after the breaker's lock
+		// is released: the state can be read open just before.
+		eventually(t, fmt.Sprintf("replica %d opening event", i), func() bool { return len(r.eventList()) > 0 })
 		if got := r.eventList(); len(got) != 1 || got[0] != "opened:error_ratio" {
 			t.Errorf("replica %d events %v, want one opened:error_ratio", i, got)
 		}

@@ -81,6 +81,9 @@ func TestFleetRules(t *testing.T) {
 				continue
 			}
 			eventually(t, "trip", func() bool { return a.b.State() == breaker.Open && b.b.State() == breaker.Open })
+			// The observer hears of the transition after the breaker's
+			// lock is released: the state can be read open just before.
+			eventually(t, "the opening event", func() bool { return len(a.eventList()) > 0 })
 			if got := a.eventList(); len(got) != 1 || got[0] != "opened:"+s.rule {
 				t.Fatalf("events %v, want opened:%s", got, s.rule)
 			}
@@ -102,6 +105,7 @@ func TestFleetRules(t *testing.T) {
 		b.b.Admit().Token.Report(ok)
 		flushAll(b)
 		eventually(t, "slow trip", func() bool { return a.b.State() == breaker.Open })
+		eventually(t, "the opening event", func() bool { return len(a.eventList()) > 0 })
 		if got := a.eventList(); len(got) != 1 || got[0] != "opened:slow_calls" {
 			t.Fatalf("events %v, want opened:slow_calls", got)
 		}
