@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A steady route's throughput with and without ten API writes a second,
+# with 10,000 API routes loaded (issue 20: "ten writes a second cost a
+# steady route <= 5 % of its throughput").
+#
+#   ROUNDS=3 DURATION=8s bench/proxy/writes.sh
+#
+# Levee (GOMAXPROCS=1) and the bench backend share CPU $PROXY_CPU (0), wrk
+# runs on CPU $LOAD_CPU (1). 10,000 routes go in with one bulk request; the
+# writer replaces r0..r9 in turn, one PUT every 100 ms, each changing the
+# backend port. Each round measures the steady route quiet, then under the
+# writes; the ratio within a round is what counts. Needs wrk and taskset.
+set -euo pipefail
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-8s}
+BASE_PORT=${BASE_PORT:-18990}
+PROXY_CPU=${PROXY_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TMP=$(mktemp -d /tmp/levee-writes.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+BACKEND=127.0.0.1:$BASE_PORT PROXY=127.0.0.1:$((BASE_PORT + 1)) API=127.0.0.1:$((BASE_PORT + 2))
+
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
+(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend)
+python3 - "$TMP/bulk.json" "$BASE_PORT" <<'PY'
+import json, sys
+ops = [{"op": "create", "entrypoint": {"name": f"r{i}", "backends": [{"address": "127.0.0.1", "port": int(sys.argv[2])}],
+        "config": {"hostnames": [f"r{i}.test"]}}} for i in range(10000)]
+open(sys.argv[1], "w").write(json.dumps({"operations": ops}))
+PY
+
+taskset -c "$PROXY_CPU" "$TMP/backend" -listen "$BACKEND" >/dev/null 2>&1 &
+PIDS+=("$!")
+GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false --http-listen "$PROXY" --api-listen "$API" \
+	--state-file "$TMP/state.json" --access-log=false --log-level warn >"$TMP/levee.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 100); do curl -fsS -o /dev/null "http://$API/health" 2>/dev/null && break; sleep 0.1; done
+curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' "http://$API/entrypoints/bulk" --data-binary @"$TMP/bulk.json"
+curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' "http://$API/entrypoints" \
+	-d '{"name":"steady","backends":[{"address":"127.0.0.1","port":'"$BASE_PORT"'}],"config":{"hostnames":["steady.test"]}}'
+for _ in $(seq 50); do curl -fsS -o /dev/null -H 'Host: steady.test' "http://$PROXY/" 2>/dev/null && break; sleep 0.1; done
+
+writer() {
+	local n=0 id
+	while :; do
+		n=$((n + 1)); id=r$((n % 10))
+		curl -fsS -o /dev/null -X PUT -H 'Content-Type: application/json' "http://$API/entrypoints/$id" \
+			-d '{"name":"'"$id"'","backends":[{"address":"127.0.0.1","port":'$((18000 + n % 900))'}],"config":{"hostnames":["'"$id"'.test"]}}'
+		sleep 0.1
+	done
+}
+echo "round	mode	req/s	p99"
+for round in $(seq "$ROUNDS"); do
+	for mode in quiet writes; do
+		wp=""
+		if [ "$mode" = writes ]; then writer & wp=$!; fi
+		out=$(taskset -c "$LOAD_CPU" wrk -t1 -c64 -d"$DURATION" --latency -H 'Host: steady.test' "http://$PROXY/")
+		if [ -n "$wp" ]; then kill "$wp"; wait "$wp" 2>/dev/null || true; fi
+		echo "$round	$mode	$(echo "$out" | awk '/Requests\/sec/ {print $2}')	$(echo "$out" | awk '/ 99%/ {print $2}')"
+	done
+done
