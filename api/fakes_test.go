@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +66,29 @@ func (f *fakeRouter) Update(u config.SourceUpdate) {
 	defer f.mu.Unlock()
 	f.sources[u.Source] = u.Entrypoints
 	f.updates = append(f.updates, u)
+}
+
+// Patch applies the change to the source's set and records the result
+// as the complete update the router would now hold, sorted by id.
+func (f *fakeRouter) Patch(p config.SourcePatch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	byID := map[string]config.Entrypoint{}
+	for _, ep := range f.sources[p.Source] {
+		byID[ep.ID] = ep
+	}
+	for _, id := range p.Delete {
+		delete(byID, id)
+	}
+	for _, ep := range p.Put {
+		byID[ep.ID] = ep
+	}
+	eps := make([]config.Entrypoint, 0, len(byID))
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		eps = append(eps, byID[id])
+	}
+	f.sources[p.Source] = eps
+	f.updates = append(f.updates, config.SourceUpdate{Source: p.Source, Entrypoints: eps, Diagnostics: p.Diagnostics})
 }
 
 func (f *fakeRouter) lastUpdate() (config.SourceUpdate, int) {

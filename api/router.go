@@ -33,10 +33,12 @@ type Router interface {
 	Subscribe(buffer int) (<-chan status.Event, func())
 }
 
-// Sink receives the complete current set of API entrypoints after every
-// change; *router.Router satisfies it (cmd/levee checks).
+// Sink receives the API entrypoints: the complete set once the store is
+// open (Update), then what each write changed (Patch); *router.Router
+// satisfies it (cmd/levee checks).
 type Sink interface {
 	Update(u config.SourceUpdate)
+	Patch(p config.SourcePatch)
 }
 
 // Codec decodes API payloads into entrypoints and encodes them back to the

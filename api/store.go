@@ -69,11 +69,13 @@ type Store struct {
 
 	warn func(string)
 
-	mu       sync.Mutex
-	entries  map[string]Entry // by id
-	order    []string         // the ids, sorted: kept as writes come, not sorted per write
-	log      stateLog         // changes since the snapshot (storelog.go)
-	snapSize int64            // bytes of the snapshot last written or read
+	mu      sync.Mutex
+	entries map[string]Entry // by id
+	// withDiags holds (at least) the ids of entries with diagnostics.
+	withDiags map[string]bool
+	order     []string // the ids, sorted: kept as writes come, not sorted per write
+	log       stateLog // changes since the snapshot (storelog.go)
+	snapSize  int64    // bytes of the snapshot last written or read
 	// compactMin is the smallest log compacted (compactMinBytes; tests
 	// lower it).
 	compactMin int64
@@ -114,7 +116,7 @@ func OpenStore(opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("state file %s: directory %s does not exist or is not a directory", opts.Path, dir)
 	}
 	s := &Store{path: opts.Path, encode: opts.Codec.Encode, sink: opts.Sink, now: opts.Now, warn: opts.Warn,
-		entries: map[string]Entry{}, log: stateLog{path: logPath(opts.Path)}, compactMin: compactMinBytes}
+		entries: map[string]Entry{}, withDiags: map[string]bool{}, log: stateLog{path: logPath(opts.Path)}, compactMin: compactMinBytes}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -222,6 +224,9 @@ func (s *Store) loadRecord(codec Codec, rec stateRecord) error {
 		return fmt.Errorf("entrypoint %q: %w", rec.ID, err)
 	}
 	s.entries[rec.ID] = e
+	if len(e.Diagnostics) > 0 {
+		s.withDiags[rec.ID] = true
+	}
 	return nil
 }
 
@@ -383,8 +388,11 @@ func (s *Store) commit(puts []Entry, dels []string) error {
 			s.order = slices.Insert(s.order, i, id)
 		}
 		s.entries[id] = e
+		if len(e.Diagnostics) > 0 {
+			s.withDiags[id] = true
+		}
 	}
-	s.push()
+	s.pushChange(puts, dels)
 	if s.log.size > max(s.compactMin, s.snapSize) {
 		if err := s.compact(); err != nil {
 			s.warn(fmt.Sprintf("state file %s: compaction failed, the log %s keeps every change: %v", s.path, s.log.path, err))
@@ -460,6 +468,34 @@ func (s *Store) push() {
 		u.Diagnostics = append(u.Diagnostics, e.Diagnostics...)
 	}
 	s.sink.Update(u)
+}
+
+// pushChange hands the router what one commit changed, so that a write's
+// cost follows the change, not the set (issue 20). Called with s.mu held.
+func (s *Store) pushChange(puts []Entry, dels []string) {
+	p := config.SourcePatch{Source: config.SourceAPI, Delete: dels, Diagnostics: []diagnostics.Diagnostic{}}
+	for _, e := range puts {
+		p.Put = append(p.Put, e.Entrypoint)
+	}
+	for _, id := range s.diagnosed() {
+		p.Diagnostics = append(p.Diagnostics, s.entries[id].Diagnostics...)
+	}
+	s.sink.Patch(p)
+}
+
+// diagnosed returns the ids of the entries that have diagnostics, in id
+// order: few, so that collecting the set's diagnostics stays cheap.
+func (s *Store) diagnosed() []string {
+	ids := make([]string, 0, len(s.withDiags))
+	for id := range s.withDiags {
+		if len(s.entries[id].Diagnostics) > 0 {
+			ids = append(ids, id)
+		} else {
+			delete(s.withDiags, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // sorted returns the entries in id order; the caller holds s.mu.

@@ -142,3 +142,31 @@ func TestIncrementalSnapshotWithGhostsEqualsFullIndex(t *testing.T) {
 		t.Fatal("no ghost route in 300 steps: the test proves nothing about them")
 	}
 }
+
+// A route reused by a rebuild keeps reporting its policy diagnostics: they
+// are the route's, not the rebuild's (before, a second update of an
+// unchanged route with a bad allow-list reported W050 resolved).
+func TestReusedRouteKeepsItsPolicyDiagnostics(t *testing.T) {
+	r := New(Options{})
+	defer r.Close()
+	ep := route("a", "/", "a.test")
+	ep.Access.IPAllowList = &config.IPAllowList{} // no source range: denies all, with a diagnostic
+	other := route("b", "/", "b.test")
+	count := func() int {
+		n := 0
+		for _, d := range r.store.All() {
+			if d.Code == diagnostics.BadIPAllowList && d.Source.ObjectID == "a" {
+				n++
+			}
+		}
+		return n
+	}
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
+	if count() != 1 {
+		t.Fatalf("%d allow-list diagnostics for a, want 1", count())
+	}
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep, other}})
+	if rt, _ := r.Snapshot().Route("a"); count() != 1 || rt == nil {
+		t.Fatalf("after a rebuild that reused a: %d allow-list diagnostics, want 1", count())
+	}
+}

@@ -40,9 +40,18 @@ type Router struct {
 	healthTransport *http.Transport // active health checks' connections
 	authTransport   *http.Transport // forward-auth services' connections
 
-	mu            sync.Mutex // serialises Update and sweeps
-	sources       map[string][]config.Entrypoint
-	ghosts        map[string]ghost
+	mu      sync.Mutex // serialises Update and sweeps
+	sources map[string]*sourceSet
+	ghosts  map[string]ghost
+	// routeDiags are the router's diagnostics of each route id that has
+	// any (collisions, compile and policy problems), kept per id so that
+	// a patch replaces only its ids' (patch.go).
+	routeDiags map[string][]diagnostics.Diagnostic
+	// volatile are the ids of the current snapshot's routes that a patch
+	// compiles afresh although their entrypoint did not change: routes
+	// with a fallback, and routes whose state is not settled (reusable).
+	volatile      map[string]bool
+	patched       int // patches that took the patch path, not a full rebuild
 	regexes       regexCache
 	newAttachment func(route string) Attachment // see SetAttachment
 	sweep         *time.Timer
@@ -62,14 +71,16 @@ type ghost struct {
 func New(opts Options) *Router {
 	opts = opts.withDefaults()
 	r := &Router{
-		opts:    opts,
-		log:     opts.Logger,
-		clock:   opts.Clock,
-		store:   opts.Diagnostics,
-		metrics: newMetrics(),
-		reg:     newRegistry(),
-		sources: make(map[string][]config.Entrypoint),
-		ghosts:  make(map[string]ghost),
+		opts:       opts,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		store:      opts.Diagnostics,
+		metrics:    newMetrics(),
+		reg:        newRegistry(),
+		sources:    make(map[string]*sourceSet),
+		ghosts:     make(map[string]ghost),
+		routeDiags: make(map[string][]diagnostics.Diagnostic),
+		volatile:   make(map[string]bool),
 	}
 	r.refusals = refusalRecorder{r.metrics}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
@@ -121,7 +132,7 @@ func (r *Router) Update(u config.SourceUpdate) {
 				eps[i].Source = u.Source
 			}
 		}
-		r.sources[u.Source] = eps
+		r.sources[u.Source] = &sourceSet{eps: eps}
 	}
 	r.replaceDiagnostics(u.Source, u.Diagnostics)
 	r.rebuild()
@@ -183,8 +194,9 @@ func logDiagnostic(log zerolog.Logger, d diagnostics.Diagnostic) {
 // and drops state whose grace has expired. Callers hold r.mu.
 func (r *Router) rebuild() {
 	now := r.clock.Now()
-	eps, diags := r.merge()
+	eps, collisions := r.merge()
 	r.expiry = earliest{}
+	r.routeDiags = collisions
 
 	present := make(map[string]bool, len(eps))
 	for _, ep := range eps {
@@ -210,15 +222,11 @@ func (r *Router) rebuild() {
 	var fresh []*Route // compiled in this rebuild, ghosts included
 	for _, ep := range eps {
 		if rt := reusable(old, ep); rt != nil {
-			diags = append(diags, rt.compileDiags...)
+			r.noteRouteDiags(rt.ep.ID, rt.compileDiags)
 			routes = append(routes, rt)
 			continue
 		}
-		rt, d := compileRoute(ep, &r.regexes)
-		rt.compileDiags = d
-		diags = append(diags, d...)
-		r.attach(rt, now)
-		diags = append(diags, r.compilePolicies(rt)...)
+		rt := r.compile(ep, now)
 		routes = append(routes, rt)
 		fresh = append(fresh, rt)
 	}
@@ -244,12 +252,18 @@ func (r *Router) rebuild() {
 		}
 	}
 	r.regexes.retain(routes)
-	snap, coll := buildSnapshotFrom(old, routes, change{fresh: fresh, gone: gone})
-	diags = append(diags, coll...)
+	sortRoutes(routes)
+	snap, tableDiags := buildSnapshotFrom(old, routes, change{fresh: fresh, gone: gone})
 	r.snap.Store(snap)
+	clear(r.volatile)
+	for _, rt := range routes {
+		if isVolatile(rt) {
+			r.volatile[rt.ep.ID] = true
+		}
+	}
 
 	r.announceRouteChanges(old, snap, now)
-	r.replaceDiagnostics(routerSource, diags)
+	r.replaceDiagnostics(routerSource, r.routerDiagnostics(tableDiags))
 
 	expired, earliest := r.reg.markAbsent(present, now, r.opts.RemovedRouteGrace)
 	for _, rs := range expired {
@@ -260,6 +274,41 @@ func (r *Router) rebuild() {
 		r.expiry.note(g.removedAt)
 	}
 	r.scheduleSweep(now)
+}
+
+// compile compiles ep into a route attached to its runtime state, with its
+// policies, and notes its diagnostics. Callers hold r.mu.
+func (r *Router) compile(ep *config.Entrypoint, now time.Time) *Route {
+	rt, d := compileRoute(ep, &r.regexes)
+	r.attach(rt, now)
+	// Kept on the route: a later rebuild that reuses it reports them
+	// again without compiling anything.
+	rt.compileDiags = append(d, r.compilePolicies(rt)...)
+	r.noteRouteDiags(rt.ep.ID, rt.compileDiags)
+	return rt
+}
+
+// noteRouteDiags adds diagnostics of route id to the router's.
+func (r *Router) noteRouteDiags(id string, ds []diagnostics.Diagnostic) {
+	if len(ds) > 0 {
+		r.routeDiags[id] = append(r.routeDiags[id], ds...)
+	}
+}
+
+// routerDiagnostics are every route's diagnostics and the snapshot's own
+// (host collisions, fallbacks): what the router reports as its source.
+func (r *Router) routerDiagnostics(snapshot []diagnostics.Diagnostic) []diagnostics.Diagnostic {
+	out := slices.Clone(snapshot)
+	for _, ds := range r.routeDiags {
+		out = append(out, ds...)
+	}
+	return out
+}
+
+// isVolatile reports whether a patch must compile rt afresh although its
+// entrypoint did not change (reusable would refuse it).
+func isVolatile(rt *Route) bool {
+	return !rt.ghost && (fallbackName(rt) != "" || rt.state == nil || !rt.state.settled())
 }
 
 // reusable returns the route of old that can serve ep as it is: a live
@@ -297,18 +346,19 @@ func (e *earliest) note(t time.Time) {
 
 // merge concatenates the sources in name order. An id claimed by two
 // sources is a collision: the oldest entrypoint keeps it (then the source
-// name decides) and the other is not routed.
-func (r *Router) merge() ([]*config.Entrypoint, []diagnostics.Diagnostic) {
+// name decides) and the other is not routed. The collisions' diagnostics
+// come back by id.
+func (r *Router) merge() ([]*config.Entrypoint, map[string][]diagnostics.Diagnostic) {
 	names := slices.Sorted(maps.Keys(r.sources))
 	n := 0
-	for _, eps := range r.sources {
-		n += len(eps)
+	for _, set := range r.sources {
+		n += len(set.eps)
 	}
 	byID := make(map[string]int, n)
 	out := make([]*config.Entrypoint, 0, n)
-	var diags []diagnostics.Diagnostic
+	diags := make(map[string][]diagnostics.Diagnostic)
 	for _, name := range names {
-		eps := r.sources[name]
+		eps := r.sources[name].eps
 		for i := range eps {
 			ep := &eps[i]
 			j, dup := byID[ep.ID]
@@ -322,7 +372,7 @@ func (r *Router) merge() ([]*config.Entrypoint, []diagnostics.Diagnostic) {
 				w, l = l, w
 				out[j] = w
 			}
-			diags = append(diags,
+			diags[w.ID] = append(diags[w.ID],
 				diagnostics.New(diagnostics.RouteCollision, sourceOf(*l), "id", l.ID, "not routed",
 					"entrypoint id "+l.ID+" is already used by "+w.Source+" (older); this one is not routed", "rename one of the services"),
 				diagnostics.New(diagnostics.RouteCollision, sourceOf(*w), "id", w.ID, "this entrypoint wins",
@@ -426,32 +476,36 @@ func (r *Router) scheduleSweep(now time.Time) {
 }
 
 func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
+	for _, rt := range cur.routes {
+		if !rt.ghost {
+			r.announceRoute(old.byID[rt.ep.ID], rt, now)
+		}
+	}
+	for _, rt := range old.routes {
+		if next := cur.byID[rt.ep.ID]; !rt.ghost && (next == nil || next.ghost) {
+			r.announceRoute(rt, next, now)
+		}
+	}
+}
+
+// announceRoute logs and publishes what became of one route id: prev is
+// its route in the previous snapshot, cur in the new one (nil if none).
+// A ghost counts as absent.
+func (r *Router) announceRoute(prev, cur *Route, now time.Time) {
 	publish := func(rt *Route, change string) {
 		r.log.Info().Str("event", "route_"+change).Str("route", rt.ep.ID).Str("source", rt.ep.Source).
 			Strs("hosts", rt.ep.Hosts).Str("path", rt.ep.Path).Int("backends", len(rt.ep.Backends)).
 			Msg("route " + change)
 		r.bus.publish(status.Event{Type: status.EventRoute, Time: now, Data: status.RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
 	}
-	for _, rt := range cur.routes {
-		if rt.ghost {
-			continue
-		}
-		prev, ok := old.byID[rt.ep.ID]
-		switch {
-		case prev == rt: // reused as it was: unchanged
-		case !ok || prev.ghost:
-			publish(rt, "added")
-		case !sameEntrypoint(&prev.ep, &rt.ep):
-			publish(rt, "changed")
-		}
-	}
-	for _, rt := range old.routes {
-		if rt.ghost {
-			continue
-		}
-		if now, ok := cur.byID[rt.ep.ID]; !ok || now.ghost {
-			publish(rt, "removed")
-		}
+	live := func(rt *Route) bool { return rt != nil && !rt.ghost }
+	switch {
+	case live(cur) && !live(prev):
+		publish(cur, "added")
+	case live(cur) && prev != cur && !sameEntrypoint(&prev.ep, &cur.ep):
+		publish(cur, "changed")
+	case !live(cur) && live(prev):
+		publish(prev, "removed")
 	}
 }
 

@@ -308,21 +308,40 @@ func (g *registry) markAbsent(present map[string]bool, now time.Time, grace time
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for id, rs := range g.routes {
-		if present[id] {
-			continue
+		if !present[id] {
+			expired, earliest = g.absent(rs, now, grace, expired, earliest)
 		}
-		rs.mu.Lock()
-		if rs.removedAt.IsZero() {
-			rs.removedAt = now
+	}
+	return expired, earliest
+}
+
+// markAbsentIDs is markAbsent for the ids a patch removed.
+func (g *registry) markAbsentIDs(ids []string, now time.Time, grace time.Duration) (expired []*RouteState, earliest time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		if rs, ok := g.routes[id]; ok {
+			expired, earliest = g.absent(rs, now, grace, expired, earliest)
 		}
-		removedAt := rs.removedAt
-		rs.mu.Unlock()
-		if !now.Before(removedAt.Add(grace)) {
-			delete(g.routes, id)
-			expired = append(expired, rs)
-		} else if earliest.IsZero() || removedAt.Before(earliest) {
-			earliest = removedAt
-		}
+	}
+	return expired, earliest
+}
+
+// absent stamps rs as absent since now (unless it was already) and
+// forgets it once its grace has passed. Callers hold g.mu.
+func (g *registry) absent(rs *RouteState, now time.Time, grace time.Duration, expired []*RouteState, earliest time.Time) ([]*RouteState, time.Time) {
+	rs.mu.Lock()
+	if rs.removedAt.IsZero() {
+		rs.removedAt = now
+	}
+	removedAt := rs.removedAt
+	rs.mu.Unlock()
+	if !now.Before(removedAt.Add(grace)) {
+		delete(g.routes, rs.id)
+		return append(expired, rs), earliest
+	}
+	if earliest.IsZero() || removedAt.Before(earliest) {
+		earliest = removedAt
 	}
 	return expired, earliest
 }

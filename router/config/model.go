@@ -166,3 +166,14 @@ type SourceUpdate struct {
 	Entrypoints []Entrypoint
 	Diagnostics []diagnostics.Diagnostic
 }
+
+// SourcePatch changes part of one source's entrypoints, by id: Put adds
+// or replaces entrypoints, Delete removes ids. Diagnostics is the source's
+// complete current list, as in SourceUpdate. A source that patches must
+// not list one id twice.
+type SourcePatch struct {
+	Source      string
+	Put         []Entrypoint
+	Delete      []string
+	Diagnostics []diagnostics.Diagnostic
+}
