@@ -8,13 +8,18 @@
 // # Config to snapshot
 //
 // Each config source hands the Router its complete current list of
-// entrypoints (Update with a config.SourceUpdate). The Router merges all
-// sources, detects collisions (W018, with a deterministic winner) and
-// builds an immutable Snapshot that requests read through an
-// atomic.Pointer: no lock on the request path and no request ever sees
-// half a config. Matching is one map lookup for the exact host (a few
-// more for wildcards) and one per path segment, whatever the number of
-// routes, and does not allocate.
+// entrypoints (Update with a config.SourceUpdate), or, like the API
+// store, what one write changed (Patch with a config.SourcePatch: ids put
+// and deleted). The Router merges all sources, detects collisions (W018,
+// with a deterministic winner) and builds an immutable Snapshot that
+// requests read through an atomic.Pointer: no lock on the request path
+// and no request ever sees half a config. A snapshot is built from the
+// previous one: unchanged routes are carried over, and its id and host
+// indexes are split in shards (shardMap) so that only the shards a change
+// touches are copied; a patch rebuilds only its ids' routes, so one write
+// costs about the same at 10 routes as at 10,000. Matching is one map
+// lookup for the exact host (a few more for wildcards) and one per path
+// segment, whatever the number of routes, and does not allocate.
 //
 // # State outlives config
 //

@@ -200,7 +200,7 @@ func TestFallbackEventsScopeBackend(t *testing.T) {
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{app, route("maint", "/", "m.test")}})
 	events, stop := r.Subscribe(64)
 	defer stop()
-	guards := r.Snapshot().byID["app"].state.guards()
+	guards := r.Snapshot().mustRoute(t, "app").state.guards()
 	if len(guards) != 2 {
 		t.Fatalf("%d backend breakers", len(guards))
 	}

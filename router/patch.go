@@ -113,7 +113,7 @@ func (r *Router) rebuildIDs(ids []string) {
 		delete(r.volatile, id)
 		ep := r.entrypoint(id)
 		if ep == nil {
-			if prev := old.byID[id]; prev != nil {
+			if prev, _ := old.byID.get(id); prev != nil {
 				gone = append(gone, prev)
 			}
 			goneIDs = append(goneIDs, id)
@@ -135,7 +135,9 @@ func (r *Router) rebuildIDs(ids []string) {
 	r.snap.Store(snap)
 
 	for _, id := range work {
-		r.announceRoute(old.byID[id], snap.byID[id], now)
+		prev, _ := old.byID.get(id)
+		cur, _ := snap.byID.get(id)
+		r.announceRoute(prev, cur, now)
 	}
 	r.replaceDiagnostics(routerSource, r.routerDiagnostics(tableDiags))
 
@@ -165,7 +167,7 @@ func (r *Router) patchable(old *Snapshot, ids []string) ([]string, bool) {
 		if _, ok := r.ghosts[id]; ok {
 			return nil, false
 		}
-		prev := old.byID[id]
+		prev, _ := old.byID.get(id)
 		if prev != nil && prev.ghost {
 			return nil, false
 		}

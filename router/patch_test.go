@@ -163,3 +163,13 @@ func TestPatchRebuildsOnlyItsIDs(t *testing.T) {
 		t.Errorf("a deleted API route is still routed (%d routes)", len(r.Snapshot().routes))
 	}
 }
+
+// mustRoute returns the route with id or fails the test.
+func (s *Snapshot) mustRoute(t *testing.T, id string) *Route {
+	t.Helper()
+	rt, ok := s.Route(id)
+	if !ok {
+		t.Fatalf("no route %s", id)
+	}
+	return rt
+}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"regexp"
 	"slices"
@@ -111,11 +112,14 @@ func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *
 // entrypoint, then the smallest id. A host whose routes all reject the
 // request (path, method or regex) falls through to the next host pattern.
 type Snapshot struct {
-	exact    map[string]*hostTable
-	wildcard map[string]*hostTable // keyed by the suffix after "*."
+	exact    shardMap[*hostTable]
+	wildcard shardMap[*hostTable] // keyed by the suffix after "*."
 	any      *hostTable
 	routes   []*Route // sorted by id; ghosts included
-	byID     map[string]*Route
+	byID     shardMap[*Route]
+	// collided are the hosts whose table has collisions (W018), so that
+	// gathering them does not walk every table.
+	collided map[string]bool
 	// redirects: some route redirects plain listeners to HTTPS.
 	redirects bool
 }
@@ -239,26 +243,14 @@ type change struct {
 // follows the change: the tables of changed hosts are rebuilt from their
 // previous routes (less the replaced and gone ones) and the fresh routes.
 func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []diagnostics.Diagnostic) {
-	s := &Snapshot{routes: routes}
-	built := map[*hostTable]string{}
-	add := func(h string, r *Route) {
-		t := s.table(h)
-		built[t] = h
-		list := t.byPrefix[r.prefix]
-		if slices.Contains(list, r) { // the same host listed twice
-			return
-		}
-		t.byPrefix[r.prefix] = append(list, r)
-	}
+	b := newSnapshotBuild(old, routes)
 	if old != nil {
-		s.byID = maps.Clone(old.byID)
 		for _, r := range c.gone {
-			delete(s.byID, r.ep.ID)
+			b.byID.delete(r.ep.ID)
 		}
 		for _, r := range c.fresh {
-			s.byID[r.ep.ID] = r
+			b.byID.set(r.ep.ID, r)
 		}
-		dirty := changedHosts(old, c)
 		replaced := make(map[string]bool, len(c.fresh)+len(c.gone))
 		for _, r := range c.fresh {
 			replaced[r.ep.ID] = true
@@ -266,58 +258,128 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 		for _, r := range c.gone {
 			replaced[r.ep.ID] = true
 		}
-		s.exact, s.wildcard, s.any = maps.Clone(old.exact), maps.Clone(old.wildcard), old.any
-		for h := range dirty {
+		for h := range changedHosts(old, c) {
 			prev := old.lookup(h)
-			s.forget(h)
+			b.forget(h)
 			if prev == nil {
 				continue
 			}
 			for _, list := range prev.byPrefix {
 				for _, r := range list {
 					if !replaced[r.ep.ID] {
-						add(h, r)
+						b.add(h, r)
 					}
 				}
 			}
 		}
 		for _, r := range c.fresh {
 			for _, h := range r.ep.Hosts {
-				add(strings.ToLower(h), r)
+				b.add(strings.ToLower(h), r)
 			}
 		}
 	} else {
-		s.byID = make(map[string]*Route, len(routes))
 		for _, r := range routes {
-			s.byID[r.ep.ID] = r
-		}
-		s.exact, s.wildcard = make(map[string]*hostTable), make(map[string]*hostTable)
-		for _, r := range routes {
+			b.byID.set(r.ep.ID, r)
 			for _, h := range r.ep.Hosts {
-				add(strings.ToLower(h), r)
+				b.add(strings.ToLower(h), r)
 			}
 		}
 	}
-	for t, h := range built {
-		t.sortAndCheck(h)
-	}
+	s := b.done()
 	// Whether any route redirects plain HTTP to HTTPS (the proxy asks
 	// before matching on a plain listener); a cheap pass, stopped at the
 	// first.
 	s.redirects = slices.ContainsFunc(routes, func(r *Route) bool { return r.ep.TLS.Enabled && r.ep.TLS.Redirect })
 	var diags []diagnostics.Diagnostic
-	for _, t := range s.exact {
-		diags = append(diags, t.diags...)
-	}
-	for _, t := range s.wildcard {
-		diags = append(diags, t.diags...)
-	}
-	if s.any != nil {
-		diags = append(diags, s.any.diags...)
+	for h := range s.collided {
+		diags = append(diags, s.lookup(h).diags...)
 	}
 	diags = append(diags, resolveFallbacks(s)...)
 	sortDiagnostics(diags)
 	return s, diags
+}
+
+// snapshotBuild is a Snapshot being built: its indexes are edits of the
+// previous snapshot's, which stays untouched.
+type snapshotBuild struct {
+	s               *Snapshot
+	exact, wildcard *shardEdit[*hostTable]
+	byID            *shardEdit[*Route]
+	built           map[*hostTable]string // tables made by this build, with their host
+}
+
+func newSnapshotBuild(old *Snapshot, routes []*Route) *snapshotBuild {
+	s := &Snapshot{routes: routes}
+	if old == nil {
+		seed := maphash.MakeSeed()
+		old = &Snapshot{exact: newShardMap[*hostTable](seed), wildcard: newShardMap[*hostTable](seed), byID: newShardMap[*Route](seed)}
+	}
+	s.any = old.any
+	s.collided = maps.Clone(old.collided)
+	if s.collided == nil {
+		s.collided = map[string]bool{}
+	}
+	return &snapshotBuild{s: s, exact: old.exact.edit(), wildcard: old.wildcard.edit(), byID: old.byID.edit(),
+		built: map[*hostTable]string{}}
+}
+
+// add lists r in host's table, made new by this build if it is not yet.
+func (b *snapshotBuild) add(host string, r *Route) {
+	t := b.table(host)
+	list := t.byPrefix[r.prefix]
+	if slices.Contains(list, r) { // the same host listed twice
+		return
+	}
+	t.byPrefix[r.prefix] = append(list, r)
+}
+
+func (b *snapshotBuild) table(host string) *hostTable {
+	if host == "*" {
+		if b.s.any == nil || b.built[b.s.any] == "" {
+			b.s.any = &hostTable{byPrefix: make(map[string][]*Route)}
+			b.built[b.s.any] = host
+		}
+		return b.s.any
+	}
+	m, key := b.exact, host
+	if strings.HasPrefix(host, "*.") {
+		m, key = b.wildcard, host[2:]
+	}
+	t, _ := m.get(key)
+	if t == nil || b.built[t] == "" {
+		t = &hostTable{byPrefix: make(map[string][]*Route)}
+		m.set(key, t)
+		b.built[t] = host
+	}
+	return t
+}
+
+// forget drops host's table (a previous snapshot's) from the build.
+func (b *snapshotBuild) forget(host string) {
+	delete(b.s.collided, host)
+	switch {
+	case host == "*":
+		b.s.any = nil
+	case strings.HasPrefix(host, "*."):
+		b.wildcard.delete(host[2:])
+	default:
+		b.exact.delete(host)
+	}
+}
+
+// done sorts and checks the tables this build made and returns the
+// snapshot.
+func (b *snapshotBuild) done() *Snapshot {
+	for t, h := range b.built {
+		t.sortAndCheck(h)
+		if len(t.diags) > 0 {
+			b.s.collided[h] = true
+		} else {
+			delete(b.s.collided, h)
+		}
+	}
+	b.s.exact, b.s.wildcard, b.s.byID = b.exact.done(), b.wildcard.done(), b.byID.done()
+	return b.s
 }
 
 // changedHosts are the hosts (lower case) listed by a fresh route, by the
@@ -331,7 +393,7 @@ func changedHosts(old *Snapshot, c change) map[string]bool {
 	}
 	for _, r := range c.fresh {
 		note(r)
-		if prev := old.byID[r.ep.ID]; prev != nil {
+		if prev, _ := old.byID.get(r.ep.ID); prev != nil {
 			note(prev)
 		}
 	}
@@ -354,20 +416,11 @@ func (s *Snapshot) lookup(host string) *hostTable {
 	case host == "*":
 		return s.any
 	case strings.HasPrefix(host, "*."):
-		return s.wildcard[host[2:]]
+		t, _ := s.wildcard.get(host[2:])
+		return t
 	default:
-		return s.exact[host]
-	}
-}
-
-func (s *Snapshot) forget(host string) {
-	switch {
-	case host == "*":
-		s.any = nil
-	case strings.HasPrefix(host, "*."):
-		delete(s.wildcard, host[2:])
-	default:
-		delete(s.exact, host)
+		t, _ := s.exact.get(host)
+		return t
 	}
 }
 
@@ -389,28 +442,6 @@ func (t *hostTable) sortAndCheck(host string) {
 			t.diags = append(t.diags, collisions(host, prefix, list)...)
 		}
 	}
-}
-
-func (s *Snapshot) table(host string) *hostTable {
-	var m map[string]*hostTable
-	key := host
-	switch {
-	case host == "*":
-		if s.any == nil {
-			s.any = &hostTable{byPrefix: make(map[string][]*Route)}
-		}
-		return s.any
-	case strings.HasPrefix(host, "*."):
-		m, key = s.wildcard, host[2:]
-	default:
-		m = s.exact
-	}
-	t := m[key]
-	if t == nil {
-		t = &hostTable{byPrefix: make(map[string][]*Route)}
-		m[key] = t
-	}
-	return t
 }
 
 // collisions reports W018 on both sides of every pair of live routes that
@@ -496,19 +527,19 @@ func (s *Snapshot) matchWith(method, host, path string, l *Listener, on listener
 // match looks host up with m[string(b)] expressions, which the compiler
 // performs without converting (allocating) the byte slice.
 func (s *Snapshot) match(method string, host []byte, path string, l *Listener, on listenerFilter) *Route {
-	if t := s.exact[string(host)]; t != nil {
+	if t, _ := s.exact.getBytes(host); t != nil {
 		if r := t.match(method, path, l, on); r != nil {
 			return r
 		}
 	}
-	if len(s.wildcard) > 0 {
+	if s.wildcard.len() > 0 {
 		// Walk the suffixes after each dot, longest first: the most
 		// specific wildcard wins.
 		for i := 0; i < len(host); i++ {
 			if host[i] != '.' {
 				continue
 			}
-			if t := s.wildcard[string(host[i+1:])]; t != nil {
+			if t, _ := s.wildcard.getBytes(host[i+1:]); t != nil {
 				if r := t.match(method, path, l, on); r != nil {
 					return r
 				}
@@ -523,8 +554,7 @@ func (s *Snapshot) match(method string, host []byte, path string, l *Listener, o
 
 // Route returns the route with the given entrypoint id.
 func (s *Snapshot) Route(id string) (*Route, bool) {
-	r, ok := s.byID[id]
-	return r, ok
+	return s.byID.get(id)
 }
 
 // Routes returns every route, ghosts included, sorted by id.

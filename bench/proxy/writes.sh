@@ -9,7 +9,8 @@
 # runs on CPU $LOAD_CPU (1). 10,000 routes go in with one bulk request; the
 # writer replaces r0..r9 in turn, one PUT every 100 ms, each changing the
 # backend port. Each round measures the steady route quiet, then under the
-# writes; the ratio within a round is what counts. Needs wrk and taskset.
+# writes; the ratio within a round is what counts. Needs wrk, taskset and
+# python3.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-8s}
@@ -43,14 +44,26 @@ curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' "http://$API/
 	-d '{"name":"steady","backends":[{"address":"127.0.0.1","port":'"$BASE_PORT"'}],"config":{"hostnames":["steady.test"]}}'
 for _ in $(seq 50); do curl -fsS -o /dev/null -H 'Host: steady.test' "http://$PROXY/" 2>/dev/null && break; sleep 0.1; done
 
+# The writer is one process on the load CPU with a keep-alive connection
+# (a curl process per write would charge its start-up to whichever CPU it
+# lands on, the proxy's included, and measure curl rather than Levee).
 writer() {
-	local n=0 id
-	while :; do
-		n=$((n + 1)); id=r$((n % 10))
-		curl -fsS -o /dev/null -X PUT -H 'Content-Type: application/json' "http://$API/entrypoints/$id" \
-			-d '{"name":"'"$id"'","backends":[{"address":"127.0.0.1","port":'$((18000 + n % 900))'}],"config":{"hostnames":["'"$id"'.test"]}}'
-		sleep 0.1
-	done
+	exec taskset -c "$LOAD_CPU" python3 - "$API" <<'PY'
+import http.client, json, sys, time
+conn = http.client.HTTPConnection(sys.argv[1])
+n = 0
+while True:
+    n += 1
+    rid = f"r{n % 10}"
+    body = json.dumps({"name": rid, "backends": [{"address": "127.0.0.1", "port": 18000 + n % 900}],
+                       "config": {"hostnames": [f"{rid}.test"]}})
+    conn.request("PUT", f"/entrypoints/{rid}", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    resp.read()
+    if resp.status != 200:
+        sys.exit(f"PUT {rid}: {resp.status}")
+    time.sleep(0.1)
+PY
 }
 echo "round	mode	req/s	p99"
 for round in $(seq "$ROUNDS"); do
