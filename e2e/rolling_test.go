@@ -210,24 +210,26 @@ func TestRollingRestartLosesNoRequest(t *testing.T) {
 	if total < 1000 {
 		t.Fatalf("only %d requests under load: the load did not run", total)
 	}
-	// Known gap (issue 20, left open): on a loaded CI host one request in
-	// several thousand has been answered 502 backend-unreachable during a
-	// restart (1 of 6,750 once, in one of five clean-clone runs; none in
-	// ten runs on a quiet host), cause not yet found. Until it is, that
-	// answer is tolerated at a rate of at most one per thousand requests
-	// and reported here; any other non-2xx answer fails the test.
-	unreachable := statuses["502 backend-unreachable Retry-After="]
+	// Zero non-2xx answers. (A 502 backend-unreachable seen once in
+	// 6,750 requests on a loaded CI host came from a reset that beat the
+	// request's write on a new connection to a replica closing its
+	// listener: not then taken for a close before the answer, so not
+	// retried. router/httpx/client TestFailureClassification pins the
+	// fix.) On a failure, the access log of each non-2xx answer says
+	// which backend and which error.
 	var bad []string
 	for k, v := range statuses {
-		if k != "200" && k != "502 backend-unreachable Retry-After=" {
+		if k != "200" {
 			bad = append(bad, fmt.Sprintf("%d × %s", v, k))
 		}
 	}
-	if len(bad) > 0 || unreachable*1000 > int(total) {
-		t.Fatalf("%d requests, not all 200: %s (and %d × 502 backend-unreachable)", total, strings.Join(bad, "; "), unreachable)
-	}
-	if unreachable > 0 {
-		t.Logf("KNOWN GAP: %d of %d requests answered 502 backend-unreachable during the restarts", unreachable, total)
+	if len(bad) > 0 {
+		for _, m := range f.p.logs() {
+			if m["event"] == "access" && fmt.Sprint(m["status"]) != "200" {
+				t.Logf("access: %v", m)
+			}
+		}
+		t.Fatalf("%d requests, not all 200: %s", total, strings.Join(bad, "; "))
 	}
 }
 

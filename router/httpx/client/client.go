@@ -259,11 +259,12 @@ func ClosedBeforeAnswer(err error) bool {
 	}
 	// net/http's Transport reports the end of a connection before the
 	// response head as the read error itself (io.EOF, wrapped as
-	// "transport connection broken"), or a reset as the read's
-	// *net.OpError; a dial failure is not this.
+	// "transport connection broken"), or a reset as the read's or the
+	// write's *net.OpError (a reset that beat the request's write); a
+	// dial failure is not this.
 	var op *net.OpError
 	if errors.As(err, &op) {
-		return op.Op == "read" && !op.Timeout()
+		return (op.Op == "read" || op.Op == "write") && !op.Timeout()
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

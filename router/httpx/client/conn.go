@@ -316,7 +316,12 @@ func (c *pooledConn) awaitHead() {
 // fail cleans up a failed exchange and marks the error replayable the way
 // net/http does: a pooled connection the backend had closed, and either
 // the request could not be written or it is idempotent and not a byte came
-// back.
+// back. A new connection closed or reset without a byte of answer is
+// errNoAnswer whether the request was being written or awaited its answer:
+// a backend that closes its listener resets the connections still in its
+// accept queue, and whether the reset comes before or after the request's
+// write is a matter of scheduling (seen as a rare 502 during rolling
+// restarts on a loaded host).
 func (c *pooledConn) fail(err error, writing bool, req *http.Request) error {
 	c.disarm()
 	c.broken.Store(true)
@@ -328,7 +333,7 @@ func (c *pooledConn) fail(err error, writing bool, req *http.Request) error {
 	if c.reused && (writing || Idempotent(req) && silent) {
 		return fmt.Errorf("%w: %w", errNothingReceived, err)
 	}
-	if silent && !writing {
+	if silent {
 		return fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	return err
