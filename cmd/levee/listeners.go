@@ -171,10 +171,14 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 	return out
 }
 
-// newTLSServer returns a TLS listener's server: net/http's, which speaks
-// HTTP/2 and HTTP/1.1 chosen by ALPN (router/httpx/server is HTTP/1.1
-// only), with the limits of the plain listeners.
-func newTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, app *app, errorLog *stdlog.Logger) httpServer {
+// newTLSServer returns a TLS listener's server, with the limits of the
+// plain listeners: Levee's own HTTP/1.1 server beside net/http's HTTP/2
+// server, split by ALPN (splitTLSServer), unless --http-server=stdlib,
+// where net/http's server speaks both.
+func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, app *app, errorLog *stdlog.Logger) httpServer {
+	if kind != "stdlib" {
+		return newSplitTLSServer(h, spec, l, app.tlsConfig, errorLog)
+	}
 	srv := &http.Server{
 		Handler:   h,
 		TLSConfig: app.tlsConfig,

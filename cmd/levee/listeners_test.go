@@ -83,8 +83,14 @@ func TestListenerTimeoutsReachTheServer(t *testing.T) {
 		t.Errorf("levee: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
 	spec.TLS = true
-	if srv := newTLSServer(nil, spec, l, &app{}, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
-		t.Errorf("tls: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	if srv := newTLSServer("stdlib", nil, spec, l, &app{}, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
+		t.Errorf("tls stdlib: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	}
+	split := newTLSServer("levee", nil, spec, l, &app{}, nil).(*splitTLSServer)
+	if split.h1.ReadHeaderTimeout != 3*time.Second || split.h1.IdleTimeout != 7*time.Second ||
+		split.mux.HandshakeTimeout != 3*time.Second || split.h2.IdleTimeout != 7*time.Second {
+		t.Errorf("tls levee: h1 %v %v, handshake %v, h2 idle %v", split.h1.ReadHeaderTimeout, split.h1.IdleTimeout,
+			split.mux.HandshakeTimeout, split.h2.IdleTimeout)
 	}
 	if d := (listenerSpec{}); d.headerTimeout() != proxyReadHeaderTimeout || d.idleTimeout() != proxyIdleTimeout {
 		t.Error("defaults")

@@ -108,6 +108,13 @@ func newPlainServer(kind string, h http.Handler, spec listenerSpec, l *router.Li
 			BaseContext:       listenerContext(l),
 		}
 	}
+	srv := newLeveeServer(h, spec, errorLog)
+	srv.BaseContext = listenerContext(l)
+	return srv
+}
+
+// newLeveeServer is Levee's own HTTP/1.1 server with a listener's limits.
+func newLeveeServer(h http.Handler, spec listenerSpec, errorLog *stdlog.Logger) *server.Server {
 	return &server.Server{
 		RefusalHeader:     http.Header{proxy.HeaderDiagnostic: {proxy.DiagnosticBadRequest}},
 		Handler:           h,
@@ -115,7 +122,6 @@ func newPlainServer(kind string, h http.Handler, spec listenerSpec, l *router.Li
 		IdleTimeout:       spec.idleTimeout(),
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          errorLog,
-		BaseContext:       listenerContext(l),
 	}
 }
 
@@ -253,7 +259,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	for i, l := range ls {
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
-			out[i].srv = newTLSServer(app.proxy, out[i].spec, l, app, errLog)
+			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, errLog)
 		} else {
 			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
 		}

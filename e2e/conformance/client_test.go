@@ -2,14 +2,16 @@ package conformance
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
 	"time"
 )
 
-// rawClient is one TCP connection to Levee's proxy listener. Every read
+// rawClient is one TCP (or TLS) connection to Levee's proxy listener. Every read
 // has a deadline; everything received is kept for failure messages.
 type rawClient struct {
 	c  net.Conn
@@ -22,10 +24,22 @@ type rawClient struct {
 
 const maxKept = 1 << 20
 
-func dialRaw(addr string) (*rawClient, error) {
+// dialRaw connects to addr; with sni, over TLS (HTTP/1.1 by ALPN, for
+// that server name, any certificate accepted).
+func dialRaw(addr, sni string) (*rawClient, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
+	}
+	if sni != "" {
+		tc := tls.Client(c, &tls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		_ = tc.SetDeadline(time.Time{})
+		c = tc
 	}
 	rc := &rawClient{c: c}
 	rc.br = bufio.NewReader(clientTee{rc})

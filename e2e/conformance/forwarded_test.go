@@ -56,10 +56,14 @@ func runForwarded(t *testing.T, e *env, fields string) {
 		return
 	}
 	r := reqs[0]
+	proto := "http"
+	if e.tls {
+		proto = "https"
+	}
 	for name, want := range map[string]string{
 		"X-Forwarded-For":   "127.0.0.1",
 		"X-Forwarded-Host":  v.host,
-		"X-Forwarded-Proto": "http",
+		"X-Forwarded-Proto": proto,
 	} {
 		if got := r.get(name); len(got) != 1 || got[0] != want {
 			v.Errorf("the backend read %s %q, want exactly %q (head %q)", name, got, want, r.head)

@@ -293,7 +293,7 @@ func TestNetHTTPReference(t *testing.T) {
 	for _, fv := range frontVectors() {
 		t.Run(fv.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := dialRaw(addr)
+			c, err := dialRaw(addr, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,15 +34,24 @@ const (
 // API helpers.
 type leveeProc struct {
 	*leveetest.Proc
+	tls bool // routes are TLS routes, reached on the TLS listener
+	// frontAddr is the listener the clients dial: the plain one, or with
+	// tls the TLS one.
+	frontAddr string
 }
 
 // startLevee runs `levee serve` with the suite's limits and the given
-// server and backend client, and returns once both listeners are up. Only
+// server and backend client (with tls, a TLS listener "websecure" beside
+// the plain one), and returns once its listeners are up. Only
 // these flags configure it: the caller's LEVEE_* variables are dropped.
 // The process is killed when t ends.
-func startLevee(t *testing.T, server, client string) *leveeProc {
+func startLevee(t *testing.T, server, client string, tls bool) *leveeProc {
 	t.Helper()
-	p := leveetest.Start(t, leveeBinary, leveetest.Options{Args: []string{
+	var listen []string
+	if tls {
+		listen = []string{"--listen", "websecure=127.0.0.1:0,tls"}
+	}
+	p := leveetest.Start(t, leveeBinary, leveetest.Options{Args: append(listen,
 		"--docker=false",
 		"--state-file", filepath.Join(t.TempDir(), "state.json"),
 		"--log-level", "info",
@@ -53,8 +62,18 @@ func startLevee(t *testing.T, server, client string) *leveeProc {
 		"--tunnel-idle-timeout", tunnelIdleTimeout.String(),
 		"--max-client-conns", fmt.Sprint(maxClientConns),
 		"--shutdown-timeout", "1s",
-	}})
-	return &leveeProc{Proc: p}
+	)})
+	lp := &leveeProc{Proc: p, tls: tls, frontAddr: p.ProxyAddr}
+	if tls {
+		line, err := p.WaitLog(leveetest.StartupTimeout, func(m map[string]any) bool {
+			return m["listener"] == "proxy" && m["name"] == "websecure" && m["message"] == "listening"
+		})
+		if err != nil {
+			t.Fatalf("the TLS listener: %v", err)
+		}
+		lp.frontAddr = fmt.Sprint(line["addr"])
+	}
+	return lp
 }
 
 // logsAbout returns the raw log lines that name the route or the host
@@ -116,6 +135,9 @@ func (p *leveeProc) createRoute(t *testing.T, name, host, addr string, config ma
 		t.Fatal(err)
 	}
 	cfg := map[string]any{"hostnames": []string{host}}
+	if p.tls {
+		cfg["tls"] = map[string]any{"enabled": true}
+	}
 	for k, v := range config {
 		cfg[k] = v
 	}

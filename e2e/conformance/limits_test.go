@@ -212,6 +212,19 @@ func runMaxClientConns(t *testing.T, e *env) {
 	deadline := time.Now().Add(3 * time.Second)
 	var extras []*rawClient
 	for range 4 {
+		if e.tls {
+			// Over TLS the close comes during the handshake: a failed
+			// handshake is the connection closed at once.
+			c, err := dialRaw(e.p.frontAddr, v.host)
+			if err != nil {
+				continue
+			}
+			v.clients = append(v.clients, c)
+			v.Cleanup(c.close)
+			_ = v.get(c, "/extra")
+			extras = append(extras, c)
+			continue
+		}
 		c := v.dial()
 		_ = v.get(c, "/extra") // may fail: the connection may be closed already
 		extras = append(extras, c)

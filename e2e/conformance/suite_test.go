@@ -43,11 +43,16 @@ func allVectors() []vector {
 // env is one combination's levee process.
 type env struct {
 	server, client string
-	p              *leveeProc
+	// tls: the clients speak HTTP/1.1 over TLS to a TLS listener (routes
+	// are TLS routes, served with Levee's default certificate).
+	tls bool
+	p   *leveeProc
 }
 
 // TestConformance runs every vector against Levee on the four
-// combinations of --http-server and --backend-client.
+// combinations of --http-server and --backend-client, then on both
+// servers over TLS (Levee's own HTTP/1.1 server behind router/httpx/tlsmux,
+// and net/http's).
 func TestConformance(t *testing.T) {
 	vectors := allVectors()
 	names := map[string]bool{}
@@ -63,30 +68,38 @@ func TestConformance(t *testing.T) {
 			for _, client := range []string{"levee", "stdlib"} {
 				t.Run("client="+client, func(t *testing.T) {
 					t.Parallel()
-					e := &env{server: server, client: client, p: startLevee(t, server, client)}
-					t.Cleanup(func() {
-						if err := e.p.Exited(); err != nil {
-							t.Errorf("%v; its output:\n%s", err, e.p.Output())
-						}
-					})
-					// Serial vectors run here, alone; the parallel ones
-					// start once this function has returned.
-					for _, v := range vectors {
-						if v.serial {
-							t.Run(v.name, func(t *testing.T) { v.run(t, e) })
-						}
-					}
-					for _, v := range vectors {
-						if !v.serial {
-							t.Run(v.name, func(t *testing.T) {
-								t.Parallel()
-								v.run(t, e)
-							})
-						}
-					}
+					runVectors(t, &env{server: server, client: client, p: startLevee(t, server, client, false)}, vectors)
 				})
 			}
+			t.Run("tls", func(t *testing.T) {
+				t.Parallel()
+				runVectors(t, &env{server: server, client: "levee", tls: true, p: startLevee(t, server, "levee", true)}, vectors)
+			})
 		})
+	}
+}
+
+// runVectors runs the vectors on one combination's process.
+func runVectors(t *testing.T, e *env, vectors []vector) {
+	t.Cleanup(func() {
+		if err := e.p.Exited(); err != nil {
+			t.Errorf("%v; its output:\n%s", err, e.p.Output())
+		}
+	})
+	// Serial vectors run here, alone; the parallel ones start once this
+	// function has returned.
+	for _, v := range vectors {
+		if v.serial {
+			t.Run(v.name, func(t *testing.T) { v.run(t, e) })
+		}
+	}
+	for _, v := range vectors {
+		if !v.serial {
+			t.Run(v.name, func(t *testing.T) {
+				t.Parallel()
+				v.run(t, e)
+			})
+		}
 	}
 }
 
@@ -173,7 +186,11 @@ func (v *vt) dial() *rawClient {
 // their bytes themselves.
 func (v *vt) dialUnlisted() *rawClient {
 	v.Helper()
-	c, err := dialRaw(v.e.p.ProxyAddr)
+	sni := ""
+	if v.e.tls {
+		sni = v.host
+	}
+	c, err := dialRaw(v.e.p.frontAddr, sni)
 	if err != nil {
 		v.Fatalf("dialing the proxy: %v", err)
 	}

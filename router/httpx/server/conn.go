@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,10 @@ type conn struct {
 	sock       *sockio.Socket
 	base       context.Context
 	remoteAddr string
+	// tlsState is the connection's TLS state when it is a *tls.Conn
+	// (handshaken before the server got it, see router/httpx/tlsmux),
+	// given to every request as net/http gives it (Request.TLS).
+	tlsState   *tls.ConnectionState
 	cr         connReader
 	br         *bufio.Reader
 	bw         *bufio.Writer
@@ -150,6 +155,32 @@ func (cr *connReader) consume(n int) {
 }
 
 // serve is the connection's loop.
+// handshake completes the TLS handshake of a *tls.Conn (router/httpx/tlsmux
+// hands over connections already handshaken; a crypto/tls listener's are
+// not), within the header timeout as net/http bounds it, and keeps the
+// connection's TLS state for its requests. It reports whether to go on.
+func (c *conn) handshake() bool {
+	tc, ok := c.rwc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	if !tc.ConnectionState().HandshakeComplete {
+		ctx := context.Background()
+		if d := c.srv.ReadHeaderTimeout; d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.srv.logf("http: TLS handshake error from %s: %v", c.remoteAddr, err)
+			return false
+		}
+	}
+	st := tc.ConnectionState()
+	c.tlsState = &st
+	return true
+}
+
 func (c *conn) serve() {
 	hijacked := false
 	defer func() {
@@ -167,6 +198,9 @@ func (c *conn) serve() {
 		}
 		c.release()
 	}()
+	if !c.handshake() {
+		return
+	}
 	for {
 		ex, err := c.readRequest()
 		if err != nil {

@@ -257,6 +257,7 @@ func (ex *transaction) parseFast(head []byte) bool {
 	req.Host = f.host
 	req.RequestURI = target2
 	req.RemoteAddr = ex.c.remoteAddr
+	req.TLS = ex.c.tlsState
 	req.Close = f.closeReq
 	req.ContentLength = f.contentLength
 	req.Body = http.NoBody
@@ -442,6 +443,7 @@ func (ex *transaction) readSlow() error {
 	}
 	r := req.WithContext(&ex.ctx)
 	r.RemoteAddr = c.remoteAddr
+	r.TLS = c.tlsState
 	if r.Body != nil && r.Body != http.NoBody {
 		var src io.Reader = r.Body
 		if len(r.TransferEncoding) > 0 {

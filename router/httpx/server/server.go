@@ -128,6 +128,20 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// ServeConn serves one connection accepted elsewhere (router/httpx/tlsmux
+// hands over TLS connections it has handshaken) in the calling goroutine,
+// until the connection ends. base is its requests' base context, as
+// BaseContext gives for a listener. A server shut down closes it at once;
+// Shutdown and Close treat it as any other connection.
+func (s *Server) ServeConn(base context.Context, rwc net.Conn) {
+	c := newConn(s, rwc, base)
+	if !s.addConn(c) {
+		_ = rwc.Close()
+		return
+	}
+	c.serve()
+}
+
 // Shutdown stops accepting, closes idle connections, and waits for the
 // requests in progress to be answered; their connections are closed after
 // the answer. If ctx ends first, Shutdown returns its error and the
