@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +34,10 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 	t.Run("both tasks reached", func(t *testing.T) {
 		e.converge(web, ep, 2, 90*time.Second)
 		seen := map[string]bool{}
-		dockertest.Eventually(t, 10*time.Second, func() error {
+		// 30 s: a task that refused its first connection while its
+		// overlay endpoint came up is ejected for 10 s (see
+		// TestSwarmLeveeAsAService).
+		dockertest.Eventually(t, 30*time.Second, func() error {
 			h, err := e.get(host)
 			if err != nil {
 				return err
@@ -200,6 +205,30 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 			}
 			return fmt.Errorf("no W001 on swarm service %s: %+v", name, report.Objects)
 		})
+		// `levee validate` with no file reads the live engine: on a
+		// manager, the services too, with the same diagnostic.
+		out, err := exec.Command(leveeBinary, "validate", "--format", "json").Output()
+		var rep struct {
+			Services []struct {
+				Provider    string `json:"provider"`
+				Container   string `json:"container"`
+				Diagnostics []struct {
+					Code string `json:"code"`
+				} `json:"diagnostics"`
+			} `json:"services"`
+		}
+		if jerr := json.Unmarshal(out, &rep); jerr != nil {
+			t.Fatalf("levee validate: %v, %v\n%s", err, jerr, out)
+		}
+		found := false
+		for _, r := range rep.Services {
+			for _, d := range r.Diagnostics {
+				found = found || r.Provider == "swarm" && r.Container == name && d.Code == "W001"
+			}
+		}
+		if !found {
+			t.Errorf("levee validate on the live engine does not report W001 for swarm service %s:\n%s", name, out)
+		}
 	})
 
 	t.Run("VIP mode", func(t *testing.T) {

@@ -21,6 +21,10 @@ import (
 // would. Tests replace it.
 var listContainers = docker.ListContainers
 
+// listServices reads the live engine's Swarm services (none when it is not
+// a manager); a variable so that tests can replace it.
+var listServices = docker.ListServices
+
 // Statuses of a service in a validate report.
 const (
 	statusRouted   = "routed"   // routed with no warning
@@ -57,7 +61,8 @@ type validateReport struct {
 const validateUsage = `Usage: levee validate [flags] [FILE...]
 
 Checks the labels of compose FILEs (or, with no file, of the live engine's
-containers) with the same parser and validator as levee serve, and prints
+containers, and of its Swarm services when it is a Swarm manager) with the
+same parser and validator as levee serve, and prints
 per service: routed, degraded (routed, some field fell back) or skipped
 (not routed), with its diagnostics (see levee explain CODE).
 
@@ -141,8 +146,16 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "levee validate: read the live Docker engine: %v\n", err)
 			return 2
 		}
-		eps, ds := parser.Parse(containers)
-		rep = buildReport(config.SourceDocker, containers, eps, ds)
+		var services []labels.Container
+		if listServices != nil {
+			// On a Swarm manager the services' labels are checked too, as
+			// `levee serve --swarm` reads them.
+			if services, err = listServices(ctx, *host); err != nil {
+				fmt.Fprintf(stderr, "levee validate: read the live engine's Swarm services: %v\n", err)
+				return 2
+			}
+		}
+		rep = reportBoth(parser, composeObjects{containers: containers, services: services})
 		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}
@@ -252,11 +265,26 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		}
 		return rows[k]
 	}
+	// A live Swarm service's backends are its tasks: its row is the
+	// service's, with every task's address.
+	taskOf := map[string]string{}
+	for _, c := range containers {
+		for _, t := range c.Tasks {
+			taskOf[t.Name] = c.Name
+		}
+	}
 	for _, ep := range eps {
 		for _, b := range ep.Backends {
-			r := row(b.Name, ep.Name)
+			name, addr := b.Name, fmt.Sprintf("%s:%d", b.Address, b.Port)
+			if svc, ok := taskOf[b.Name]; ok {
+				name = svc
+			}
+			r := row(name, ep.Name)
 			r.Entrypoint, r.Hosts = ep.ID, ep.Hosts
-			r.Backend = fmt.Sprintf("%s:%d", b.Address, b.Port)
+			if r.Backend != "" && r.Backend != addr {
+				addr = r.Backend + ", " + addr
+			}
+			r.Backend = addr
 		}
 	}
 	var containerLevel []diagnostics.Diagnostic

@@ -190,8 +190,9 @@ func TestValidateUsageErrors(t *testing.T) {
 }
 
 func TestValidateLiveEngine(t *testing.T) {
-	saved := listContainers
-	t.Cleanup(func() { listContainers = saved })
+	saved, savedServices := listContainers, listServices
+	t.Cleanup(func() { listContainers, listServices = saved, savedServices })
+	listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil } // not a manager
 
 	listContainers = nil
 	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "cannot read the live Docker engine") {
@@ -209,6 +210,30 @@ func TestValidateLiveEngine(t *testing.T) {
 	if code != 0 || gotHost != "tcp://engine:2375" || !strings.Contains(out, "a.com -> 172.17.0.2:80") {
 		t.Errorf("live: exit %d host %q\n%s", code, gotHost, out)
 	}
+
+	// On a Swarm manager the services are checked too, marked [swarm],
+	// with their diagnostics.
+	listServices = func(context.Context, string) ([]labels.Container, error) {
+		net := []labels.Network{{Name: "ingress-net", IP: "10.0.1.2"}}
+		return []labels.Container{{ID: "svc1", Name: "shop", Service: true, Networks: net, Labels: map[string]string{
+			"levee.enable": "true", "levee.http.shop.host": "shop.com", "levee.http.shop.port": "8080",
+			"levee.http.shop.circuitBreaker.threshold": "2"},
+			Tasks: []labels.Task{{ID: "t1", Name: "shop.1", Networks: net},
+				{ID: "t2", Name: "shop.2", Networks: []labels.Network{{Name: "ingress-net", IP: "10.0.1.3"}}}}}}, nil
+	}
+	out, _, code = validate(t)
+	if code != 0 || !strings.Contains(out, "a.com -> 172.17.0.2:80") ||
+		!strings.Contains(out, "shop.com -> 10.0.1.2:8080, 10.0.1.3:8080 [swarm]") || !strings.Contains(out, "W024") ||
+		!strings.Contains(out, "0 skipped") {
+		t.Errorf("live with a Swarm service: exit %d\n%s", code, out)
+	}
+	listServices = func(context.Context, string) ([]labels.Container, error) {
+		return nil, errors.New("swarm list failed")
+	}
+	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "Swarm services: swarm list failed") {
+		t.Errorf("services error: exit %d, %q", code, errOut)
+	}
+	listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
 
 	listContainers = func(context.Context, string) ([]labels.Container, error) {
 		return nil, errors.New("connection refused")

@@ -410,3 +410,32 @@ func ListContainers(ctx context.Context, host string) ([]labels.Container, error
 	}
 	return sortedFacts(cache), nil
 }
+
+// ListServices lists the Swarm services of the engine at host once,
+// ordered by name, each with its running tasks, for `levee validate`. An
+// engine that is not a Swarm manager has none: nil, no error. Each engine
+// call has DefaultCallTimeout.
+func ListServices(ctx context.Context, host string) ([]labels.Container, error) {
+	cli, err := newClient(host)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	var manager bool
+	if err := bounded(ctx, DefaultCallTimeout, func(ctx context.Context) error {
+		info, err := cli.Info(ctx)
+		manager = info.Swarm.ControlAvailable
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("engine info at %s: %w", host, err)
+	}
+	if !manager {
+		return nil, nil
+	}
+	st, err := listSwarm(ctx, cli, host, DefaultCallTimeout)
+	if err != nil {
+		return nil, err
+	}
+	cache, _ := swarmFacts(st, "")
+	return sortedFacts(cache), nil
+}
