@@ -164,3 +164,52 @@ func TestSlowStore(t *testing.T) {
 		t.Fatalf("diagnostics %v after rejoining, want none", ds)
 	}
 }
+
+// TestSubscribedWhenNewReturns: New returns once Redis has confirmed the
+// event subscription, so no announcement made after it is missed (with a
+// manual flush, a missed one would never be made up for); a store that
+// does not answer holds New up no longer than Timeout.
+func TestSubscribedWhenNewReturns(t *testing.T) {
+	srv := redistest.Start(t)
+	admin, _ := NewClient(srv.URL())
+	defer admin.Close()
+	for i := 1; i <= 3; i++ {
+		c, _ := NewClient(srv.URL())
+		s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		n, err := admin.PubSubNumSub(context.Background(), s.channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n[s.channel] != int64(i) {
+			t.Fatalf("store %d: %d subscribers when New returned, want %d", i, n[s.channel], i)
+		}
+	}
+	if err := admin.Do(context.Background(), "CLIENT", "PAUSE", "3000", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := NewClient(srv.URL())
+	start := time.Now()
+	s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The store stays paused for 3 s (UNPAUSE below waits for that too):
+	// a New that waited for it rather than for its 100 ms timeout would
+	// take that long.
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("New took %v against a paused store; the timeout is 100ms", took)
+	}
+	if err := admin.Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// go-redis subscribes once the store answers again
+	eventually(t, "the fourth subscription", func() bool {
+		n, err := admin.PubSubNumSub(context.Background(), s.channel).Result()
+		return err == nil && n[s.channel] == 4
+	})
+}

@@ -64,7 +64,8 @@
 //
 // A transition is decided once, by the script call that sees it due, and
 // announced. A replica learns it from the announcement (one publish to
-// every subscriber) or, if that was lost, from its next flush's answer:
+// every subscriber; New waits, at most Timeout, for Redis to confirm the
+// subscription) or, if that was lost, from its next flush's answer:
 // within FlushInterval plus one round trip in the worst case. Each
 // replica applies only a generation at least as new as the one it has.
 //

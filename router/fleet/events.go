@@ -8,15 +8,35 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/redis/go-redis/v9"
 )
+
+// listen subscribes to the event channel and waits, at most Timeout, for
+// Redis to confirm it: once New returns, every announcement another
+// replica makes reaches this one. A store that does not confirm in time
+// does not hold up the start; go-redis subscribes when it can, and the
+// next flush makes up for what was announced meanwhile.
+func (s *Store) listen(ctx context.Context) *redis.PubSub {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	ps := s.client.Subscribe(ctx, s.channel)
+	msg, err := ps.Receive(ctx)
+	switch msg := msg.(type) {
+	case *redis.Message: // an announcement beat the confirmation
+		s.handle(msg.Payload)
+	case nil:
+		s.log.Warn().Str("event", "breaker_store_unconfirmed").Str("channel", s.channel).Err(err).
+			Msg("breaker store events not confirmed yet: announcements are made up for by the flush until they are")
+	}
+	return ps
+}
 
 // subscribe applies the transitions and operator actions other replicas'
 // scripts announce. go-redis re-subscribes by itself after a connection
 // loss; a message lost meanwhile is made up for by the next flush, which
 // answers the fleet state.
-func (s *Store) subscribe(ctx context.Context) {
+func (s *Store) subscribe(ctx context.Context, ps *redis.PubSub) {
 	defer s.done.Done()
-	ps := s.client.Subscribe(ctx, s.channel)
 	defer ps.Close()
 	ch := ps.Channel()
 	for {
@@ -27,10 +47,14 @@ func (s *Store) subscribe(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if err := s.onEvent(msg.Payload); err != nil {
-				s.log.Warn().Str("event", "breaker_store_bad_event").Err(err).Msg("ignoring a malformed breaker store event")
-			}
+			s.handle(msg.Payload)
 		}
+	}
+}
+
+func (s *Store) handle(payload string) {
+	if err := s.onEvent(payload); err != nil {
+		s.log.Warn().Str("event", "breaker_store_bad_event").Err(err).Msg("ignoring a malformed breaker store event")
 	}
 }
 

@@ -47,8 +47,9 @@ type Options struct {
 	// FlushInterval is how often outcomes are sent and the fleet state is
 	// read back (default DefaultFlushInterval).
 	FlushInterval time.Duration
-	// Timeout bounds one flush; a store slower than this is treated as
-	// down (default: FlushInterval, at least 20ms).
+	// Timeout bounds one flush, and how long New waits for the event
+	// subscription to be confirmed; a store slower than this is treated
+	// as down (default: FlushInterval, at least 20ms).
 	Timeout time.Duration
 	// Window is the fleet window of breakers with a count window
 	// (default DefaultWindow).
@@ -130,9 +131,10 @@ func New(opts Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
+	ps := s.listen(ctx)
 	s.done.Add(2)
 	go s.flushLoop(ctx)
-	go s.subscribe(ctx)
+	go s.subscribe(ctx, ps)
 	return s, nil
 }
 
