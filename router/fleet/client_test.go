@@ -124,8 +124,7 @@ func value(c prometheus.Metric) float64 {
 func TestSlowStore(t *testing.T) {
 	srv := redistest.Start(t)
 	c, _ := NewClient(srv.URL())
-	admin, _ := NewClient(srv.URL())
-	defer admin.Close()
+	admin := pauser(t, srv.URL())
 	s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -137,14 +136,15 @@ func TestSlowStore(t *testing.T) {
 	if !b.Following() {
 		t.Fatal("not following after the first flush")
 	}
-	if err := admin.Do(context.Background(), "CLIENT", "PAUSE", "10000", "ALL").Err(); err != nil {
+	if err := admin.Do(context.Background(), "CLIENT", "PAUSE", "3000", "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	s.Flush(context.Background())
-	// The store stays paused for 10 s (until UNPAUSE below): a flush that
-	// waited for it rather than for its 100 ms timeout would take that long.
-	if took := time.Since(start); took > 5*time.Second {
+	// The store stays paused for 3 s (UNPAUSE below waits for that too):
+	// a flush that waited for it rather than for its 100 ms timeout would
+	// take that long.
+	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("a flush to a paused store took %v; the timeout is 100ms", took)
 	}
 	if b.Following() {
@@ -171,8 +171,7 @@ func TestSlowStore(t *testing.T) {
 // does not answer holds New up no longer than Timeout.
 func TestSubscribedWhenNewReturns(t *testing.T) {
 	srv := redistest.Start(t)
-	admin, _ := NewClient(srv.URL())
-	defer admin.Close()
+	admin := pauser(t, srv.URL())
 	for i := 1; i <= 3; i++ {
 		c, _ := NewClient(srv.URL())
 		s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: 5 * time.Second})
@@ -212,4 +211,18 @@ func TestSubscribedWhenNewReturns(t *testing.T) {
 		n, err := admin.PubSubNumSub(context.Background(), s.channel).Result()
 		return err == nil && n[s.channel] == 4
 	})
+}
+
+// pauser returns the client that pauses and unpauses the store at url.
+// Redis runs no command during CLIENT PAUSE ALL, CLIENT UNPAUSE included:
+// the UNPAUSE is answered when the pause ends, so this client waits
+// longer for an answer than any pause the tests make.
+func pauser(t *testing.T, url string) redis.UniversalClient {
+	t.Helper()
+	c, err := NewClient(url + "?read_timeout=20s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
