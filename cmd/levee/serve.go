@@ -237,7 +237,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	var out []proxyListener
 	bound := slices.Clone(specs) // with the ports the system chose for :0
 	for i, spec := range specs {
-		ln, err := net.Listen("tcp", spec.Addr)
+		ln, err := server.Listen(context.Background(), spec.Addr)
 		if err != nil {
 			for _, p := range out {
 				p.ln.Close()
