@@ -258,6 +258,9 @@ func (c *conn) serveRequest(ex *transaction) (keep bool) {
 		// connection ends after the answer.
 		ex.resp.closeAfter = true
 	}
+	if ex.resp.closeAfter && !bodyLeft {
+		c.holdLastWrites()
+	}
 	ex.resp.finish()
 	c.endRequest(ex)
 	if bodyLeft {
@@ -265,6 +268,25 @@ func (c *conn) serveRequest(ex *transaction) (keep bool) {
 		return false
 	}
 	return !ex.resp.closeAfter && ex.resp.werr == nil
+}
+
+// writeHolder is a connection under TLS that can hold the writes that end
+// it and send them with its close (router/httpx/tlsmux): the last answer
+// and the close_notify alert then leave in one system call.
+type writeHolder interface{ HoldWrites() }
+
+// holdLastWrites tells the connection under TLS, when it can hold writes,
+// that what is written from now on is followed by its close: only when
+// the connection ends right after the answer, not when it lingers (a
+// held answer would wait for the linger to end).
+func (c *conn) holdLastWrites() {
+	tc, ok := c.rwc.(*tls.Conn)
+	if !ok {
+		return
+	}
+	if h, ok := tc.NetConn().(writeHolder); ok {
+		h.HoldWrites()
+	}
 }
 
 // runHandler calls the handler and reports false if it panicked.

@@ -24,7 +24,6 @@
 package tlsmux
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -120,9 +119,17 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) serveConn(c net.Conn) {
 	defer s.active.Done()
 	tc := tls.Server(rawIO(c), s.opts.Config)
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
-	err := tc.HandshakeContext(ctx)
-	cancel()
+	// The limit is the connection's deadline rather than a context's:
+	// crypto/tls watches a cancellable context with a goroutine of its own
+	// for every handshake. The deadline is cleared for the server that
+	// takes the connection over, which sets its own.
+	err := c.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout))
+	if err == nil {
+		err = tc.Handshake()
+	}
+	if err == nil {
+		err = c.SetDeadline(time.Time{})
+	}
 	if err != nil {
 		if s.opts.HandshakeError != nil {
 			s.opts.HandshakeError(c.RemoteAddr().String(), err)
@@ -167,13 +174,95 @@ func (s *Server) Wait() { s.active.Wait() }
 // (sockio.Socket), as Levee's HTTP/1.1 server makes them on plain
 // connections: crypto/tls reads and writes its records through it. Its
 // deadlines are the connection's.
+//
+// It can also hold the writes that end the connection (HoldWrites): the
+// last answer and TLS's close_notify alert then leave in one system call
+// and one packet when the connection is closed, instead of two.
 type rawConn struct {
 	net.Conn
 	s *sockio.Socket
+
+	mu      sync.Mutex // guards the hold: Close may come from another goroutine
+	holding bool
+	held    []byte
+	wdl     time.Time // the write deadline asked for while holding
+	wdlSet  bool
 }
 
-func (c *rawConn) Read(p []byte) (int, error)  { return c.s.Read(p) }
-func (c *rawConn) Write(p []byte) (int, error) { return c.s.Write(p) }
+// Hold limits: at most holdMax bytes are held (one TLS record of the
+// largest size and the alert; more is sent as it comes), and the held
+// bytes get heldWriteLimit to leave at Close, the bound crypto/tls gives
+// its close_notify alert.
+const (
+	holdMax        = 16<<10 + 256
+	heldWriteLimit = 5 * time.Second
+)
+
+func (c *rawConn) Read(p []byte) (int, error) { return c.s.Read(p) }
+
+func (c *rawConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if !c.holding {
+		c.mu.Unlock()
+		return c.s.Write(p)
+	}
+	if len(c.held)+len(p) <= holdMax {
+		c.held = append(c.held, p...)
+		c.mu.Unlock()
+		return len(p), nil
+	}
+	// Too much to hold: the held bytes and p go now, within the write
+	// deadline asked for meanwhile.
+	held := c.held
+	c.holding, c.held = false, nil
+	if c.wdlSet {
+		_ = c.Conn.SetWriteDeadline(c.wdl)
+	}
+	c.mu.Unlock()
+	if len(held) > 0 {
+		if _, err := c.s.Write(held); err != nil {
+			return 0, err
+		}
+	}
+	return c.s.Write(p)
+}
+
+// HoldWrites holds the writes to come until Close (within holdMax). The
+// caller promises to close the connection after them: Levee's HTTP/1.1
+// server calls it before the last answer of a connection it then closes
+// (router/httpx/server).
+func (c *rawConn) HoldWrites() {
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// SetWriteDeadline is recorded while writes are held (nothing is written
+// until Close, which has its own limit), and set otherwise.
+func (c *rawConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	if c.holding {
+		c.wdl, c.wdlSet = t, true
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// Close sends the held writes, within heldWriteLimit, and closes the
+// connection.
+func (c *rawConn) Close() error {
+	c.mu.Lock()
+	held := c.held
+	c.holding, c.held = false, nil
+	c.mu.Unlock()
+	if len(held) > 0 {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(heldWriteLimit))
+		_, _ = c.s.Write(held)
+	}
+	return c.Conn.Close()
+}
 
 // rawIO returns c with raw socket I/O, or c when it is not a socket.
 func rawIO(c net.Conn) net.Conn {

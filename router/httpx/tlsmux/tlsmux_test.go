@@ -203,3 +203,120 @@ func TestWaitWaitsForConnectionsBeingServed(t *testing.T) {
 		t.Fatal("Wait did not return once the connection was done")
 	}
 }
+
+// The handshake's limit ends with the handshake: the server that takes
+// the connection over reads past it (it sets limits of its own).
+func TestHandshakeLimitClearedForTheServer(t *testing.T) {
+	const limit = 100 * time.Millisecond
+	f := newFixture(t, limit)
+	client := f.dial(t, "http/1.1")
+	srv := next(t, f.h1, "HTTP/1.1")
+	defer srv.Close()
+	done := make(chan error, 1)
+	go func() {
+		// The handshake's deadline, had it been kept, would have
+		// passed by the time this arrives (the server's read waits).
+		time.Sleep(3 * limit)
+		_, err := client.Write([]byte("x"))
+		done <- err
+	}()
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(srv, buf); err != nil {
+		t.Fatalf("read after the handshake limit: %v (the handshake's deadline is still set)", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Write([]byte("y")); err != nil {
+		t.Fatalf("write after the handshake limit: %v", err)
+	}
+}
+
+// tcpPair returns the two ends of a loopback TCP connection: the server's
+// wrapped by rawIO.
+func tcpPair(t *testing.T) (*rawConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, ok := rawIO(c).(*rawConn)
+	if !ok {
+		t.Fatal("a TCP connection did not get raw I/O")
+	}
+	t.Cleanup(func() { rc.Close() })
+	return rc, peer
+}
+
+// nothingArrives checks that peer receives no byte within 50 ms (a
+// negative check: it can miss a late byte, never invent one).
+func nothingArrives(t *testing.T, peer net.Conn, when string) {
+	t.Helper()
+	_ = peer.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := peer.Read(make([]byte, 1)); n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("%s: the peer got %d bytes (%v), want none yet", when, n, err)
+	}
+	_ = peer.SetReadDeadline(time.Time{})
+}
+
+// Held writes leave with Close, in order and whole; the peer then sees
+// the end of the stream.
+func TestHeldWritesLeaveWithClose(t *testing.T) {
+	rc, peer := tcpPair(t)
+	rc.HoldWrites()
+	for _, p := range []string{"answer;", "alert"} {
+		if n, err := rc.Write([]byte(p)); n != len(p) || err != nil {
+			t.Fatalf("held write of %q: %d, %v", p, n, err)
+		}
+	}
+	// A deadline asked for while holding does not cut the held bytes
+	// short: nothing is written until Close, which has its own limit.
+	if err := rc.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	nothingArrives(t, peer, "before Close")
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(peer)
+	if err != nil || string(got) != "answer;alert" {
+		t.Fatalf("after Close the peer read %q, %v; want \"answer;alert\" and the end", got, err)
+	}
+}
+
+// More than holdMax is not held: what was held and the write that
+// overflows leave at once, within the write deadline asked for while
+// holding.
+func TestHoldOverflowWritesThrough(t *testing.T) {
+	rc, peer := tcpPair(t)
+	rc.HoldWrites()
+	if _, err := rc.Write([]byte("head;")); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, holdMax+1)
+	if _, err := rc.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	_ = peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, 5+len(big))
+	if _, err := io.ReadFull(peer, got); err != nil || string(got[:5]) != "head;" {
+		t.Fatalf("the overflowing write did not go through before Close: %q, %v", got[:5], err)
+	}
+	// Held no more: a deadline in the past now fails the next write.
+	rc.HoldWrites()
+	_ = rc.SetWriteDeadline(time.Now().Add(-time.Second))
+	if _, err := rc.Write(big); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an overflowing write after a past deadline: %v, want %v", err, os.ErrDeadlineExceeded)
+	}
+}
