@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Listener is the proxy listener a request came in on, as the matcher
@@ -74,9 +75,22 @@ func (s *Snapshot) MatchOn(l *Listener, method, host, path string) (r *Route, re
 }
 
 // ListenerDiagnostics checks the routes of s against the listeners levee
-// serve declares: a route naming an undeclared listener is W046, a TLS
-// route while no TLS listener exists W047. Ghost routes are skipped.
+// serve declares (see ListenerDiagnostics). Ghost routes are skipped.
 func (s *Snapshot) ListenerDiagnostics(listeners []*Listener) []diagnostics.Diagnostic {
+	eps := make([]config.Entrypoint, 0, len(s.routes))
+	for _, r := range s.routes {
+		if !r.ghost {
+			eps = append(eps, r.ep)
+		}
+	}
+	return ListenerDiagnostics(eps, listeners)
+}
+
+// ListenerDiagnostics checks entrypoints against the listeners levee serve
+// declares: an entrypoint naming an undeclared listener is W046, a TLS
+// entrypoint while no TLS listener exists W047. `levee validate` runs it
+// on the labels it reads when it is told the listeners.
+func ListenerDiagnostics(eps []config.Entrypoint, listeners []*Listener) []diagnostics.Diagnostic {
 	names := map[string]bool{}
 	anyTLS := false
 	for _, l := range listeners {
@@ -84,20 +98,17 @@ func (s *Snapshot) ListenerDiagnostics(listeners []*Listener) []diagnostics.Diag
 		anyTLS = anyTLS || l.TLS
 	}
 	var out []diagnostics.Diagnostic
-	for _, r := range s.routes {
-		if r.ghost {
-			continue
-		}
-		for _, n := range r.ep.Listeners {
+	for _, ep := range eps {
+		for _, n := range ep.Listeners {
 			if !names[n] {
-				out = append(out, diagnostics.New(diagnostics.UnknownListener, sourceOf(r.ep), "listeners", n, "not served there",
-					fmt.Sprintf("route %q names listener %q, which levee serve does not declare", r.ep.ID, n),
+				out = append(out, diagnostics.New(diagnostics.UnknownListener, sourceOf(ep), "listeners", n, "not served there",
+					fmt.Sprintf("route %q names listener %q, which levee serve does not declare", ep.ID, n),
 					"declared: "+strings.Join(slices.Sorted(maps.Keys(names)), ", ")))
 			}
 		}
-		if r.ep.TLS.Enabled && !anyTLS && len(r.ep.Listeners) == 0 {
-			out = append(out, diagnostics.New(diagnostics.NoTLSListener, sourceOf(r.ep), "tls", "true", "not served over HTTPS",
-				fmt.Sprintf("route %q is tls=true but no TLS listener is declared", r.ep.ID),
+		if ep.TLS.Enabled && !anyTLS && len(ep.Listeners) == 0 {
+			out = append(out, diagnostics.New(diagnostics.NoTLSListener, sourceOf(ep), "tls", "true", "not served over HTTPS",
+				fmt.Sprintf("route %q is tls=true but no TLS listener is declared", ep.ID),
 				"add --listen websecure=:443,tls to levee serve"))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -73,6 +74,8 @@ merge keys, x- extensions, extends, profiles (--profile); several files
 A service's labels are container labels, read by the docker provider
 (levee serve); its deploy.labels are Swarm service labels, read by the
 swarm provider (levee serve --swarm); rows marked [swarm] are those.
+Given serve's listeners (--listen, --http-listen), routes are checked
+against them too (W046, W047).
 
 Exit status: 0 everything routes, 1 something is skipped, 2 usage error or
 nothing could be read.
@@ -94,6 +97,9 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.Var(&fileFlags, "f", "compose file (repeatable; - for standard input); files may also be given as arguments")
 	fs.Var(&envFiles, "env-file", "env file for interpolation (repeatable; default: .env beside the first file)")
 	fs.Var(&profiles, "profile", "compose profile to enable (repeatable)")
+	var listen []listenerSpec
+	fs.Var(listenFlag{&listen}, "listen", "levee serve's --listen (repeatable): given, it or --http-listen checks the routes against serve's listeners (W046, W047)")
+	httpListen := fs.String("http-listen", ":8080", "levee serve's --http-listen, when serve is given it")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, validateUsage)
 		fs.PrintDefaults()
@@ -118,6 +124,12 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return 2
 	}
 
+	listeners, err := validateListeners(fs, getenv, listen, *httpListen)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee validate: %v\n", err)
+		return 2
+	}
+
 	files = append(append([]string(nil), fileFlags...), files...)
 	parser := labels.Parser{Prefix: *prefix, ExposedByDefault: *byDefault}
 	var rep validateReport
@@ -131,7 +143,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "levee validate: note: required variable %s is not set; values that use it are checked as written\n", v)
 		}
 		parser.Offline = true
-		rep = reportBoth(parser, objs)
+		rep = reportBoth(parser, objs, listeners)
 	} else {
 		if len(envFiles) > 0 || len(profiles) > 0 {
 			fmt.Fprintln(stderr, "levee validate: --env-file and --profile apply to compose files; none given")
@@ -155,7 +167,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 				return 2
 			}
 		}
-		rep = reportBoth(parser, composeObjects{containers: containers, services: services})
+		rep = reportBoth(parser, composeObjects{containers: containers, services: services}, listeners)
 		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}
@@ -186,18 +198,43 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// validateListeners returns levee serve's listeners as --listen and
+// --http-listen (or their LEVEE_* variables) declare them, or nil when
+// neither is given: validate then does not judge listeners, since serve's
+// own flags are often elsewhere (a compose file's command).
+func validateListeners(fs *flag.FlagSet, getenv func(string) string, listen []listenerSpec, httpListen string) ([]*router.Listener, error) {
+	httpGiven := getenv(envName("http-listen")) != ""
+	fs.Visit(func(f *flag.Flag) { httpGiven = httpGiven || f.Name == "http-listen" })
+	if len(listen) == 0 && !httpGiven {
+		return nil, nil
+	}
+	specs, err := serveConfig{Listen: listen, HTTPListen: httpListen, httpListenGiven: httpGiven}.listeners()
+	if err != nil {
+		return nil, err
+	}
+	return routerListeners(specs), nil
+}
+
 // reportBoth checks a compose project's labels as container labels (docker
 // provider) and its deploy.labels as Swarm service labels (swarm
 // provider), and joins the two reports: containers first, then services.
-func reportBoth(parser labels.Parser, objs composeObjects) validateReport {
+// With listeners, the routes are also checked against them (W046, W047).
+func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.Listener) validateReport {
+	parse := func(p labels.Parser, objs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic, []diagnostics.Diagnostic) {
+		eps, ds := p.Parse(objs)
+		if listeners == nil {
+			return eps, ds, nil
+		}
+		return eps, ds, router.ListenerDiagnostics(eps, listeners)
+	}
 	parser.Source = config.SourceDocker
-	eps, ds := parser.Parse(objs.containers)
-	rep := buildReport(config.SourceDocker, objs.containers, eps, ds)
+	eps, ds, lds := parse(parser, objs.containers)
+	rep := buildReport(config.SourceDocker, objs.containers, eps, ds, lds)
 	if len(objs.services) > 0 {
 		sp := parser
 		sp.Source = config.SourceSwarm
-		eps, ds := sp.Parse(objs.services)
-		srep := buildReport(config.SourceSwarm, objs.services, eps, ds)
+		eps, ds, lds := parse(sp, objs.services)
+		srep := buildReport(config.SourceSwarm, objs.services, eps, ds, lds)
 		swarmRows := map[string]bool{}
 		for _, r := range srep.Services {
 			if r.Status == statusIgnored {
@@ -251,8 +288,9 @@ type rowKey struct{ container, service string }
 
 // buildReport turns the parser's output into one row per (container,
 // service). Diagnostics about a whole container (Service "") go to each of
-// its rows.
-func buildReport(provider string, containers []labels.Container, eps []config.Entrypoint, ds []diagnostics.Diagnostic) validateReport {
+// its rows; those about an entrypoint (routeDiags, by entrypoint ID) to
+// each row of the entrypoint.
+func buildReport(provider string, containers []labels.Container, eps []config.Entrypoint, ds, routeDiags []diagnostics.Diagnostic) validateReport {
 	order := map[string]int{}
 	for i, c := range containers {
 		order[c.Name] = i
@@ -307,6 +345,13 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		if !attached {
 			r := row(d.Source.ObjectName, "")
 			r.Diagnostics = append(r.Diagnostics, d)
+		}
+	}
+	for _, d := range routeDiags {
+		for _, r := range rows {
+			if r.Entrypoint == d.Source.ObjectID {
+				r.Diagnostics = append(r.Diagnostics, d)
+			}
 		}
 	}
 	for _, c := range containers {

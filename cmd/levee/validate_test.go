@@ -275,3 +275,37 @@ func TestValidateTraefikLabels(t *testing.T) {
 		t.Fatalf("prefix sozune: exit %d, want two I003 and no prefix hint at traefik:\n%s", code, out)
 	}
 }
+
+// Told levee serve's listeners (--listen, --http-listen or their LEVEE_*
+// variables), validate reports what serve would: a route naming an
+// undeclared listener (W046), a TLS route without a TLS listener (W047).
+// Not told, it does not judge listeners.
+func TestValidateListeners(t *testing.T) {
+	out, _, code := validate(t, "testdata/listeners.yml")
+	if code != 0 || strings.Contains(out, "W046") || strings.Contains(out, "W047") {
+		t.Fatalf("without listeners: exit %d, want 0 and no listener diagnostic:\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"--http-listen", ":80", "testdata/listeners.yml"},
+		{"--listen", "web=:80", "testdata/listeners.yml"},
+	} {
+		out, _, code := validate(t, args...)
+		if code != 0 || !hasRow(out, "degraded", "shop", "shop") || !hasRow(out, "degraded", "admin", "admin") {
+			t.Fatalf("%v: exit %d, want shop and admin degraded:\n%s", args, code, out)
+		}
+		for _, want := range []string{`W047 warn tls="true"`, "no TLS listener is declared", `W046 warn listeners="internal"`, "declared: web"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	env := map[string]string{"LEVEE_LISTEN": "web=:80;websecure=:443,tls;internal=127.0.0.1:9000"}
+	out, _, code = validateEnv(t, env, "testdata/listeners.yml")
+	if code != 0 || strings.Contains(out, "W046") || strings.Contains(out, "W047") || !hasRow(out, "routed", "shop", "shop") {
+		t.Fatalf("with every listener declared (LEVEE_LISTEN): exit %d, want shop and admin routed:\n%s", code, out)
+	}
+	_, errOut, code := validate(t, "--listen", "web:80", "testdata/listeners.yml")
+	if code != 2 || !strings.Contains(errOut, "want name=addr") {
+		t.Fatalf("a bad --listen: exit %d, stderr %q; want 2 and the syntax", code, errOut)
+	}
+}
