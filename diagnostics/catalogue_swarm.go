@@ -10,6 +10,10 @@ const (
 	SwarmNoVirtualIP Code = "W071"
 	// SwarmOnlyField: lb.swarm on a container, which has no virtual IP.
 	SwarmOnlyField Code = "W072"
+	// SwarmUnreachableFromHost: Levee runs outside any container and a
+	// service's tasks publish the route's port in no host-mode port, so it
+	// can only dial their overlay addresses, which the host cannot reach.
+	SwarmUnreachableFromHost Code = "W073"
 )
 
 // swarmEntries are the codes of the Swarm provider (codes 070-074); their Code constants are declared here too.
@@ -32,6 +36,12 @@ func swarmEntries() []Entry {
 			Effect:  "The field is ignored: only a Swarm service has a virtual IP; the container is routed as usual.",
 			Fix:     "Remove `lb.swarm` from the container's labels, or put the labels under `deploy.labels` of a service deployed with `docker stack deploy`.",
 			Example: "labels: levee.http.web.lb.swarm=true   # under labels:, not deploy.labels:",
+		},
+		{
+			Code: SwarmUnreachableFromHost, Severity: Warn, Title: "Levee on the host cannot reach the Swarm service's tasks",
+			Effect:  "Levee, running outside any container, still dials the tasks that do not publish the route's port in host mode at their address on the chosen overlay network, which the host most likely cannot reach: requests to them fail (502 or 503) and passive health ejects them. Tasks that do publish it in host mode are dialled at their node's address and published port.",
+			Fix:     "Publish the route's port in host mode (stack file `ports: - {target: 8080, mode: host}`, or `docker service create --publish mode=host,target=8080`), or run Levee in a container on the service's network (see docs/swarm.md).",
+			Example: "deploy.labels: levee.http.web.port=8080   # service publishes no port, Levee runs as a host process",
 		},
 	}
 }

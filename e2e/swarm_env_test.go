@@ -224,8 +224,12 @@ func (e *swarmEnv) dumpLogs(id string) {
 }
 
 // api GETs path from Levee's API into v.
-func (e *swarmEnv) api(path string, v any) error {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+e.apiAddr+path, nil)
+func (e *swarmEnv) api(path string, v any) error { return swarmAPI(e.apiAddr, path, v) }
+
+// swarmAPI GETs path from the API of the Levee at apiAddr (token swarmToken)
+// into v.
+func swarmAPI(apiAddr, path string, v any) error {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+apiAddr+path, nil)
 	req.Header.Set("Authorization", "Bearer "+swarmToken)
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
@@ -240,29 +244,41 @@ func (e *swarmEnv) api(path string, v any) error {
 
 // backends returns the addresses of entrypoint id's backends, sorted.
 func (e *swarmEnv) backends(id string) ([]string, error) {
-	var v struct {
-		Entrypoint struct {
-			Backends []struct {
-				Address string `json:"address"`
-				Port    int    `json:"port"`
-			} `json:"backends"`
-		} `json:"entrypoint"`
-	}
-	if err := e.api("/entrypoints/"+id, &v); err != nil {
-		return nil, err
-	}
+	bs, err := backendsAt(e.apiAddr, id)
 	var out []string
-	for _, b := range v.Entrypoint.Backends {
+	for _, b := range bs {
 		out = append(out, b.Address)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, err
+}
+
+// swarmBackend is one backend as Levee's API shows it.
+type swarmBackend struct {
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+}
+
+// backendsAt returns the backends of entrypoint id in the Levee at apiAddr.
+func backendsAt(apiAddr, id string) ([]swarmBackend, error) {
+	var v struct {
+		Entrypoint struct {
+			Backends []swarmBackend `json:"backends"`
+		} `json:"entrypoint"`
+	}
+	if err := swarmAPI(apiAddr, "/entrypoints/"+id, &v); err != nil {
+		return nil, err
+	}
+	return v.Entrypoint.Backends, nil
 }
 
 // get sends one request for host through Levee and returns the answering
 // echo's host name (its container ID).
-func (e *swarmEnv) get(host string) (string, error) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+e.proxy+"/", nil)
+func (e *swarmEnv) get(host string) (string, error) { return getVia(e.proxy, host) }
+
+// getVia is get through the Levee proxy listening at proxy.
+func getVia(proxy, host string) (string, error) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+proxy+"/", nil)
 	req.Host = host
 	resp, err := (&http.Client{Timeout: 3 * time.Second}).Do(req)
 	if err != nil {
@@ -279,9 +295,14 @@ func (e *swarmEnv) get(host string) (string, error) {
 // service creates a replicated echo service on the overlay network with
 // the given service labels (deploy.labels), removed when the test ends.
 func (e *swarmEnv) service(suffix string, replicas uint64, labels map[string]string) string {
+	return e.createService(e.serviceSpec(suffix, replicas, labels))
+}
+
+// serviceSpec is the spec of the echo service that service creates.
+func (e *swarmEnv) serviceSpec(suffix string, replicas uint64, labels map[string]string) swarm.ServiceSpec {
 	name := "levee-i15-" + suffix + "-" + e.runID
 	delay := 100 * time.Millisecond
-	spec := swarm.ServiceSpec{
+	return swarm.ServiceSpec{
 		Annotations: swarm.Annotations{Name: name, Labels: labels},
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: &swarm.ContainerSpec{Image: e.echo, Labels: map[string]string{dockertest.Label: e.runID}},
@@ -290,7 +311,6 @@ func (e *swarmEnv) service(suffix string, replicas uint64, labels map[string]str
 		},
 		Mode: swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &replicas}},
 	}
-	return e.createService(spec)
 }
 
 // createService creates a service, removed when the test ends (waiting
@@ -410,4 +430,21 @@ func (e *swarmEnv) converge(id, ep string, want int, timeout time.Duration) time
 		e.t.Fatal(err)
 	}
 	return time.Since(swarmAt)
+}
+
+// hostPorts are the ports tasks publish in host mode for target, sorted
+// (0 for a task that reports none yet).
+func hostPorts(tasks map[string]swarm.Task, target uint32) []int {
+	var out []int
+	for _, tk := range tasks {
+		port := 0
+		for _, p := range tk.Status.PortStatus.Ports {
+			if p.PublishMode == swarm.PortConfigPublishModeHost && p.TargetPort == target {
+				port = int(p.PublishedPort)
+			}
+		}
+		out = append(out, port)
+	}
+	sort.Ints(out)
+	return out
 }

@@ -22,7 +22,8 @@ import (
 // replicas on an attachable overlay, Levee in a container on it; both tasks
 // are reached; scaling to 3 and to 1 shows within a second; a killed task
 // is removed and its replacement added; a bad deploy.labels value gives a
-// diagnostic naming the service; lb.swarm=true routes through the VIP.
+// diagnostic naming the service; lb.swarm=true routes through the VIP; a
+// Levee process on the host reaches tasks through their host-mode ports.
 func TestSwarmServiceThroughLevee(t *testing.T) {
 	e := newSwarmEnv(t, false)
 	const host = "swarm.i15.test"
@@ -276,6 +277,8 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 			return err
 		})
 	})
+
+	t.Run("Levee on the host: host-mode ports", func(t *testing.T) { hostModePorts(t, e) })
 }
 
 // Levee deployed as docs/swarm.md's stack deploys it: a Swarm service on a
@@ -309,4 +312,101 @@ func TestSwarmLeveeAsAService(t *testing.T) {
 	if lag := e.converge(web, "web@swarm", 3, 60*time.Second); lag > time.Second {
 		t.Errorf("scale to 3: Levee followed the swarm after %v, want within 1s", lag)
 	}
+}
+
+// hostModePorts is issue 15's host case: Levee runs as a process on the
+// host (no container of its own), where overlay addresses are not
+// reachable. A service publishing 8080 in host mode, without a fixed
+// published port, is reached through each task's port on its node; a
+// service publishing nothing (web, from the test above) gets W073. The
+// Levee in a container still dials the same service's tasks on the
+// overlay.
+func hostModePorts(t *testing.T, e *swarmEnv) {
+	const host = "hostports.i15.test"
+	spec := e.serviceSpec("hostports", 2, map[string]string{
+		"levee.enable": "true", "levee.http.hp.host": host, "levee.http.hp.port": "8080",
+	})
+	spec.EndpointSpec = &swarm.EndpointSpec{Ports: []swarm.PortConfig{
+		{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishMode: swarm.PortConfigPublishModeHost},
+	}}
+	id := e.createService(spec)
+	const ep = "hp@swarm"
+	lv := startLevee(t, "--docker=false", "--swarm", "--api-token", swarmToken)
+
+	// The engine picks each task's published port; Levee's backends are
+	// exactly those ports.
+	var published []int
+	var bs []swarmBackend
+	dockertest.Eventually(t, 90*time.Second, func() error {
+		tasks, err := e.running(id)
+		if err != nil {
+			return err
+		}
+		published = hostPorts(tasks, 8080)
+		if len(published) != 2 || published[0] == 0 {
+			return fmt.Errorf("host-mode ports of the running tasks: %v, want 2", published)
+		}
+		bs, err = backendsAt(lv.APIAddr, ep)
+		if err != nil {
+			return err
+		}
+		var ports []int
+		for _, b := range bs {
+			if b.Address == "" {
+				return fmt.Errorf("backend without a node address: %+v", bs)
+			}
+			ports = append(ports, b.Port)
+		}
+		slices.Sort(ports)
+		if !slices.Equal(ports, published) {
+			return fmt.Errorf("host Levee's backends %+v, tasks publish %v", bs, published)
+		}
+		return nil
+	})
+	t.Logf("tasks publish 8080 on %v; the host Levee's backends: %+v", published, bs)
+
+	// Both tasks through the host Levee. 30 s: a task that refused its
+	// first connection is ejected for 10 s.
+	seen := map[string]bool{}
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		h, err := getVia(lv.ProxyAddr, host)
+		if err != nil {
+			return err
+		}
+		seen[h] = true
+		if len(seen) < 2 {
+			return fmt.Errorf("reached %v", seen)
+		}
+		return nil
+	})
+
+	// web publishes no port: the host Levee says its tasks are out of
+	// reach, keyed by the route's port.
+	web := "levee-i15-web-" + e.runID
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		var report struct {
+			Objects []struct {
+				Provider    string `json:"provider"`
+				Object      string `json:"object"`
+				Diagnostics []struct {
+					Code string `json:"code"`
+					Key  string `json:"key"`
+				} `json:"diagnostics"`
+			} `json:"objects"`
+		}
+		if err := swarmAPI(lv.APIAddr, "/diagnostics", &report); err != nil {
+			return err
+		}
+		for _, o := range report.Objects {
+			for _, d := range o.Diagnostics {
+				if o.Provider == "swarm" && o.Object == web && d.Code == "W073" && d.Key == "levee.http.web.port" {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no W073 on swarm service %s: %+v", web, report.Objects)
+	})
+
+	// In a container, nothing changes: the tasks' overlay addresses.
+	e.converge(id, ep, 2, 60*time.Second)
 }

@@ -42,7 +42,9 @@
 //
 // When Levee itself runs in a container (a container whose ID starts with
 // the host name), that container's networks are passed to the parser as
-// Parser.OwnNetworks, so it can pick a network Levee can reach.
+// Parser.OwnNetworks, so it can pick a network Levee can reach; when no
+// container of its own is found, Parser.OnHost is set, so that Swarm tasks
+// are reached through the ports they publish in host mode.
 //
 // Swarm mode (Options.Swarm, `levee serve --swarm`) watches the Swarm
 // services of the engine, a manager, with the same session (reconnect,

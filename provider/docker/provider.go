@@ -37,7 +37,8 @@ type Sink interface {
 }
 
 // ParseFunc turns the complete container set into entrypoints; the default
-// is labels.Parser.Parse. The parser carries OwnNetworks as detected.
+// is labels.Parser.Parse. The parser carries OwnNetworks and OnHost as
+// detected.
 type ParseFunc func(p labels.Parser, containers []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic)
 
 // Options configure a Provider. The zero value watches the engine named by
@@ -46,7 +47,8 @@ type Options struct {
 	// Host is the engine address, e.g. "unix:///var/run/docker.sock" or
 	// "tcp://127.0.0.1:2375". Empty means DOCKER_HOST, else the local socket.
 	Host string
-	// Parser is the label grammar; its OwnNetworks is filled by the provider.
+	// Parser is the label grammar; its OwnNetworks and OnHost are filled
+	// by the provider.
 	Parser labels.Parser
 	// Parse replaces Parser.Parse (tests capture the containers with it).
 	Parse ParseFunc
@@ -381,6 +383,9 @@ func (p *Provider) publish(sink Sink, always bool) {
 	}
 	parser := p.opts.Parser
 	parser.OwnNetworks = append([]string(nil), p.own...)
+	// No container of its own found: Levee runs on the host (a Swarm
+	// task's host-mode port is then the way to it).
+	parser.OnHost = p.ownID == ""
 	parser.Source = p.name
 	eps, diags := p.opts.Parse(parser, cs)
 	sink.Update(config.SourceUpdate{Source: p.name, Entrypoints: eps, Diagnostics: diags})

@@ -394,8 +394,8 @@ func TestOwnContainerNetworksReachTheParser(t *testing.T) {
 	h := start(t, eng, Options{Hostname: "0123456789ab", Parser: labels.Parser{Prefix: "edge"}})
 	s := eng.stream(t)
 	call, _ := h.rec.next(t)
-	if !reflect.DeepEqual(call.parser.OwnNetworks, []string{"back", "front"}) || call.parser.Prefix != "edge" {
-		t.Fatalf("parser = %+v, want prefix edge and own networks [back front]", call.parser)
+	if !reflect.DeepEqual(call.parser.OwnNetworks, []string{"back", "front"}) || call.parser.Prefix != "edge" || call.parser.OnHost {
+		t.Fatalf("parser = %+v, want prefix edge, own networks [back front], not on the host", call.parser)
 	}
 	eng.set(ctr{id: "0123456789abcdef", name: "levee", nets: map[string]string{"front": "10.0.0.9", "back": "10.0.1.9", "extra": "10.0.2.9"}}.inspect())
 	s.send(t, events.NetworkEventType, "connect", "net-extra", map[string]string{"container": "0123456789abcdef"})
@@ -438,14 +438,14 @@ func TestContainerIDFromMountinfo(t *testing.T) {
 	}
 }
 
-func TestNotInAContainerMeansNoOwnNetworks(t *testing.T) {
+func TestNotInAContainerMeansOnTheHost(t *testing.T) {
 	eng := newFakeEngine()
 	// A container whose name equals the host name is not Levee's own.
 	eng.set(ctr{id: "ffff", name: "myhost", nets: map[string]string{"front": "10.0.0.9"}}.inspect())
 	h := start(t, eng, Options{Hostname: "myhost"})
 	call, _ := h.rec.next(t)
-	if len(call.parser.OwnNetworks) != 0 {
-		t.Fatalf("own networks = %v, want none", call.parser.OwnNetworks)
+	if len(call.parser.OwnNetworks) != 0 || !call.parser.OnHost {
+		t.Fatalf("own networks = %v, on the host %v: want none, on the host", call.parser.OwnNetworks, call.parser.OnHost)
 	}
 }
 

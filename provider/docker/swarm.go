@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -97,8 +98,10 @@ func swarmFacts(st swarmState, prefix string) (cache map[string]labels.Container
 		netName[n.ID] = n.Name
 	}
 	usable := map[string]bool{}
+	nodeAddr := map[string]string{}
 	for _, n := range st.nodes {
 		usable[n.ID] = n.Status.State == swarm.NodeStateReady && n.Spec.Availability != swarm.NodeAvailabilityDrain
+		nodeAddr[n.ID] = nodeAddress(n)
 	}
 	svcName := map[string]string{}
 	for _, s := range st.services {
@@ -109,7 +112,7 @@ func swarmFacts(st swarmState, prefix string) (cache map[string]labels.Container
 		if t.Status.State != swarm.TaskStateRunning || t.DesiredState != swarm.TaskStateRunning || !usable[t.NodeID] {
 			continue
 		}
-		byService[t.ServiceID] = append(byService[t.ServiceID], taskFacts(t, svcName[t.ServiceID]))
+		byService[t.ServiceID] = append(byService[t.ServiceID], taskFacts(t, svcName[t.ServiceID], nodeAddr[t.NodeID]))
 	}
 	cache = make(map[string]labels.Container, len(st.services))
 	settled = true
@@ -181,10 +184,11 @@ func serviceFacts(s swarm.Service, netName map[string]string) labels.Container {
 	return c
 }
 
-// taskFacts describes a running task of service: its name and its
-// address on each of its networks.
-func taskFacts(t swarm.Task, service string) labels.Task {
-	lt := labels.Task{ID: t.ID, Name: taskName(t, service)}
+// taskFacts describes a running task of service: its name, its address on
+// each of its networks, and the ports it publishes in host mode on its
+// node, whose address is nodeAddr.
+func taskFacts(t swarm.Task, service, nodeAddr string) labels.Task {
+	lt := labels.Task{ID: t.ID, Name: taskName(t, service), NodeAddr: nodeAddr, HostPorts: hostPorts(t)}
 	for _, a := range t.NetworksAttachments {
 		n := labels.Network{Name: a.Network.Spec.Name}
 		if len(a.Addresses) > 0 {
@@ -194,6 +198,59 @@ func taskFacts(t swarm.Task, service string) labels.Task {
 	}
 	sort.Slice(lt.Networks, func(i, j int) bool { return lt.Networks[i].Name < lt.Networks[j].Name })
 	return lt
+}
+
+// hostPorts are the TCP ports task t publishes in host mode, target →
+// published, as the task reports them: the engine picks a free published
+// port for each task when the service leaves it out, so only the task
+// knows it. Ingress ports belong to the routing mesh, not to the task, and
+// UDP carries no HTTP. Of two published ports for one target, the lower
+// is kept, so that the choice does not depend on the engine's order.
+func hostPorts(t swarm.Task) map[int]int {
+	var out map[int]int
+	for _, p := range t.Status.PortStatus.Ports {
+		if p.PublishMode != swarm.PortConfigPublishModeHost || (p.Protocol != swarm.PortConfigProtocolTCP && p.Protocol != "") {
+			continue
+		}
+		target, published := int(p.TargetPort), int(p.PublishedPort)
+		if target == 0 || published == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[int]int{}
+		}
+		if old, ok := out[target]; !ok || published < old {
+			out[target] = published
+		}
+	}
+	return out
+}
+
+// nodeAddress is where node n's host-mode ports are reached: the address
+// the swarm knows it by. A manager may report an unspecified address
+// (0.0.0.0, when it listens on every interface); the host of its manager
+// address is used then. "" when neither is known.
+func nodeAddress(n swarm.Node) string {
+	if usableAddr(n.Status.Addr) {
+		return n.Status.Addr
+	}
+	if n.ManagerStatus == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(n.ManagerStatus.Addr)
+	if err != nil || !usableAddr(host) {
+		return ""
+	}
+	return host
+}
+
+// usableAddr is false for an empty or unspecified address (0.0.0.0, ::).
+func usableAddr(a string) bool {
+	if a == "" {
+		return false
+	}
+	ip := net.ParseIP(a)
+	return ip == nil || !ip.IsUnspecified()
 }
 
 // taskName is the name `docker service ps` shows: the service's name and

@@ -373,3 +373,66 @@ func TestSwarmUnsettledPollingIsBounded(t *testing.T) {
 	}
 	h.clock.expectTimer(t, DefaultSwarmPoll)
 }
+
+// A task's node address and host-mode TCP ports reach labels.Task: the
+// node's own address, else (unspecified, as a manager may report it) the
+// host of its manager address; ingress-mode and UDP ports are not the
+// task's way in.
+func TestSwarmFactsNodeAddressAndHostPorts(t *testing.T) {
+	ready := swarm.NodeStatus{State: swarm.NodeStateReady}
+	node := func(id, addr, managerAddr string) swarm.Node {
+		n := swarm.Node{ID: id, Spec: swarm.NodeSpec{Availability: swarm.NodeAvailabilityActive}, Status: ready}
+		n.Status.Addr = addr
+		if managerAddr != "" {
+			n.ManagerStatus = &swarm.ManagerStatus{Addr: managerAddr}
+		}
+		return n
+	}
+	host := func(target, published uint32) swarm.PortConfig {
+		return swarm.PortConfig{Protocol: swarm.PortConfigProtocolTCP, TargetPort: target, PublishedPort: published, PublishMode: swarm.PortConfigPublishModeHost}
+	}
+	cases := []struct {
+		name      string
+		node      swarm.Node
+		ports     []swarm.PortConfig
+		nodeAddr  string
+		hostPorts map[int]int
+	}{
+		{"worker address, one host port", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 30001)},
+			"192.168.1.7", map[int]int{8080: 30001}},
+		{"manager at 0.0.0.0: its manager address", node("n", "0.0.0.0", "10.0.0.5:2377"), []swarm.PortConfig{host(8080, 30001)},
+			"10.0.0.5", map[int]int{8080: 30001}},
+		{"no address: the manager address", node("n", "", "127.0.0.1:2377"), nil,
+			"127.0.0.1", nil},
+		{"IPv6 manager address", node("n", "::", "[fd00::5]:2377"), nil,
+			"fd00::5", nil},
+		{"0.0.0.0 and no manager status: unknown", node("n", "0.0.0.0", ""), []swarm.PortConfig{host(8080, 30001)},
+			"", map[int]int{8080: 30001}},
+		{"ingress and UDP ports ignored", node("n", "192.168.1.7", ""), []swarm.PortConfig{
+			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishedPort: 30080, PublishMode: swarm.PortConfigPublishModeIngress},
+			{Protocol: swarm.PortConfigProtocolUDP, TargetPort: 53, PublishedPort: 30053, PublishMode: swarm.PortConfigPublishModeHost},
+			{TargetPort: 9090, PublishedPort: 30090, PublishMode: swarm.PortConfigPublishModeHost}, // protocol unset: TCP
+		}, "192.168.1.7", map[int]int{9090: 30090}},
+		{"two published ports for one target: the lower", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 30002), host(8080, 30001)},
+			"192.168.1.7", map[int]int{8080: 30001}},
+		{"not yet published: ignored", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 0)},
+			"192.168.1.7", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := swarm.Service{ID: "s1"}
+			s.Spec.Name = "web"
+			tk := swarm.Task{ID: "t1", ServiceID: "s1", Slot: 1, NodeID: "n", DesiredState: swarm.TaskStateRunning}
+			tk.Status.State = swarm.TaskStateRunning
+			tk.Status.PortStatus.Ports = tc.ports
+			cache, _ := swarmFacts(swarmState{services: []swarm.Service{s}, tasks: []swarm.Task{tk}, nodes: []swarm.Node{tc.node}}, "levee")
+			tasks := cache["s1"].Tasks
+			if len(tasks) != 1 {
+				t.Fatalf("tasks %+v", tasks)
+			}
+			if tasks[0].NodeAddr != tc.nodeAddr || !reflect.DeepEqual(tasks[0].HostPorts, tc.hostPorts) {
+				t.Fatalf("node address %q, host ports %v; want %q, %v", tasks[0].NodeAddr, tasks[0].HostPorts, tc.nodeAddr, tc.hostPorts)
+			}
+		})
+	}
+}

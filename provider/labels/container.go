@@ -41,11 +41,29 @@ type Network struct {
 }
 
 // Task is one running task of a Swarm service: a replica, with its address
-// on each network of the service.
+// on each network of the service, and the ports it publishes on its node.
 type Task struct {
 	ID string
 	// Name is the task's name as `docker service ps` shows it: the
 	// service name and the slot (web.2), or the node for a global service.
 	Name     string
 	Networks []Network
+	// NodeAddr is the address of the task's node, where its host-mode
+	// ports listen; empty when the swarm does not know it.
+	NodeAddr string
+	// HostPorts are the TCP ports the task publishes in host mode on its
+	// node: target port (the container's) → published port (the node's).
+	HostPorts map[int]int
+}
+
+// hostPort is where a Levee outside any container reaches the task's
+// container port target: its node's address and the port published there
+// in host mode. ok is false when the task publishes no such port or its
+// node's address is unknown.
+func (t Task) hostPort(target int) (addr string, port int, ok bool) {
+	port, ok = t.HostPorts[target]
+	if !ok || t.NodeAddr == "" {
+		return "", 0, false
+	}
+	return t.NodeAddr, port, true
 }

@@ -23,6 +23,12 @@ type Parser struct {
 	// OwnNetworks are the networks Levee's own container is attached to
 	// (empty when Levee does not run in a container).
 	OwnNetworks []string
+	// OnHost says Levee runs outside any container (the Docker provider
+	// found none of its own). With no OwnNetworks, a Swarm task is then
+	// dialled at its node's address when it publishes the route's port in
+	// host mode (docs/swarm.md, "Levee on the host"). `levee validate`
+	// leaves it unset: it does not know where `levee serve` runs.
+	OnHost bool
 	// Offline skips address resolution (`levee validate` on compose files):
 	// backends get the container name as address and no W009/W010 is made.
 	Offline bool

@@ -71,42 +71,125 @@ func orNone(names []string) string {
 
 // serviceBackends are the backends of a Swarm service: its virtual IP on
 // the chosen network when lb.swarm=true (and some task runs, so that a
-// service scaled to zero answers 503 rather than a dial error), else each
-// running task at its address on that network.
+// service scaled to 0 answers 503 rather than a dial error), else its
+// running tasks (taskBackends).
 func (p Parser) serviceBackends(m, win candidate, keyOf func(string) string) ([]config.Backend, []diagnostics.Diagnostic) {
 	port, diags := p.port(m, win, keyOf)
 	src := p.source(m.c, m.svc)
 	if p.Offline {
 		return []config.Backend{{Address: m.c.Name, Port: port, Weight: win.cfg.Weight, Name: m.c.Name}}, diags
 	}
-	if m.net == nil {
+	onHost := p.onHost()
+	if m.net == nil && !onHost {
+		// On the host, a task may still be reached through a port it
+		// publishes in host mode.
 		return nil, append(diags, diagnostics.New(diagnostics.NoAddress, src, "", "", "",
 			"service is attached to no network: it gets no traffic", ""))
 	}
 	if m.vip {
-		if m.net.IP != "" {
+		if m.net != nil && m.net.IP != "" {
 			if len(m.c.Tasks) == 0 {
 				return nil, diags
 			}
 			return []config.Backend{{Address: m.net.IP, Port: port, Weight: win.cfg.Weight, Name: m.c.Name}}, diags
 		}
 		diags = append(diags, diagnostics.New(diagnostics.SwarmNoVirtualIP, src, keyOf(SwarmLBField), "true", "the service's tasks",
-			fmt.Sprintf("service %s has no virtual IP on network %s: routed to its tasks", m.c.Name, m.net.Name), ""))
+			fmt.Sprintf("service %s has no virtual IP on %s: routed to its tasks", m.c.Name, onNetwork(m.net)), ""))
 	}
+	bs, ds := p.taskBackends(m, port, win.cfg.Weight, keyOf, onHost)
+	return bs, append(diags, ds...)
+}
+
+// onHost reports whether Levee runs outside any container: then overlay
+// addresses are not reachable (they live in the swarm's network
+// namespaces, not the host's), and a task's host-mode port is.
+func (p Parser) onHost() bool {
+	return p.OnHost && len(p.OwnNetworks) == 0 && !p.Offline
+}
+
+// taskBackends are a service's running tasks, each by its own rule. Levee
+// on the host dials a task that publishes port in host mode at its node's
+// address and the published port. Otherwise a task is dialled at its
+// address on the chosen network; a Levee on the host most likely cannot
+// reach it there, and says so once for the service (W073). A task without
+// an address gets W010.
+func (p Parser) taskBackends(m candidate, port, weight int, keyOf func(string) string, onHost bool) ([]config.Backend, []diagnostics.Diagnostic) {
+	src := p.source(m.c, m.svc)
 	var out []config.Backend
+	var diags []diagnostics.Diagnostic
+	var overlay []string // tasks a Levee on the host dials on the overlay
 	for _, t := range m.c.Tasks {
-		ip := ""
-		for _, n := range t.Networks {
-			if n.Name == m.net.Name {
-				ip = n.IP
+		if onHost {
+			if addr, published, ok := t.hostPort(port); ok {
+				out = append(out, config.Backend{Address: addr, Port: published, Weight: weight, Name: t.Name})
+				continue
 			}
 		}
+		ip := taskIP(t, m.net)
 		if ip == "" {
+			hint := ""
+			if onHost {
+				hint = fmt.Sprintf("Levee runs outside a container: publish port %d in host mode", port)
+			}
 			diags = append(diags, diagnostics.New(diagnostics.NoAddress, src, "", "", "",
-				fmt.Sprintf("task %s has no IP address on network %s: it gets no traffic", t.Name, m.net.Name), ""))
+				fmt.Sprintf("task %s has no IP address on %s: it gets no traffic", t.Name, onNetwork(m.net)), hint))
 			continue
 		}
-		out = append(out, config.Backend{Address: ip, Port: port, Weight: win.cfg.Weight, Name: t.Name})
+		if onHost {
+			overlay = append(overlay, t.Name)
+		}
+		out = append(out, config.Backend{Address: ip, Port: port, Weight: weight, Name: t.Name})
+	}
+	if len(overlay) > 0 {
+		diags = append(diags, unreachableFromHost(src, m, port, overlay, keyOf))
 	}
 	return out, diags
+}
+
+// taskIP is task t's address on network net ("" when it has none).
+func taskIP(t Task, net *Network) string {
+	if net == nil {
+		return ""
+	}
+	for _, n := range t.Networks {
+		if n.Name == net.Name {
+			return n.IP
+		}
+	}
+	return ""
+}
+
+// unreachableFromHost is the one W073 of a service whose tasks named in
+// tasks are dialled on the overlay by a Levee outside any container. It is
+// keyed by the route's port, the port those tasks should publish.
+func unreachableFromHost(src diagnostics.Source, m candidate, port int, tasks []string, keyOf func(string) string) diagnostics.Diagnostic {
+	subject := "task " + tasks[0] + " publishes"
+	if len(tasks) > 1 {
+		subject = "tasks " + taskList(tasks) + " publish"
+	}
+	return diagnostics.New(diagnostics.SwarmUnreachableFromHost, src, keyOf("port"), m.c.Labels[keyOf("port")],
+		"the tasks' addresses on "+onNetwork(m.net),
+		fmt.Sprintf("Levee runs outside a container and %s no port %d in host mode: the task addresses on %s are not reachable from the host",
+			subject, port, onNetwork(m.net)),
+		fmt.Sprintf("publish port %d in host mode (ports: - {target: %d, mode: host}), or run Levee in a container on %s", port, port, onNetwork(m.net)))
+}
+
+// maxNamedTasks bounds the task names in one message: a service of a
+// hundred replicas gets a readable line, and the count says the rest.
+const maxNamedTasks = 5
+
+// taskList names tasks, the first maxNamedTasks of them and how many more.
+func taskList(tasks []string) string {
+	if len(tasks) <= maxNamedTasks {
+		return strings.Join(tasks, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(tasks[:maxNamedTasks], ", "), len(tasks)-maxNamedTasks)
+}
+
+// onNetwork names network n in a message.
+func onNetwork(n *Network) string {
+	if n == nil {
+		return "any network"
+	}
+	return "network " + n.Name
 }
