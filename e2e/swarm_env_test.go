@@ -448,3 +448,54 @@ func hostPorts(tasks map[string]swarm.Task, target uint32) []int {
 	sort.Ints(out)
 	return out
 }
+
+// reachTasks calls get (a request through Levee, answering the echo
+// backend's host name) until n different tasks have answered, within 30 s:
+// a task the swarm reports running may refuse the first connection while
+// its endpoint comes up, and Levee then retries on another task and ejects
+// that one for the first ejection time (10 s), as it should (seen in CI:
+// only one of two within 10 s on a loaded host).
+func reachTasks(t *testing.T, get func() (string, error), n int) {
+	t.Helper()
+	seen := map[string]bool{}
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		h, err := get()
+		if err != nil {
+			return err
+		}
+		seen[h] = true
+		if len(seen) < n {
+			return fmt.Errorf("reached %v, want %d tasks", seen, n)
+		}
+		return nil
+	})
+}
+
+// waitSwarmDiagnostic polls the API of the Levee at apiAddr, within 20 s,
+// until the Swarm service named object carries a diagnostic code on key.
+func waitSwarmDiagnostic(t *testing.T, apiAddr, object, code, key string) {
+	t.Helper()
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		var report struct {
+			Objects []struct {
+				Provider    string `json:"provider"`
+				Object      string `json:"object"`
+				Diagnostics []struct {
+					Code string `json:"code"`
+					Key  string `json:"key"`
+				} `json:"diagnostics"`
+			} `json:"objects"`
+		}
+		if err := swarmAPI(apiAddr, "/diagnostics", &report); err != nil {
+			return err
+		}
+		for _, o := range report.Objects {
+			for _, d := range o.Diagnostics {
+				if o.Provider == "swarm" && o.Object == object && d.Code == code && d.Key == key {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no %s on %s of swarm service %s: %+v", code, key, object, report.Objects)
+	})
+}

@@ -34,21 +34,7 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 
 	t.Run("both tasks reached", func(t *testing.T) {
 		e.converge(web, ep, 2, 90*time.Second)
-		seen := map[string]bool{}
-		// 30 s: a task that refused its first connection while its
-		// overlay endpoint came up is ejected for 10 s (see
-		// TestSwarmLeveeAsAService).
-		dockertest.Eventually(t, 30*time.Second, func() error {
-			h, err := e.get(host)
-			if err != nil {
-				return err
-			}
-			seen[h] = true
-			if len(seen) < 2 {
-				return fmt.Errorf("reached %v", seen)
-			}
-			return nil
-		})
+		reachTasks(t, func() (string, error) { return e.get(host) }, 2)
 	})
 
 	t.Run("scale to 3 and to 1 within a second", func(t *testing.T) {
@@ -183,29 +169,7 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 		e.service("bad", 0, map[string]string{
 			"levee.enable": "true", "levee.http.bad.host": "bad.i15.test", "levee.http.bad.port": "eighty",
 		})
-		dockertest.Eventually(t, 20*time.Second, func() error {
-			var report struct {
-				Objects []struct {
-					Provider    string `json:"provider"`
-					Object      string `json:"object"`
-					Diagnostics []struct {
-						Code string `json:"code"`
-						Key  string `json:"key"`
-					} `json:"diagnostics"`
-				} `json:"objects"`
-			}
-			if err := e.api("/diagnostics", &report); err != nil {
-				return err
-			}
-			for _, o := range report.Objects {
-				for _, d := range o.Diagnostics {
-					if o.Provider == "swarm" && o.Object == name && d.Code == "W001" && d.Key == "levee.http.bad.port" {
-						return nil
-					}
-				}
-			}
-			return fmt.Errorf("no W001 on swarm service %s: %+v", name, report.Objects)
-		})
+		waitSwarmDiagnostic(t, e.apiAddr, name, "W001", "levee.http.bad.port")
 		// `levee validate` with no file reads the live engine: on a
 		// manager, the services too, with the same diagnostic.
 		out, err := exec.Command(leveeBinary, "validate", "--format", "json").Output()
@@ -291,23 +255,7 @@ func TestSwarmLeveeAsAService(t *testing.T) {
 		"levee.enable": "true", "levee.http.web.host": host, "levee.http.web.port": "8080",
 	})
 	e.converge(web, "web@swarm", 2, 90*time.Second)
-	seen := map[string]bool{}
-	// A task the swarm reports running may refuse the first connection
-	// while its overlay endpoint comes up; Levee then retries on the other
-	// task and ejects that one for the first ejection time (10 s), as it
-	// should. Both must answer within 30 s (seen in CI: only one within
-	// 10 s on a loaded host).
-	dockertest.Eventually(t, 30*time.Second, func() error {
-		h, err := e.get(host)
-		if err != nil {
-			return err
-		}
-		seen[h] = true
-		if len(seen) < 2 {
-			return fmt.Errorf("reached %v", seen)
-		}
-		return nil
-	})
+	reachTasks(t, func() (string, error) { return e.get(host) }, 2)
 	e.scale(web, 3)
 	if lag := e.converge(web, "web@swarm", 3, 60*time.Second); lag > time.Second {
 		t.Errorf("scale to 3: Levee followed the swarm after %v, want within 1s", lag)
@@ -365,47 +313,13 @@ func hostModePorts(t *testing.T, e *swarmEnv) {
 	})
 	t.Logf("tasks publish 8080 on %v; the host Levee's backends: %+v", published, bs)
 
-	// Both tasks through the host Levee. 30 s: a task that refused its
-	// first connection is ejected for 10 s.
-	seen := map[string]bool{}
-	dockertest.Eventually(t, 30*time.Second, func() error {
-		h, err := getVia(lv.ProxyAddr, host)
-		if err != nil {
-			return err
-		}
-		seen[h] = true
-		if len(seen) < 2 {
-			return fmt.Errorf("reached %v", seen)
-		}
-		return nil
-	})
+	// Both tasks through the host Levee.
+	reachTasks(t, func() (string, error) { return getVia(lv.ProxyAddr, host) }, 2)
 
 	// web publishes no port: the host Levee says its tasks are out of
 	// reach, keyed by the route's port.
 	web := "levee-i15-web-" + e.runID
-	dockertest.Eventually(t, 20*time.Second, func() error {
-		var report struct {
-			Objects []struct {
-				Provider    string `json:"provider"`
-				Object      string `json:"object"`
-				Diagnostics []struct {
-					Code string `json:"code"`
-					Key  string `json:"key"`
-				} `json:"diagnostics"`
-			} `json:"objects"`
-		}
-		if err := swarmAPI(lv.APIAddr, "/diagnostics", &report); err != nil {
-			return err
-		}
-		for _, o := range report.Objects {
-			for _, d := range o.Diagnostics {
-				if o.Provider == "swarm" && o.Object == web && d.Code == "W073" && d.Key == "levee.http.web.port" {
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("no W073 on swarm service %s: %+v", web, report.Objects)
-	})
+	waitSwarmDiagnostic(t, lv.APIAddr, web, "W073", "levee.http.web.port")
 
 	// In a container, nothing changes: the tasks' overlay addresses.
 	e.converge(id, ep, 2, 60*time.Second)
