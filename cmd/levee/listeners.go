@@ -175,9 +175,9 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 // plain listeners: Levee's own HTTP/1.1 server beside net/http's HTTP/2
 // server, split by ALPN (splitTLSServer), unless --http-server=stdlib,
 // where net/http's server speaks both.
-func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, app *app, errorLog *stdlog.Logger) httpServer {
+func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, app *app, writeTimeout time.Duration, errorLog *stdlog.Logger) httpServer {
 	if kind != "stdlib" {
-		return newSplitTLSServer(h, spec, l, app.tlsConfig, errorLog)
+		return newSplitTLSServer(h, spec, l, app.tlsConfig, writeTimeout, errorLog)
 	}
 	srv := &http.Server{
 		Handler:   h,

@@ -83,14 +83,15 @@ func TestListenerTimeoutsReachTheServer(t *testing.T) {
 		t.Errorf("levee: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
 	spec.TLS = true
-	if srv := newTLSServer("stdlib", nil, spec, l, &app{}, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
+	if srv := newTLSServer("stdlib", nil, spec, l, &app{}, time.Minute, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
 		t.Errorf("tls stdlib: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
-	split := newTLSServer("levee", nil, spec, l, &app{}, nil).(*splitTLSServer)
+	split := newTLSServer("levee", nil, spec, l, &app{}, time.Minute, nil).(*splitTLSServer)
 	if split.h1.ReadHeaderTimeout != 3*time.Second || split.h1.IdleTimeout != 7*time.Second ||
-		split.mux.HandshakeTimeout != 3*time.Second || split.h2.IdleTimeout != 7*time.Second {
-		t.Errorf("tls levee: h1 %v %v, handshake %v, h2 idle %v", split.h1.ReadHeaderTimeout, split.h1.IdleTimeout,
-			split.mux.HandshakeTimeout, split.h2.IdleTimeout)
+		split.mux.HandshakeTimeout != 3*time.Second || split.h2.IdleTimeout != 7*time.Second ||
+		split.mux.HeldWriteTimeout != time.Minute {
+		t.Errorf("tls levee: h1 %v %v, handshake %v, h2 idle %v, held writes %v", split.h1.ReadHeaderTimeout, split.h1.IdleTimeout,
+			split.mux.HandshakeTimeout, split.h2.IdleTimeout, split.mux.HeldWriteTimeout)
 	}
 	if d := (listenerSpec{}); d.headerTimeout() != proxyReadHeaderTimeout || d.idleTimeout() != proxyIdleTimeout {
 		t.Error("defaults")

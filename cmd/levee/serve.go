@@ -259,7 +259,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	for i, l := range ls {
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
-			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, errLog)
+			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog)
 		} else {
 			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2"
 
@@ -35,7 +36,9 @@ type splitTLSServer struct {
 	shutdown bool
 }
 
-func newSplitTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, cfg *tls.Config, errorLog *stdlog.Logger) *splitTLSServer {
+// writeTimeout is --response-write-timeout: the held end of an answer
+// (tlsmux.Options.HeldWriteTimeout) gets what its other writes get.
+func newSplitTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, cfg *tls.Config, writeTimeout time.Duration, errorLog *stdlog.Logger) *splitTLSServer {
 	s := &splitTLSServer{
 		h1: newLeveeServer(h, spec, errorLog),
 		base: &http.Server{
@@ -57,6 +60,7 @@ func newSplitTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, cf
 		Config: cfg,
 		// As net/http: the header timeout bounds the handshake too.
 		HandshakeTimeout: spec.headerTimeout(),
+		HeldWriteTimeout: writeTimeout,
 		H1:               func(c *tls.Conn) { s.h1.ServeConn(s.ctx, c) },
 		H2:               s.serveH2,
 		HandshakeError: func(remote string, err error) {

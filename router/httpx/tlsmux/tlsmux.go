@@ -42,6 +42,13 @@ type Options struct {
 	Config *tls.Config
 	// HandshakeTimeout bounds a TLS handshake; 0 means 10 s.
 	HandshakeTimeout time.Duration
+	// HeldWriteTimeout bounds the write of what a connection held until
+	// its close (rawConn.HoldWrites): the answer's last bytes and the
+	// close_notify alert. Give it the limit the answer's writes have (a
+	// slow client must not lose the end of an answer that a direct write
+	// would have delivered); 0 means 5 s, the bound crypto/tls gives its
+	// close_notify alert.
+	HeldWriteTimeout time.Duration
 	// H1 serves a connection that chose HTTP/1.1 (or no protocol) and
 	// returns when it is done. Required.
 	H1 func(*tls.Conn)
@@ -68,6 +75,9 @@ type Server struct {
 func New(opts Options) *Server {
 	if opts.HandshakeTimeout <= 0 {
 		opts.HandshakeTimeout = 10 * time.Second
+	}
+	if opts.HeldWriteTimeout <= 0 {
+		opts.HeldWriteTimeout = defaultHeldWriteTimeout
 	}
 	return &Server{opts: opts, lns: map[net.Listener]struct{}{}}
 }
@@ -118,7 +128,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // the server of its protocol.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.active.Done()
-	tc := tls.Server(rawIO(c), s.opts.Config)
+	tc := tls.Server(rawIO(c, s.opts.HeldWriteTimeout), s.opts.Config)
 	// The limit is the connection's deadline rather than a context's:
 	// crypto/tls watches a cancellable context with a goroutine of its own
 	// for every handshake. The deadline is cleared for the server that
@@ -182,6 +192,8 @@ type rawConn struct {
 	net.Conn
 	s *sockio.Socket
 
+	heldLimit time.Duration // Options.HeldWriteTimeout
+
 	mu      sync.Mutex // guards the hold: Close may come from another goroutine
 	holding bool
 	held    []byte
@@ -190,12 +202,11 @@ type rawConn struct {
 }
 
 // Hold limits: at most holdMax bytes are held (one TLS record of the
-// largest size and the alert; more is sent as it comes), and the held
-// bytes get heldWriteLimit to leave at Close, the bound crypto/tls gives
-// its close_notify alert.
+// largest size and the alert; more is sent as it comes); the held bytes
+// get Options.HeldWriteTimeout to leave at Close.
 const (
-	holdMax        = 16<<10 + 256
-	heldWriteLimit = 5 * time.Second
+	holdMax                 = 16<<10 + 256
+	defaultHeldWriteTimeout = 5 * time.Second
 )
 
 func (c *rawConn) Read(p []byte) (int, error) { return c.s.Read(p) }
@@ -250,24 +261,25 @@ func (c *rawConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// Close sends the held writes, within heldWriteLimit, and closes the
-// connection.
+// Close sends the held writes, within the connection's heldLimit, and
+// closes the connection.
 func (c *rawConn) Close() error {
 	c.mu.Lock()
 	held := c.held
 	c.holding, c.held = false, nil
 	c.mu.Unlock()
 	if len(held) > 0 {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(heldWriteLimit))
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.heldLimit))
 		_, _ = c.s.Write(held)
 	}
 	return c.Conn.Close()
 }
 
-// rawIO returns c with raw socket I/O, or c when it is not a socket.
-func rawIO(c net.Conn) net.Conn {
+// rawIO returns c with raw socket I/O, or c when it is not a socket;
+// heldLimit bounds the write of held bytes at Close.
+func rawIO(c net.Conn, heldLimit time.Duration) net.Conn {
 	if s := sockio.New(c); s != nil {
-		return &rawConn{Conn: c, s: s}
+		return &rawConn{Conn: c, s: s, heldLimit: heldLimit}
 	}
 	return c
 }

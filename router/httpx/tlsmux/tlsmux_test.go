@@ -233,8 +233,12 @@ func TestHandshakeLimitClearedForTheServer(t *testing.T) {
 }
 
 // tcpPair returns the two ends of a loopback TCP connection: the server's
-// wrapped by rawIO.
+// wrapped by rawIO with the default held-write limit.
 func tcpPair(t *testing.T) (*rawConn, net.Conn) {
+	return tcpPairHeld(t, defaultHeldWriteTimeout)
+}
+
+func tcpPairHeld(t *testing.T, heldLimit time.Duration) (*rawConn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -250,7 +254,7 @@ func tcpPair(t *testing.T) (*rawConn, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, ok := rawIO(c).(*rawConn)
+	rc, ok := rawIO(c, heldLimit).(*rawConn)
 	if !ok {
 		t.Fatal("a TCP connection did not get raw I/O")
 	}
@@ -318,5 +322,73 @@ func TestHoldOverflowWritesThrough(t *testing.T) {
 	_ = rc.SetWriteDeadline(time.Now().Add(-time.Second))
 	if _, err := rc.Write(big); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("an overflowing write after a past deadline: %v, want %v", err, os.ErrDeadlineExceeded)
+	}
+}
+
+// fill writes to rc until its peer's receive buffer and its own send
+// buffer are full (a write waits past a short deadline) and returns how
+// many bytes went.
+func fill(t *testing.T, rc *rawConn, peer net.Conn) int {
+	t.Helper()
+	_ = rc.Conn.(*net.TCPConn).SetWriteBuffer(4096)
+	_ = peer.(*net.TCPConn).SetReadBuffer(4096)
+	chunk := make([]byte, 64<<10)
+	total := 0
+	for {
+		_ = rc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		n, err := rc.Write(chunk)
+		total += n
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("filling the connection: %v", err)
+			}
+			_ = rc.SetWriteDeadline(time.Time{})
+			return total
+		}
+	}
+}
+
+// Held bytes that do not fit in the socket wait for a slow reader, within
+// the limit, rather than being lost at Close.
+func TestHeldWritesWaitForASlowReader(t *testing.T) {
+	rc, peer := tcpPairHeld(t, 30*time.Second)
+	sent := fill(t, rc, peer)
+	rc.HoldWrites()
+	if _, err := rc.Write([]byte("tail")); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // a reader that is slow to start
+		_ = peer.SetReadDeadline(time.Now().Add(30 * time.Second))
+		b, _ := io.ReadAll(peer)
+		got <- b
+	}()
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := <-got
+	if len(b) != sent+4 || string(b[len(b)-4:]) != "tail" {
+		t.Fatalf("the reader got %d bytes ending %q, want %d ending \"tail\"", len(b), b[max(0, len(b)-4):], sent+4)
+	}
+}
+
+// A reader that never reads holds Close no longer than the limit.
+func TestHeldWritesLimit(t *testing.T) {
+	rc, peer := tcpPairHeld(t, 200*time.Millisecond)
+	fill(t, rc, peer)
+	rc.HoldWrites()
+	if _, err := rc.Write([]byte("tail")); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = rc.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a reader that never reads far beyond the 200 ms limit")
 	}
 }
