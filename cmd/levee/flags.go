@@ -161,9 +161,16 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 	if cfg.DockerHost == "" {
 		cfg.DockerHost = getenv("DOCKER_HOST")
 	}
-	fs.Visit(func(f *flag.Flag) { cfg.httpListenGiven = cfg.httpListenGiven || f.Name == "http-listen" })
-	cfg.httpListenGiven = cfg.httpListenGiven || getenv(envName("http-listen")) != ""
+	cfg.httpListenGiven = flagGiven(fs, getenv, "http-listen")
 	return cfg, cfg.check()
+}
+
+// flagGiven reports whether flag name of fs was set on the command line or
+// by its LEVEE_* variable (rather than left at its default).
+func flagGiven(fs *flag.FlagSet, getenv func(string) string, name string) bool {
+	given := getenv(envName(name)) != ""
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // check rejects values that parse but make no sense.

@@ -203,8 +203,7 @@ func (l *listFlag) Set(v string) error {
 // neither is given: validate then does not judge listeners, since serve's
 // own flags are often elsewhere (a compose file's command).
 func validateListeners(fs *flag.FlagSet, getenv func(string) string, listen []listenerSpec, httpListen string) ([]*router.Listener, error) {
-	httpGiven := getenv(envName("http-listen")) != ""
-	fs.Visit(func(f *flag.Flag) { httpGiven = httpGiven || f.Name == "http-listen" })
+	httpGiven := flagGiven(fs, getenv, "http-listen")
 	if len(listen) == 0 && !httpGiven {
 		return nil, nil
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"time"
 )
@@ -29,9 +28,7 @@ const (
 // per-connection settings apply, with the same values.
 func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	lc := listenConfig()
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return ln, nil
+	// net's error names the address ("listen tcp :80: bind: ..."); the
+	// caller says which listener it is.
+	return lc.Listen(ctx, "tcp", addr)
 }

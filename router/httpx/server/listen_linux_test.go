@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -61,7 +62,8 @@ func TestListenError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, err := Listen(context.Background(), ln.Addr().String()); err == nil {
-		t.Fatal("listening twice on one address succeeded")
+	_, err = Listen(context.Background(), ln.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("listening twice on one address: %v, want an error naming %s", err, ln.Addr())
 	}
 }

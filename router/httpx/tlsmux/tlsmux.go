@@ -228,6 +228,7 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	c.holding, c.held = false, nil
 	if c.wdlSet {
 		_ = c.Conn.SetWriteDeadline(c.wdl)
+		c.wdlSet = false
 	}
 	c.mu.Unlock()
 	if len(held) > 0 {
