@@ -128,6 +128,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // the server of its protocol.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.active.Done()
+	growStack(0)
 	tc := tls.Server(rawIO(c, s.opts.HeldWriteTimeout), s.opts.Config)
 	// The limit is the connection's deadline rather than a context's:
 	// crypto/tls watches a cancellable context with a goroutine of its own
