@@ -61,6 +61,12 @@ type serveConfig struct {
 	MaxClientConns       int
 	UpgradeProtocols     string
 
+	// GCHeapFloor is the heap, in MiB, below which the garbage collector
+	// does not run (heapFloor); 0 leaves Go's pacing. gogc is GOGC from
+	// the environment: when set, the operator's pacing wins over the floor.
+	GCHeapFloor int
+	gogc        string
+
 	// The shared breaker store (docs/fleet.md); empty BreakerStore keeps
 	// breakers local.
 	BreakerStore              string
@@ -133,6 +139,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.ResponseWriteTimeout, "response-write-timeout", 60*time.Second, "longest wait for a client to accept the next bytes of a response; then the connection is closed")
 	fs.DurationVar(&cfg.BackendBodyTimeout, "backend-body-timeout", 60*time.Second, "longest wait for the next bytes of a backend's response body; then the response is cut short")
 	fs.DurationVar(&cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
+	fs.IntVar(&cfg.GCHeapFloor, "gc-heap-floor", 12, "MiB the heap may reach before the garbage collector runs; above twice its live part it is paced as Go's default, GOGC=100 (0: Go's pacing; ignored when GOGC is set)")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
@@ -162,6 +169,7 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 		cfg.DockerHost = getenv("DOCKER_HOST")
 	}
 	cfg.httpListenGiven = flagGiven(fs, getenv, "http-listen")
+	cfg.gogc = getenv("GOGC")
 	return cfg, cfg.check()
 }
 
@@ -193,6 +201,9 @@ func (c serveConfig) check() error {
 	}
 	if c.RequestBodyMinRate < 0 {
 		errs = append(errs, fmt.Errorf("--request-body-min-rate (LEVEE_REQUEST_BODY_MIN_RATE) %d: must not be negative", c.RequestBodyMinRate))
+	}
+	if c.GCHeapFloor < 0 || c.GCHeapFloor > 1<<20 {
+		errs = append(errs, fmt.Errorf("--gc-heap-floor (LEVEE_GC_HEAP_FLOOR) %d: want MiB from 0 (off) to %d", c.GCHeapFloor, 1<<20))
 	}
 	if c.MaxClientConns <= 0 {
 		errs = append(errs, fmt.Errorf("--max-client-conns (LEVEE_MAX_CLIENT_CONNS) %d: must be positive", c.MaxClientConns))

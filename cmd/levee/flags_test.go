@@ -33,6 +33,15 @@ func TestServeFlagsDefaults(t *testing.T) {
 	if cfg.RouteLatency {
 		t.Fatal("--metrics-route-latency is on by default: per-route histograms are opt-in")
 	}
+	if cfg.GCHeapFloor != 12 || cfg.gogc != "" {
+		t.Fatalf("--gc-heap-floor default %d MiB (GOGC %q), want 12 MiB and no GOGC", cfg.GCHeapFloor, cfg.gogc)
+	}
+	// GOGC in the environment is the operator's pacing: serve then leaves
+	// the floor off.
+	cfg, err = parseServeFlags(nil, envOf(map[string]string{"GOGC": "200"}), &bytes.Buffer{})
+	if err != nil || cfg.gogc != "200" {
+		t.Fatalf("GOGC=200 not recorded: %q, %v", cfg.gogc, err)
+	}
 }
 
 func TestServeFlagsEnvAndPrecedence(t *testing.T) {
@@ -86,6 +95,8 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{args: []string{"--docker-ping-interval", "-1s"}, want: "--docker-ping-interval (LEVEE_DOCKER_PING_INTERVAL) -1s: must be positive"},
 		{args: []string{"--docker-backoff-max", "100ms"}, want: "--docker-backoff-max (LEVEE_DOCKER_BACKOFF_MAX) 100ms: must be at least 250ms"},
 		{args: []string{"extra"}, want: `unexpected argument "extra"`},
+		{args: []string{"--gc-heap-floor", "-1"}, want: "--gc-heap-floor (LEVEE_GC_HEAP_FLOOR) -1: want MiB from 0 (off) to 1048576"},
+		{env: map[string]string{"LEVEE_GC_HEAP_FLOOR": "16MiB"}, want: `environment variable LEVEE_GC_HEAP_FLOOR="16MiB"`},
 		{args: []string{"--swarm-poll", "0s"}, want: "--swarm-poll (LEVEE_SWARM_POLL) 0s: must be positive"},
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
 	}

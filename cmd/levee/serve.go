@@ -129,6 +129,15 @@ func newLeveeServer(h http.Handler, spec listenerSpec, errorLog *stdlog.Logger) 
 func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	log.Info().Str("version", version).Str("commit", commit).Str("http_server", cfg.HTTPServer).Str("backend_client", cfg.BackendClient).Msg("levee starting")
 
+	switch {
+	case cfg.gogc != "":
+		log.Info().Str("gogc", cfg.gogc).Msg("garbage collector paced by GOGC; --gc-heap-floor is ignored")
+	case cfg.GCHeapFloor > 0:
+		floor := newHeapFloor(uint64(cfg.GCHeapFloor) << 20)
+		floor.start()
+		defer floor.stop()
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
