@@ -21,6 +21,24 @@ EXPOSE 8080
 HEALTHCHECK --interval=2s --timeout=2s --retries=2 CMD ["/echo", "-healthcheck", "http://127.0.0.1:8080/_echo/state"]
 ENTRYPOINT ["/echo"]
 
+# The compose demo's private ACME CA: Pebble, Let's Encrypt's test CA
+# (`make pebble` fills bin/pebble/). It keeps nothing on disk: a restart
+# makes a new root and forgets every account and order. Never for real
+# certificates.
+FROM scratch AS pebble
+ARG PEBBLE_VERSION=unknown
+LABEL org.opencontainers.image.title="levee-pebble" \
+      org.opencontainers.image.description="Pebble (github.com/letsencrypt/pebble), the compose demo's test ACME CA" \
+      org.opencontainers.image.version="$PEBBLE_VERSION"
+COPY bin/pebble/ /pebble/
+USER 65532:65532
+EXPOSE 14000 15000
+# No random sleeps before validating, no nonce rejections: the demo's
+# certificate arrives within seconds.
+ENV PEBBLE_VA_NOSLEEP=1 \
+    PEBBLE_WFE_NONCEREJECT=0
+ENTRYPOINT ["/pebble/pebble", "-config", "/pebble/config.json"]
+
 # The proxy. Last, so it is the default target.
 FROM scratch AS levee
 ARG VERSION=dev

@@ -6,6 +6,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # Image names and extra `docker build` flags (the e2e test labels its images).
 LEVEE_IMAGE ?= levee:dev
 ECHO_IMAGE ?= levee-echo:dev
+# The compose demo's private ACME CA: Pebble, Let's Encrypt's test CA, built
+# from the Go module proxy (the version the ACME tests run, e2e/pebble_test.go).
+PEBBLE_IMAGE ?= levee-pebble:dev
+PEBBLE_VERSION ?= v2.10.3
 DOCKER_BUILD_FLAGS ?=
 # docker-compose (v1) where installed, else the compose plugin.
 COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
@@ -22,7 +26,7 @@ DEMO_POLL ?= 1
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 DIST ?= dist
 
-.PHONY: test fuzz build image run demo demo-env demo-wait demo-down release
+.PHONY: test fuzz build pebble image run demo demo-env demo-wait demo-down release
 
 # test: formatting, vet, and every test (including real-Docker ones) under the race detector.
 test:
@@ -77,11 +81,29 @@ build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/levee ./cmd/levee
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/echo ./cmd/echo
 
-# image: the levee and echo images, FROM scratch (no registry needed).
-image: build
+# pebble: bin/pebble/ for the demo's CA image: a static pebble binary, the
+# certificate its ACME directory is served with (its test "localhost" one,
+# whose names include "pebble"), the root that signs it (Levee's
+# --acme-ca-root), and its config: the validation authority checks HTTP-01
+# on port 8080 and TLS-ALPN-01 on 8443, where the demo's Levee listens.
+pebble:
+	mkdir -p bin/pebble
+	CGO_ENABLED=0 GOFLAGS= GOBIN=$(abspath bin/pebble) go install -trimpath github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VERSION)
+	@src=$$(GOFLAGS= go mod download -json github.com/letsencrypt/pebble/v2@$(PEBBLE_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	[ -n "$$src" ] || { echo "pebble: go mod download found no source of pebble $(PEBBLE_VERSION)" >&2; exit 1; }; \
+	install -m 0644 $$src/test/certs/localhost/cert.pem bin/pebble/cert.pem; \
+	install -m 0644 $$src/test/certs/localhost/key.pem bin/pebble/key.pem; \
+	install -m 0644 $$src/test/certs/pebble.minica.pem bin/pebble/minica.pem
+	printf '%s\n' '{"pebble": {"listenAddress": "0.0.0.0:14000", "managementListenAddress": "0.0.0.0:15000",' \
+	  '"certificate": "/pebble/cert.pem", "privateKey": "/pebble/key.pem", "httpPort": 8080, "tlsPort": 8443,' \
+	  '"ocspResponderURL": "", "retryAfter": {"authz": 1, "order": 1}}}' > bin/pebble/config.json
+
+# image: the levee, echo and pebble images, FROM scratch (no registry needed).
+image: build pebble
 	cp /etc/ssl/certs/ca-certificates.crt bin/ca-certificates.crt
 	mkdir -p bin/levee-state
 	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target echo -t $(ECHO_IMAGE) .
+	docker build $(DOCKER_BUILD_FLAGS) --build-arg PEBBLE_VERSION=$(PEBBLE_VERSION) --target pebble -t $(PEBBLE_IMAGE) .
 	docker build $(DOCKER_BUILD_FLAGS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target levee -t $(LEVEE_IMAGE) .
 
 run:

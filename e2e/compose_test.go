@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -178,6 +180,37 @@ func leveeUser(t *testing.T, cli *client.Client, project string) (string, []stri
 	return info.Config.User, info.HostConfig.GroupAdd
 }
 
+// composePebbleRoots is the root the demo's Pebble issues under, from its
+// management interface (127.0.0.1:port, published by the compose file),
+// whose own certificate is signed by Pebble's test root (bin/pebble/minica.pem).
+func composePebbleRoots(t *testing.T, port int) *x509.CertPool {
+	t.Helper()
+	minica, err := os.ReadFile(filepath.Join(moduleRoot(t), "bin", "pebble", "minica.pem"))
+	if err != nil {
+		t.Fatalf("make image writes Pebble's test root: %v", err)
+	}
+	trust := x509.NewCertPool()
+	trust.AppendCertsFromPEM(minica)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: trust}}}
+	var root []byte
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		resp, err := c.Get(fmt.Sprintf("https://127.0.0.1:%d/roots/0", port))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if root, err = io.ReadAll(resp.Body); err != nil || resp.StatusCode != 200 {
+			return fmt.Errorf("GET /roots/0 = %d %v", resp.StatusCode, err)
+		}
+		return nil
+	})
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(root) {
+		t.Fatalf("no PEM root from the demo's Pebble: %q", root)
+	}
+	return pool
+}
+
 func post(t *testing.T, url string) {
 	t.Helper()
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(url, "text/plain", nil)
@@ -206,20 +239,22 @@ func TestComposeDemo(t *testing.T) {
 	}
 	root := moduleRoot(t)
 	id := dockertest.RunID(t)
-	httpPort, httpsPort, apiPort := freePort(t), freePort(t), freePort(t)
+	httpPort, httpsPort, apiPort, pebblePort := freePort(t), freePort(t), freePort(t), freePort(t)
 	c := &compose{t: t, root: root, project: "levee-e2e-" + id, env: []string{
 		"LEVEE_IMAGE=levee:e2e-" + id,
 		"ECHO_IMAGE=levee-echo:e2e-" + id,
+		"PEBBLE_IMAGE=levee-pebble:e2e-" + id,
 		"LEVEE_HTTP_PORT=" + strconv.Itoa(httpPort),
 		"LEVEE_HTTPS_PORT=" + strconv.Itoa(httpsPort),
 		"LEVEE_API_PORT=" + strconv.Itoa(apiPort),
+		"LEVEE_PEBBLE_PORT=" + strconv.Itoa(pebblePort),
 		"LEVEE_API_TOKEN=e2e-api-token-" + id,
 		"DOCKER_GID=" + socketGroup(t, "/var/run/docker.sock"),
 	}}
 
 	// Build exactly as the README says (make image), with run-labelled tags
 	// so that cleanup removes them.
-	mk := exec.Command("make", "image", "LEVEE_IMAGE=levee:e2e-"+id, "ECHO_IMAGE=levee-echo:e2e-"+id,
+	mk := exec.Command("make", "image", "LEVEE_IMAGE=levee:e2e-"+id, "ECHO_IMAGE=levee-echo:e2e-"+id, "PEBBLE_IMAGE=levee-pebble:e2e-"+id,
 		"DOCKER_BUILD_FLAGS=--label "+dockertest.Label+"="+id)
 	mk.Dir = root
 	if out, err := mk.CombinedOutput(); err != nil {
@@ -271,21 +306,34 @@ func TestComposeDemo(t *testing.T) {
 		return nil
 	})
 
-	// The HTTPS route: HTTP/2 with the default (self-signed) certificate,
-	// and plain HTTP redirected to it.
-	dockertest.Eventually(t, 30*time.Second, func() error {
-		c := httpsClient(fmt.Sprintf("127.0.0.1:%d", httpsPort), nil)
-		c.Transport.(*http.Transport).TLSClientConfig.InsecureSkipVerify = true
-		resp, err := c.Get("https://secure.localhost/")
+	// The HTTPS route: HTTP/2 with a certificate the demo's private CA
+	// (Pebble) issued by ACME, verified against the root Pebble hands out,
+	// and plain HTTP redirected to it. A first order that found Pebble not
+	// yet listening is retried after a minute (certmagic's backoff).
+	roots := composePebbleRoots(t, pebblePort)
+	dockertest.Eventually(t, 150*time.Second, func() error {
+		resp, err := httpsClient(fmt.Sprintf("127.0.0.1:%d", httpsPort), roots).Get("https://secure.localhost/")
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 200 || resp.ProtoMajor != 2 || resp.TLS.PeerCertificates[0].Subject.CommonName != "Levee default certificate" {
-			return fmt.Errorf("https://secure.localhost/ = %d %s, certificate %q", resp.StatusCode, resp.Proto, resp.TLS.PeerCertificates[0].Subject.CommonName)
+		if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+			return fmt.Errorf("https://secure.localhost/ = %d %s", resp.StatusCode, resp.Proto)
 		}
 		return nil
 	})
+	var certs struct {
+		Certificates []struct{ Host, Source, Issuer string } `json:"certificates"`
+	}
+	status, body := api.do(t, "GET", "/certificates", "", "")
+	if err := json.Unmarshal(body, &certs); status != 200 || err != nil {
+		t.Fatalf("GET /certificates = %d %s", status, body)
+	}
+	if i := slices.IndexFunc(certs.Certificates, func(c struct{ Host, Source, Issuer string }) bool {
+		return c.Host == "secure.localhost"
+	}); i < 0 || certs.Certificates[i].Source != "acme" || !strings.HasPrefix(certs.Certificates[i].Issuer, "Pebble") {
+		t.Errorf("GET /certificates = %s, want secure.localhost from acme, issued by Pebble", body)
+	}
 	// The redirect names the TLS listener's port in the container (8443),
 	// which the demo publishes as 8443 unless LEVEE_HTTPS_PORT says
 	// otherwise.
@@ -321,7 +369,7 @@ func TestComposeDemo(t *testing.T) {
 	})
 
 	// The API lists it too (docs/getting-started.md step 3).
-	status, body := api.do(t, "GET", "/diagnostics?code=W024", "", "")
+	status, body = api.do(t, "GET", "/diagnostics?code=W024", "", "")
 	if status != 200 || !bytes.Contains(body, []byte("levee.http.broken.circuitBreaker.threshold")) {
 		t.Fatalf("GET /diagnostics?code=W024 = %d %s", status, body)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -200,4 +201,23 @@ func (o *syncOutput) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.String()
+}
+
+// The compose demo's CA (the Makefile's PEBBLE_VERSION) and CI's
+// (.ci/setup.d/pebble.sh) are the Pebble these tests are written against.
+func TestPebbleVersionIsOneEverywhere(t *testing.T) {
+	root := moduleRoot(t)
+	for file, pattern := range map[string]string{
+		"Makefile":              `(?m)^PEBBLE_VERSION \?= (\S+)$`,
+		".ci/setup.d/pebble.sh": `(?m)^pebble_version=(\S+)$`,
+	} {
+		b, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(pattern).FindSubmatch(b)
+		if m == nil || string(m[1]) != pebbleVersion {
+			t.Errorf("%s: Pebble version %q, want %s (e2e/pebble_test.go)", file, m, pebbleVersion)
+		}
+	}
 }
