@@ -207,7 +207,12 @@ func hasPEMKey(b []byte) bool {
 }
 
 // dirSignature summarises dir's files (names, sizes, modification times):
-// a change in any is a reload.
+// a change in any is a reload. A link is described by the file it leads
+// to, since that is what changes when a certificate renewed elsewhere is
+// linked in (certbot re-points /etc/letsencrypt/live/... at each renewal;
+// the link in dir stays the same); the link itself too, so that pointing
+// it elsewhere is a change as well. A dangling link is described as such
+// (loadDir reports it as W043).
 func dirSignature(dir string) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -222,7 +227,15 @@ func dirSignature(dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "%s %d %d %v\n", e.Name(), info.Size(), info.ModTime().UnixNano(), info.Mode())
+		fmt.Fprintf(&b, "%s %d %d %v", e.Name(), info.Size(), info.ModTime().UnixNano(), info.Mode())
+		if info.Mode()&os.ModeSymlink != 0 {
+			if target, err := os.Stat(filepath.Join(dir, e.Name())); err == nil {
+				fmt.Fprintf(&b, " -> %d %d %v", target.Size(), target.ModTime().UnixNano(), target.Mode())
+			} else {
+				b.WriteString(" -> dangling")
+			}
+		}
+		b.WriteByte('\n')
 	}
 	return b.String(), nil
 }

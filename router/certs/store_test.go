@@ -282,3 +282,91 @@ func BenchmarkGetCertificate(b *testing.B) {
 		})
 	}
 }
+
+// A directory whose files are links into a directory swapped whole, as a
+// Kubernetes secret or config map is mounted (name.crt -> ..data/name.crt,
+// ..data -> a timestamped directory, replaced by renaming a new link over
+// it): the links themselves never change, so the reload must look at the
+// files they point to.
+func TestReloadFollowsLinks(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	version := func(name string) {
+		t.Helper()
+		c, k := ca.valid(t, "shop.example.com")
+		if err := os.Mkdir(filepath.Join(dir, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, name), "shop.crt", c)
+		writeFile(t, filepath.Join(dir, name), "shop.key", k)
+		if err := os.Symlink(name, filepath.Join(dir, "..data_tmp")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2026_06_01_00_00_00.1")
+	for _, f := range []string{"shop.crt", "shop.key"} {
+		if err := os.Symlink(filepath.Join("..data", f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := &fakeSink{}
+	s := newTestStore(t, dir, sink)
+	first := served(t, s, "shop.example.com")
+	if first == s.def || len(sink.get()) != 0 {
+		t.Fatalf("through links: default served or diagnostics %v", sink.get())
+	}
+	version("..2026_06_02_00_00_00.2")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if second := served(t, s, "shop.example.com"); second == first || second == s.def {
+		t.Fatal("the certificate behind the swapped links is not served")
+	}
+	// A link left dangling is W043, not a failed reload.
+	if err := os.Symlink("missing.crt", filepath.Join(dir, "gone.crt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if d := sink.get(); len(d) != 1 || !strings.Contains(d[0].Message, "gone.crt") {
+		t.Fatalf("a dangling link: %v", d)
+	}
+}
+
+// A link to a file elsewhere (shop.crt -> /etc/letsencrypt/live/shop/
+// fullchain.pem, which certbot re-points at each renewal): the link in the
+// directory never changes, the file it leads to does.
+func TestReloadFollowsLinksOutOfTheDirectory(t *testing.T) {
+	ca := newTestCA(t)
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	c1, k1 := ca.valid(t, "shop.example.com")
+	writeFile(t, elsewhere, "fullchain.pem", c1)
+	writeFile(t, elsewhere, "privkey.pem", k1)
+	for link, target := range map[string]string{"shop.crt": "fullchain.pem", "shop.key": "privkey.pem"} {
+		if err := os.Symlink(filepath.Join(elsewhere, target), filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newTestStore(t, dir, &fakeSink{})
+	first := served(t, s, "shop.example.com")
+	if first == s.def {
+		t.Fatal("through links: the default certificate is served")
+	}
+	c2, k2 := ca.valid(t, "shop.example.com")
+	writeFile(t, elsewhere, "privkey.pem", k2)
+	writeFile(t, elsewhere, "fullchain.pem", c2)
+	future := time.Now().Add(time.Minute) // a new mtime even on coarse clocks
+	for _, f := range []string{"fullchain.pem", "privkey.pem"} {
+		_ = os.Chtimes(filepath.Join(elsewhere, f), future, future)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if second := served(t, s, "shop.example.com"); second == first || second == s.def {
+		t.Fatal("the renewed certificate behind the links is not served")
+	}
+}
