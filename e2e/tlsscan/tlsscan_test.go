@@ -28,8 +28,8 @@ import (
 var knownH2specFailures = map[string]string{
 	"http2/4.2/3":     "a HEADERS frame over SETTINGS_MAX_FRAME_SIZE is answered instead of FRAME_SIZE_ERROR",
 	"http2/6.5.3/1":   "two SETTINGS_INITIAL_WINDOW_SIZE values in one frame close the connection",
-	"http2/8.1.2.2/1": "a request with a connection-specific header is answered (Levee drops it before the backend)",
-	"http2/8.1.2.2/2": "a request with TE other than trailers is answered (Levee drops TE before the backend)",
+	"http2/8.1.2.2/1": "a request with a connection-specific header is answered 400 by Go's server, not reset",
+	"http2/8.1.2.2/2": "a request with TE other than trailers is answered 400 by Go's server, not reset",
 }
 
 // scanTimeout bounds one scanner run; testssl.sh takes about 30 s here.
