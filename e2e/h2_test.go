@@ -45,15 +45,7 @@ func TestHTTP2HostileClients(t *testing.T) {
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
 	payload := fmt.Sprintf(`{"name":"h2","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["h2.test"],"tls":true,`+
 		`"passive_health":{"consecutive_failures":1},"circuit_breaker":{"consecutive_failures":1,"min_requests":1,"threshold":1}}}`, host, port)
-	resp, err := http.Post(p.apiURL()+"/entrypoints", "application/json", strings.NewReader(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /entrypoints: %d %s", resp.StatusCode, body)
-	}
+	createEntrypoint(t, p, payload)
 	c := httpsClient(secure, nil)
 	c.Transport.(*http.Transport).TLSClientConfig.InsecureSkipVerify = true
 	waitFor(t, "the route over HTTP/2", func() error { return h2Get(c) })

@@ -111,15 +111,7 @@ func TestTLSStaticCertificates(t *testing.T) {
 
 	host, bport, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
 	payload := fmt.Sprintf(`{"name":"shop","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["shop.test","new.test"],"tls":{"enabled":true,"hsts":31536000}}}`, host, bport)
-	resp, err := http.Post(p.apiURL()+"/entrypoints", "application/json", strings.NewReader(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /entrypoints: %d %s", resp.StatusCode, body)
-	}
+	createEntrypoint(t, p, payload)
 
 	c := httpsClient(secure, ca.pool)
 	waitFor(t, "the route over HTTPS", func() error {
@@ -144,7 +136,7 @@ func TestTLSStaticCertificates(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", p.proxyURL()+"/a/b?c=d", nil)
 	req.Host = "shop.test"
-	resp, err = httpsClient(p.ProxyAddr, nil).Transport.RoundTrip(req)
+	resp, err := httpsClient(p.ProxyAddr, nil).Transport.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
