@@ -45,8 +45,8 @@ func tlsEntries() []Entry {
 		},
 		{
 			Code: BadCertificate, Severity: Warn, Title: "unusable certificate file",
-			Effect:  "The file (or pair) is not loaded: its host names get their certificate from ACME or the default certificate instead. Every other certificate is unaffected; a fixed file is picked up at the next poll of --tls-cert-dir.",
-			Fix:     "Give each certificate chain (`name.crt` or `name.pem`, PEM) its private key in `name.key` (or in the same .pem), matching, readable by Levee, not expired, and naming at least one valid DNS name.",
+			Effect:  "The file (or pair) is not loaded: its host names get their certificate from ACME or the default certificate instead. Every other certificate is unaffected; a fixed file is picked up at the next poll of --tls-cert-dir and --tls-cert.",
+			Fix:     "Give each certificate chain (`name.crt` or `name.pem`, PEM) its private key in `name.key` (or in the same .pem; with --tls-cert, CERT,KEY), matching, readable by Levee, not expired, and naming at least one valid DNS name.",
 			Example: "certs/shop.crt without certs/shop.key",
 		},
 		{

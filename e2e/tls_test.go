@@ -99,18 +99,21 @@ func (p *leveeProc) listenerAddr(name string) string {
 // certificate added to the directory is served without a restart.
 func TestTLSStaticCertificates(t *testing.T) {
 	ca := newE2ECA(t)
-	dir := t.TempDir()
+	dir, elsewhere := t.TempDir(), t.TempDir()
 	ca.issue(t, dir, "shop", "shop.test")
+	// One more by --tls-cert, under names of its own (as certbot's).
+	ca.issue(t, elsewhere, "fullchain", "pair.test")
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s %s", r.Host, r.URL.RequestURI(), r.Header.Get("X-Forwarded-Proto"))
 	}))
 	defer backend.Close()
-	p := startLevee(t, "--docker=false", "--listen", "websecure=127.0.0.1:0,tls", "--tls-cert-dir", dir)
+	p := startLevee(t, "--docker=false", "--listen", "websecure=127.0.0.1:0,tls", "--tls-cert-dir", dir,
+		"--tls-cert", filepath.Join(elsewhere, "fullchain.crt")+","+filepath.Join(elsewhere, "fullchain.key"))
 	secure := p.listenerAddr("websecure")
 	_, port, _ := net.SplitHostPort(secure)
 
 	host, bport, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
-	payload := fmt.Sprintf(`{"name":"shop","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["shop.test","new.test"],"tls":{"enabled":true,"hsts":31536000}}}`, host, bport)
+	payload := fmt.Sprintf(`{"name":"shop","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["shop.test","new.test","pair.test"],"tls":{"enabled":true,"hsts":31536000}}}`, host, bport)
 	createEntrypoint(t, p, payload)
 
 	c := httpsClient(secure, ca.pool)
@@ -133,6 +136,12 @@ func TestTLSStaticCertificates(t *testing.T) {
 		}
 		return nil
 	})
+
+	if resp, err := c.Get("https://pair.test/"); err != nil {
+		t.Errorf("pair.test, a --tls-cert certificate: %v", err)
+	} else {
+		resp.Body.Close()
+	}
 
 	req, _ := http.NewRequest("GET", p.proxyURL()+"/a/b?c=d", nil)
 	req.Host = "shop.test"
@@ -185,7 +194,7 @@ func TestTLSStaticCertificates(t *testing.T) {
 	for _, c := range list.Certificates {
 		got[c.Host] = c.Source + " " + c.Issuer
 	}
-	if got["shop.test"] != "static Levee e2e CA" || got["new.test"] != "static Levee e2e CA" || !strings.HasPrefix(got["*"], "default") {
+	if got["shop.test"] != "static Levee e2e CA" || got["new.test"] != "static Levee e2e CA" || got["pair.test"] != "static Levee e2e CA" || !strings.HasPrefix(got["*"], "default") {
 		t.Errorf("GET /certificates: %v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/fleet"
 )
 
@@ -78,6 +79,7 @@ type serveConfig struct {
 	httpListenGiven bool
 	// TLS certificates (router/certs).
 	TLSCertDir     string
+	TLSCerts       []certs.FilePair // --tls-cert
 	TLSDefaultCert string
 	TLSDefaultKey  string
 	// ACME (router/certs, certmagic): on with --acme-email or --acme-ca.
@@ -102,6 +104,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
 	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls][,header-timeout=D][,idle-timeout=D] (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
+	fs.Var(tlsCertFlag{&cfg.TLSCerts}, "tls-cert", "a static certificate by its PEM files, CERT[,KEY] (KEY left out when CERT holds both), chosen by SNI beside --tls-cert-dir's, reloaded when the files change (repeatable; LEVEE_TLS_CERT separates several with ';')")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
 	fs.StringVar(&cfg.TLSDefaultKey, "tls-default-key", "", "PEM key of --tls-default-cert")
 	fs.StringVar(&cfg.ACMEEmail, "acme-email", "", "contact of the ACME account; with it (or --acme-ca) Levee obtains certificates for the hosts of tls=true routes")

@@ -207,13 +207,14 @@ func (a *app) buildTLS(cfg serveConfig, log zerolog.Logger, reg prometheus.Regis
 		return err
 	}
 	if !hasTLS(specs) {
-		if cfg.TLSCertDir != "" || cfg.TLSDefaultCert != "" {
-			log.Warn().Msg("--tls-cert-dir and --tls-default-cert have no effect without a TLS listener (--listen name=addr,tls)")
+		if cfg.TLSCertDir != "" || len(cfg.TLSCerts) > 0 || cfg.TLSDefaultCert != "" {
+			log.Warn().Msg("--tls-cert-dir, --tls-cert and --tls-default-cert have no effect without a TLS listener (--listen name=addr,tls)")
 		}
 		return nil
 	}
 	store, err := certs.New(certs.Options{
 		Dir:         cfg.TLSCertDir,
+		Files:       cfg.TLSCerts,
 		DefaultCert: cfg.TLSDefaultCert,
 		DefaultKey:  cfg.TLSDefaultKey,
 		Sink:        sink,

@@ -114,6 +114,25 @@ func loadDir(dir string, now time.Time) (*staticSet, []diagnostics.Diagnostic) {
 	return set, diags
 }
 
+// loadFiles adds the pairs of --tls-cert to set. Problems are W043, one
+// per pair.
+func loadFiles(set *staticSet, files []FilePair, now time.Time) []diagnostics.Diagnostic {
+	var diags []diagnostics.Diagnostic
+	for _, f := range files {
+		key := f.Key
+		if key == "" {
+			key = f.Cert // one .pem with both
+		}
+		p, err := loadPair(f.Cert, key, now)
+		if err != nil {
+			diags = append(diags, fileDiag("--tls-cert", f.Cert, err.Error(), "give --tls-cert CERT,KEY: a PEM chain and its matching key (or one PEM file holding both), readable by Levee, not expired"))
+			continue
+		}
+		set.add(p)
+	}
+	return diags
+}
+
 // loadPair reads and checks one certificate chain and its key.
 func loadPair(certFile, keyFile string, now time.Time) (*pair, error) {
 	certPEM, err := os.ReadFile(certFile)
@@ -238,6 +257,25 @@ func dirSignature(dir string) (string, error) {
 		b.WriteByte('\n')
 	}
 	return b.String(), nil
+}
+
+// filesSignature summarises the files of --tls-cert as dirSignature does
+// a directory's (following links; a missing file is described as such).
+func filesSignature(files []FilePair) string {
+	var b strings.Builder
+	for _, f := range files {
+		for _, name := range []string{f.Cert, f.Key} {
+			if name == "" {
+				continue
+			}
+			if info, err := os.Stat(name); err == nil {
+				fmt.Fprintf(&b, "%s %d %d %v\n", name, info.Size(), info.ModTime().UnixNano(), info.Mode())
+			} else {
+				fmt.Fprintf(&b, "%s missing\n", name)
+			}
+		}
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -46,14 +46,24 @@ type Sink interface {
 	Update(config.SourceUpdate)
 }
 
+// FilePair names one static certificate's files (--tls-cert): a PEM
+// chain and its key, or one PEM file holding both (Key "").
+type FilePair struct {
+	Cert, Key string
+}
+
 // Options configure a Store.
 type Options struct {
 	// Dir holds static certificates; "" for none.
 	Dir string
+	// Files are static certificates given one by one, beside Dir's; they
+	// are chosen by SNI the same way and polled with it.
+	Files []FilePair
 	// DefaultCert and DefaultKey are PEM files of the default certificate;
 	// both "" to generate a self-signed one.
 	DefaultCert, DefaultKey string
-	// PollInterval is how often Dir is checked (DefaultPollInterval if 0).
+	// PollInterval is how often Dir and Files are checked
+	// (DefaultPollInterval if 0).
 	PollInterval time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
@@ -110,7 +120,7 @@ func New(opts Options) (*Store, error) {
 	}
 	s.defInfo = infoOf(s.def, SourceDefault)
 	s.static.Store(&staticSet{})
-	if opts.Dir != "" {
+	if s.hasStatic() {
 		if err := s.Reload(); err != nil {
 			return nil, err
 		}
@@ -151,9 +161,13 @@ func (s *Store) HasStatic(name string) bool {
 	return s.static.Load().lookup(normalizeName(name)) != nil
 }
 
-// Run polls Dir until ctx ends and reloads it when it changed.
+// hasStatic reports whether static certificates were configured.
+func (s *Store) hasStatic() bool { return s.opts.Dir != "" || len(s.opts.Files) > 0 }
+
+// Run polls Dir and Files until ctx ends and reloads them when they
+// changed.
 func (s *Store) Run(ctx context.Context) {
-	if s.opts.Dir == "" {
+	if !s.hasStatic() {
 		return
 	}
 	t := time.NewTicker(s.opts.PollInterval)
@@ -164,30 +178,40 @@ func (s *Store) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			if err := s.Reload(); err != nil {
-				s.opts.Logger.Warn().Err(err).Str("dir", s.opts.Dir).Msg("certificate directory not reloaded")
+				s.opts.Logger.Warn().Err(err).Str("dir", s.opts.Dir).Msg("static certificates not reloaded")
 			}
 		}
 	}
 }
 
-// Reload reads Dir again if its files changed since the last load. The
-// new set replaces the old one whole; an unreadable directory keeps the
-// old set and is an error.
+// Reload reads Dir and Files again if they changed since the last load.
+// The new set replaces the old one whole; an unreadable directory keeps
+// the old set and is an error (a file of Files that cannot be read is
+// W043, as a file of Dir is).
 func (s *Store) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sig, err := dirSignature(s.opts.Dir)
-	if err != nil {
-		return fmt.Errorf("reading --tls-cert-dir %s: %w", s.opts.Dir, err)
+	sig := filesSignature(s.opts.Files)
+	if s.opts.Dir != "" {
+		dirSig, err := dirSignature(s.opts.Dir)
+		if err != nil {
+			return fmt.Errorf("reading --tls-cert-dir %s: %w", s.opts.Dir, err)
+		}
+		sig += dirSig
 	}
 	if sig == s.sig {
 		return nil
 	}
-	set, diags := loadDir(s.opts.Dir, s.opts.Now())
+	set := &staticSet{exact: map[string]*pair{}, wildcard: map[string]*pair{}}
+	var diags []diagnostics.Diagnostic
+	if s.opts.Dir != "" {
+		set, diags = loadDir(s.opts.Dir, s.opts.Now())
+	}
+	diags = append(diags, loadFiles(set, s.opts.Files, s.opts.Now())...)
 	s.static.Store(set)
 	s.sig = sig
 	s.metrics.setExpiry(s.Certificates())
-	s.opts.Logger.Info().Str("dir", s.opts.Dir).Int("certificates", len(set.pairs)).Int("problems", len(diags)).Msg("static certificates loaded")
+	s.opts.Logger.Info().Str("dir", s.opts.Dir).Int("files", len(s.opts.Files)).Int("certificates", len(set.pairs)).Int("problems", len(diags)).Msg("static certificates loaded")
 	if s.opts.Sink != nil {
 		s.opts.Sink.Update(config.SourceUpdate{Source: DiagnosticSource, Diagnostics: diags})
 	} else {
@@ -207,8 +231,13 @@ func isACMEChallenge(hello *tls.ClientHelloInfo) bool {
 	return len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == ProtoACMETLS
 }
 
-// certDiag builds a W043 about file.
+// certDiag builds a W043 about a file of --tls-cert-dir.
 func certDiag(file, msg, hint string) diagnostics.Diagnostic {
+	return fileDiag("--tls-cert-dir", file, msg, hint)
+}
+
+// fileDiag builds a W043 about file, given by the flag named.
+func fileDiag(flag, file, msg, hint string) diagnostics.Diagnostic {
 	return diagnostics.New(diagnostics.BadCertificate, diagnostics.Source{Provider: DiagnosticSource, ObjectName: file},
-		"--tls-cert-dir", file, "not loaded", msg, hint)
+		flag, file, "not loaded", msg, hint)
 }

@@ -370,3 +370,69 @@ func TestReloadFollowsLinksOutOfTheDirectory(t *testing.T) {
 		t.Fatal("the renewed certificate behind the links is not served")
 	}
 }
+
+// Certificates given one by one (--tls-cert), under any names (certbot's
+// fullchain.pem and privkey.pem) or as one PEM file holding both, are
+// chosen by SNI beside the directory's; an unusable pair is one W043
+// naming the flag and the file; a renewed file is reloaded.
+func TestCertificateFiles(t *testing.T) {
+	ca := newTestCA(t)
+	dir, live := t.TempDir(), t.TempDir()
+	c, k := ca.valid(t, "dir.example.com")
+	writeFile(t, dir, "dir.crt", c)
+	writeFile(t, dir, "dir.key", k)
+	c, k = ca.valid(t, "shop.example.com")
+	writeFile(t, live, "fullchain.pem", c)
+	writeFile(t, live, "privkey.pem", k)
+	c, k = ca.valid(t, "both.example.com")
+	writeFile(t, live, "both.pem", append(c, k...))
+	_, otherKey := ca.valid(t, "other.example.com")
+	writeFile(t, live, "wrongkey.pem", otherKey)
+	sink := &fakeSink{}
+	s, err := New(Options{Dir: dir, Files: []FilePair{
+		{Cert: filepath.Join(live, "fullchain.pem"), Key: filepath.Join(live, "privkey.pem")},
+		{Cert: filepath.Join(live, "both.pem")},
+		{Cert: filepath.Join(live, "fullchain.pem"), Key: filepath.Join(live, "wrongkey.pem")},
+		{Cert: filepath.Join(live, "missing.pem"), Key: filepath.Join(live, "privkey.pem")},
+	}, Sink: sink, Now: func() time.Time { return testNow }, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"dir.example.com", "shop.example.com", "both.example.com"} {
+		if served(t, s, name) == s.def {
+			t.Errorf("%s: the default certificate is served", name)
+		}
+	}
+	diags := sink.get()
+	if len(diags) != 2 {
+		t.Fatalf("diagnostics %v, want the mismatched key and the missing file", diags)
+	}
+	for i, want := range []string{"private key does not match public key", "reading certificate"} {
+		if d := diags[i]; d.Code != diagnostics.BadCertificate || d.Key != "--tls-cert" || !strings.Contains(d.Message, want) {
+			t.Errorf("diagnostic %d: %s %s %q, want W043 --tls-cert saying %q", i, d.Code, d.Key, d.Message, want)
+		}
+	}
+
+	first := served(t, s, "shop.example.com")
+	c, k = ca.valid(t, "shop.example.com")
+	writeFile(t, live, "privkey.pem", k)
+	writeFile(t, live, "fullchain.pem", c)
+	future := time.Now().Add(time.Minute) // a new mtime even on coarse clocks
+	for _, f := range []string{"fullchain.pem", "privkey.pem"} {
+		_ = os.Chtimes(filepath.Join(live, f), future, future)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if second := served(t, s, "shop.example.com"); second == first || second == s.def {
+		t.Fatal("the renewed file is not served")
+	}
+	// Only files, no directory: loaded and polled all the same.
+	only, err := New(Options{Files: []FilePair{{Cert: filepath.Join(live, "both.pem")}}, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if served(t, only, "both.example.com") == only.def {
+		t.Error("without --tls-cert-dir, --tls-cert is not served")
+	}
+}
