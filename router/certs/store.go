@@ -120,7 +120,7 @@ func New(opts Options) (*Store, error) {
 	}
 	s.defInfo = infoOf(s.def, SourceDefault)
 	s.static.Store(&staticSet{})
-	if s.hasStatic() {
+	if s.staticConfigured() {
 		if err := s.Reload(); err != nil {
 			return nil, err
 		}
@@ -161,13 +161,14 @@ func (s *Store) HasStatic(name string) bool {
 	return s.static.Load().lookup(normalizeName(name)) != nil
 }
 
-// hasStatic reports whether static certificates were configured.
-func (s *Store) hasStatic() bool { return s.opts.Dir != "" || len(s.opts.Files) > 0 }
+// staticConfigured reports whether static certificates were configured
+// (a directory or files), so that there is something to load and poll.
+func (s *Store) staticConfigured() bool { return s.opts.Dir != "" || len(s.opts.Files) > 0 }
 
 // Run polls Dir and Files until ctx ends and reloads them when they
 // changed.
 func (s *Store) Run(ctx context.Context) {
-	if !s.hasStatic() {
+	if !s.staticConfigured() {
 		return
 	}
 	t := time.NewTicker(s.opts.PollInterval)
