@@ -57,7 +57,7 @@ func (t *transports) add(timeout time.Duration) backendTransport {
 	}
 	var tr backendTransport
 	if t.opts.StandardTransport {
-		tr = &client.Standard{Transport: t.standardLocked(timeout), BodyTimeout: t.opts.BackendBodyTimeout}
+		tr = client.NewStandard(t.standardLocked(timeout), t.opts.BackendBodyTimeout)
 	} else {
 		o := t.opts
 		tr = client.New(client.Options{

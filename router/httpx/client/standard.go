@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -10,30 +11,52 @@ import (
 )
 
 // Standard is net/http's Transport (--backend-client=stdlib) under the
-// contract of Levee's own client: interim answers reach the Informer, and
-// a response body that goes quiet for bodyTimeout is cut off. The
-// backend timeout is the Transport's ResponseHeaderTimeout, which runs
-// from the last byte of the request, as Levee's own client's does.
+// contract of Levee's own client: interim answers reach the Informer, a
+// response body that goes quiet for bodyTimeout is cut off, and a pooled
+// connection is used only once the Transport has looked at what it holds
+// (standard_conn.go). The backend timeout is the Transport's
+// ResponseHeaderTimeout, which runs from the last byte of the request, as
+// Levee's own client's does.
 type Standard struct {
 	*http.Transport
 	// BodyTimeout bounds the wait for the next bytes of a response body.
 	BodyTimeout time.Duration
 }
 
+// NewStandard puts tr under Standard's contract; it wraps tr.DialContext
+// (net.Dialer's when nil), so that Standard sees its connections.
+func NewStandard(tr *http.Transport, bodyTimeout time.Duration) *Standard {
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr.DialContext = watchDials(dial)
+	return &Standard{Transport: tr, BodyTimeout: bodyTimeout}
+}
+
 // RoundTripInformational is Transport.RoundTripInformational on net/http's
 // Transport.
 func (t *Standard) RoundTripInformational(req *http.Request, inf Informer) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
-	if inf != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
-				if code != http.StatusSwitchingProtocols {
-					inf.Informational(code, http.Header(h))
-				}
-				return nil
-			},
-		})
+	trace := &httptrace.ClientTrace{
+		// Called before the Transport counts the request as expected on
+		// the connection: a pooled one is used only once its read loop
+		// has settled (standard_conn.go); else the request is abandoned.
+		GotConn: func(info httptrace.GotConnInfo) {
+			if wc, ok := info.Conn.(*watchedConn); ok && info.Reused && !wc.settled(ctx, settleLimit) {
+				cancel()
+			}
+		},
 	}
+	if inf != nil {
+		trace.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {
+			if code != http.StatusSwitchingProtocols {
+				inf.Informational(code, http.Header(h))
+			}
+			return nil
+		}
+	}
+	ctx = httptrace.WithClientTrace(ctx, trace)
 	resp, err := t.Transport.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
