@@ -31,14 +31,13 @@ func (f tlsCertFlag) String() string {
 }
 
 func (f tlsCertFlag) Set(v string) error {
-	items := strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == '\n' })
-	if len(strings.TrimSpace(v)) == 0 {
+	if strings.TrimSpace(v) == "" {
 		return errors.New("want CERT[,KEY]: PEM files of a certificate chain and its key")
 	}
-	for _, item := range items {
+	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == '\n' }) {
 		item = strings.TrimSpace(item)
 		if item == "" {
-			continue
+			continue // "a.pem; ;b.pem"
 		}
 		parts := strings.Split(item, ",")
 		if len(parts) > 2 || strings.TrimSpace(parts[0]) == "" || (len(parts) == 2 && strings.TrimSpace(parts[1]) == "") {

@@ -99,7 +99,7 @@ func loadDir(dir string, now time.Time) (*staticSet, []diagnostics.Diagnostic) {
 		if keyFile == "" {
 			keyFile = certFile // a .pem may hold both
 		}
-		p, err := loadPair(certFile, keyFile, now)
+		p, err := loadPair(certFile, keyFile, filepath.Join(dir, base+keyExt)+" beside it", now)
 		if err != nil {
 			diags = append(diags, certDiag(certFile, err.Error(), "give each certificate its key in "+base+keyExt+" (or in the same .pem)"))
 			continue
@@ -123,7 +123,7 @@ func loadFiles(set *staticSet, files []FilePair, now time.Time) []diagnostics.Di
 		if key == "" {
 			key = f.Cert // one .pem with both
 		}
-		p, err := loadPair(f.Cert, key, now)
+		p, err := loadPair(f.Cert, key, "--tls-cert "+f.Cert+",KEY", now)
 		if err != nil {
 			diags = append(diags, fileDiag("--tls-cert", f.Cert, err.Error(), "give --tls-cert CERT,KEY: a PEM chain and its matching key (or one PEM file holding both), readable by Levee, not expired"))
 			continue
@@ -133,8 +133,10 @@ func loadFiles(set *staticSet, files []FilePair, now time.Time) []diagnostics.Di
 	return diags
 }
 
-// loadPair reads and checks one certificate chain and its key.
-func loadPair(certFile, keyFile string, now time.Time) (*pair, error) {
+// loadPair reads and checks one certificate chain and its key. When
+// keyFile is certFile, the key must be in the same PEM file; wantKey says
+// where else it should have been, for the error.
+func loadPair(certFile, keyFile, wantKey string, now time.Time) (*pair, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading certificate %s: %w", certFile, err)
@@ -145,7 +147,7 @@ func loadPair(certFile, keyFile string, now time.Time) (*pair, error) {
 			return nil, fmt.Errorf("reading key %s: %w", keyFile, err)
 		}
 	} else if !hasPEMKey(certPEM) {
-		return nil, fmt.Errorf("certificate %s has no key: want %s beside it", certFile, strings.TrimSuffix(certFile, filepath.Ext(certFile))+keyExt)
+		return nil, fmt.Errorf("certificate %s has no key: want %s", certFile, wantKey)
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -246,13 +248,11 @@ func dirSignature(dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "%s %d %d %v", e.Name(), info.Size(), info.ModTime().UnixNano(), info.Mode())
+		b.WriteString(e.Name())
+		describe(&b, info)
 		if info.Mode()&os.ModeSymlink != 0 {
-			if target, err := os.Stat(filepath.Join(dir, e.Name())); err == nil {
-				fmt.Fprintf(&b, " -> %d %d %v", target.Size(), target.ModTime().UnixNano(), target.Mode())
-			} else {
-				b.WriteString(" -> dangling")
-			}
+			b.WriteString(" ->")
+			describeTarget(&b, filepath.Join(dir, e.Name()))
 		}
 		b.WriteByte('\n')
 	}
@@ -268,14 +268,27 @@ func filesSignature(files []FilePair) string {
 			if name == "" {
 				continue
 			}
-			if info, err := os.Stat(name); err == nil {
-				fmt.Fprintf(&b, "%s %d %d %v\n", name, info.Size(), info.ModTime().UnixNano(), info.Mode())
-			} else {
-				fmt.Fprintf(&b, "%s missing\n", name)
-			}
+			b.WriteString(name)
+			describeTarget(&b, name)
+			b.WriteByte('\n')
 		}
 	}
 	return b.String()
+}
+
+// describe writes what a signature compares of a file: size, time, mode.
+func describe(b *strings.Builder, info os.FileInfo) {
+	fmt.Fprintf(b, " %d %d %v", info.Size(), info.ModTime().UnixNano(), info.Mode())
+}
+
+// describeTarget describes the file at path, through links, or says it
+// is missing (a dangling link, a removed file).
+func describeTarget(b *strings.Builder, path string) {
+	if info, err := os.Stat(path); err == nil {
+		describe(b, info)
+	} else {
+		b.WriteString(" missing")
+	}
 }
 
 func sortedKeys(m map[string]string) []string {

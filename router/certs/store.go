@@ -112,7 +112,7 @@ func New(opts Options) (*Store, error) {
 	case opts.DefaultCert == "" || opts.DefaultKey == "":
 		return nil, errors.New("--tls-default-cert and --tls-default-key go together: give both or neither")
 	default:
-		p, err := loadPair(opts.DefaultCert, opts.DefaultKey, opts.Now())
+		p, err := loadPair(opts.DefaultCert, opts.DefaultKey, "--tls-default-key", opts.Now())
 		if err != nil {
 			return nil, fmt.Errorf("default certificate: %w", err)
 		}

@@ -394,6 +394,7 @@ func TestCertificateFiles(t *testing.T) {
 		{Cert: filepath.Join(live, "both.pem")},
 		{Cert: filepath.Join(live, "fullchain.pem"), Key: filepath.Join(live, "wrongkey.pem")},
 		{Cert: filepath.Join(live, "missing.pem"), Key: filepath.Join(live, "privkey.pem")},
+		{Cert: filepath.Join(live, "fullchain.pem")}, // no key in it, none given
 	}, Sink: sink, Now: func() time.Time { return testNow }, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -404,10 +405,11 @@ func TestCertificateFiles(t *testing.T) {
 		}
 	}
 	diags := sink.get()
-	if len(diags) != 2 {
-		t.Fatalf("diagnostics %v, want the mismatched key and the missing file", diags)
+	if len(diags) != 3 {
+		t.Fatalf("diagnostics %v, want the mismatched key, the missing file and the missing key", diags)
 	}
-	for i, want := range []string{"private key does not match public key", "reading certificate"} {
+	for i, want := range []string{"private key does not match public key", "reading certificate",
+		"has no key: want --tls-cert " + filepath.Join(live, "fullchain.pem") + ",KEY"} {
 		if d := diags[i]; d.Code != diagnostics.BadCertificate || d.Key != "--tls-cert" || !strings.Contains(d.Message, want) {
 			t.Errorf("diagnostic %d: %s %s %q, want W043 --tls-cert saying %q", i, d.Code, d.Key, d.Message, want)
 		}
