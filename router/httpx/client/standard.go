@@ -41,10 +41,10 @@ func (t *Standard) RoundTripInformational(req *http.Request, inf Informer) (*htt
 	trace := &httptrace.ClientTrace{
 		// Called before the Transport counts the request as expected on
 		// the connection: a pooled one is used only once its read loop
-		// has settled (standard_conn.go); else the request is abandoned.
+		// has settled (standard_conn.go).
 		GotConn: func(info httptrace.GotConnInfo) {
-			if wc, ok := info.Conn.(*watchedConn); ok && info.Reused && !wc.settled(ctx, settleLimit) {
-				cancel()
+			if wc, ok := info.Conn.(*watchedConn); ok && info.Reused {
+				wc.settled(ctx)
 			}
 		},
 	}

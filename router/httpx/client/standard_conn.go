@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"time"
 )
 
 // Why Standard watches its connections.
@@ -23,11 +22,13 @@ import (
 // buffer was empty) or it has closed the connection (the Transport then
 // sends the request on a new one, nothing having been written).
 
-// settleLimit bounds that wait. The read loop makes its choice right
-// after it pooled the connection, so the wait is a goroutine switch; the
-// limit is for a scheduler stalled past all reason, and then the request
-// is abandoned (its context cancelled) rather than sent.
-const settleLimit = 5 * time.Second
+// The wait is bounded by the request's own context (the client's life):
+// the read loop is a runnable goroutine of this process, so it settles
+// within a goroutine switch. No limit of Levee's own ends it early, since
+// going on unsettled is exactly the race, and abandoning the request would
+// fail it for a reason that is neither the client's nor the backend's;
+// when the client goes away meanwhile, whatever the connection holds can
+// reach nobody.
 
 // watchedConn is a backend connection whose reads and close Standard can
 // see.
@@ -80,32 +81,23 @@ func (c *watchedConn) wakeLocked() {
 }
 
 // settled waits until the Transport's read loop of this pooled connection
-// waits on the socket or has closed the connection, for at most limit or
-// until ctx ends; it reports whether it got there.
-func (c *watchedConn) settled(ctx context.Context, limit time.Duration) bool {
-	var timeout <-chan time.Time
+// waits on the socket or has closed the connection, or until ctx ends.
+func (c *watchedConn) settled(ctx context.Context) {
 	for {
 		c.mu.Lock()
 		if c.reading || c.closed {
 			c.mu.Unlock()
-			return true
+			return
 		}
 		if c.wake == nil {
 			c.wake = make(chan struct{})
 		}
 		wake := c.wake
 		c.mu.Unlock()
-		if timeout == nil {
-			t := time.NewTimer(limit)
-			defer t.Stop()
-			timeout = t.C
-		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return false
-		case <-timeout:
-			return false
+			return
 		}
 	}
 }
