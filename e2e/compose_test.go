@@ -240,7 +240,7 @@ func TestComposeDemo(t *testing.T) {
 	root := moduleRoot(t)
 	id := dockertest.RunID(t)
 	httpPort, httpsPort, apiPort, pebblePort := freePort(t), freePort(t), freePort(t), freePort(t)
-	c := &compose{t: t, root: root, project: "levee-e2e-" + id, env: []string{
+	c := &compose{t: t, root: root, project: dockertest.ComposeProjectPrefix + id, env: []string{
 		"LEVEE_IMAGE=levee:e2e-" + id,
 		"ECHO_IMAGE=levee-echo:e2e-" + id,
 		"PEBBLE_IMAGE=levee-pebble:e2e-" + id,

@@ -28,6 +28,9 @@ const pebbleVersion = "v2.10.3"
 // temporary directory. Without either the test skips, or fails under CI.
 func pebbleDir(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test needs Pebble")
+	}
 	if d := os.Getenv("LEVEE_TEST_PEBBLE_DIR"); d != "" {
 		return d
 	}

@@ -30,6 +30,9 @@ var names = []string{"chromium", "chromium-browser", "google-chrome", "google-ch
 // CI=true).
 func Find(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test needs a browser")
+	}
 	if p := os.Getenv("LEVEE_TEST_CHROMIUM"); p != "" {
 		return p
 	}
@@ -51,6 +54,10 @@ func Find(t testing.TB) string {
 // leaves that part out, except under CI=true, where it fails.
 func Available(t testing.TB) bool {
 	t.Helper()
+	if testing.Short() {
+		t.Log("-short: the dashboard checks are left out")
+		return false
+	}
 	if os.Getenv("LEVEE_TEST_CHROMIUM") != "" || os.Getenv("CI") == "true" {
 		return true // Find fails the test under CI when the browser is missing
 	}

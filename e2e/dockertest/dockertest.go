@@ -4,15 +4,17 @@
 // through this package — images, containers, networks — carries the label
 // levee.test=<run id>, and Require registers a cleanup that removes every
 // object with that label when the test ends, pass or fail. A crashed run
-// leaves objects labelled levee.test, which
-// `docker rm -f $(docker ps -aq -f label=levee.test)` clears.
+// leaves objects labelled levee.test; the next test process sweeps them
+// before its first test (sweep.go), and
+// `docker rm -f $(docker ps -aq -f label=levee.test)` clears them by hand.
 //
 // There is no image registry: BuildImage compiles a Go package into a static
 // binary (CGO_ENABLED=0, once per test process) and builds a FROM scratch
 // image from an in-memory tar context.
 //
 // Require skips the test when no engine is reachable, unless the
-// environment has CI=true, where a missing engine is a failure.
+// environment has CI=true, where a missing engine is a failure. Under
+// go test -short it always skips.
 package dockertest
 
 import (
@@ -42,9 +44,7 @@ const Label = "levee.test"
 const cleanupTimeout = 2 * time.Minute
 
 var (
-	// processID distinguishes concurrent `go test` processes.
-	processID = fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffffff)
-	testSeq   atomic.Int64
+	testSeq atomic.Int64
 	// runIDs maps a testing.TB to its run ID so repeated calls agree.
 	runIDs sync.Map
 	// cleaned records the tests whose cleanup is registered.
@@ -72,6 +72,9 @@ func RunID(t testing.TB) string {
 // t when CI=true. It also registers Cleanup for t.
 func Require(t testing.TB) *client.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test needs a Docker Engine")
+	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		unavailable(t, "", err)
@@ -85,6 +88,7 @@ func Require(t testing.TB) *client.Client {
 		return nil
 	}
 	t.Cleanup(func() { _ = cli.Close() })
+	sweepLeftovers(cli, t.Logf)
 	Cleanup(t, cli)
 	return cli
 }

@@ -1,11 +1,14 @@
 package dockertest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 )
 
 func TestRunIDStablePerTestAndUniqueAcrossTests(t *testing.T) {
@@ -111,5 +115,98 @@ func TestEchoContainerServesAndIsCleanedUp(t *testing.T) {
 	is, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
 	if err != nil || len(is) != 0 {
 		t.Errorf("images left after cleanup: %d (err %v)", len(is), err)
+	}
+}
+
+func TestLeftoverNamesOnlyDeadProcesses(t *testing.T) {
+	alive := func(pid int) bool { return pid == 42 }
+	for _, c := range []struct {
+		runID string
+		want  bool
+	}{
+		{"42-abc-1", false}, // a process still running
+		{"43-abc-1", true},  // a process that is gone
+		{"abcdef-1", false}, // an ID of the older layout names no process
+		{"", false},         // not a run ID
+		{"0-abc-1", false},  // no process has ID 0
+		{"-1-abc-1", false}, // nor a negative one
+		{"43abc-1", false},  // the process ID is the whole first field
+		{RunID(t), false},   // this process: alive for the real check too
+	} {
+		check := alive
+		if c.runID == RunID(t) {
+			check = processAlive
+		}
+		if got := leftover(c.runID, check); got != c.want {
+			t.Errorf("leftover(%q) = %v, want %v", c.runID, got, c.want)
+		}
+	}
+}
+
+// TestSweepRemovesWhatAKilledTestLeft runs this test binary as a child
+// that creates a labelled network and volume and is killed before its
+// cleanup can run, as a go test timeout kills one; the sweep removes both,
+// and leaves this (living) process's own objects alone.
+func TestSweepRemovesWhatAKilledTestLeft(t *testing.T) {
+	if os.Getenv("LEVEE_TEST_SWEEP_CHILD") == "1" {
+		cli := Require(t)
+		net := Network(t, cli)
+		ctx := context.Background()
+		if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: net + "-vol", Labels: map[string]string{Label: RunID(t)}}); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("created %s %s\n", RunID(t), net)
+		select {} // killed here
+	}
+	cli := Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mine := Network(t, cli)
+
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSweepRemovesWhatAKilledTestLeft$", "-test.v")
+	cmd.Env = append(os.Environ(), "LEVEE_TEST_SWEEP_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var childRun, childNet string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "created" {
+			childRun, childNet = f[1], f[2]
+			break
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if childRun == "" {
+		t.Fatal("the child test created nothing")
+	}
+	// The child's objects are there, as a killed run leaves them, and
+	// would be removed by hand at its own run ID only.
+	t.Cleanup(func() { _ = removeLabelled(context.Background(), cli, childRun) })
+	f := filters.NewArgs(filters.Arg("label", Label+"="+childRun))
+	if ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 1 {
+		t.Fatalf("before the sweep: networks of the killed run = %d (%v), want 1", len(ns), err)
+	}
+
+	removed, err := sweep(ctx, cli, processAlive)
+	if err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if removed < 2 {
+		t.Errorf("sweep removed %d objects, want at least the killed run's network and volume", removed)
+	}
+	if ns, _ := cli.NetworkList(ctx, network.ListOptions{Filters: f}); len(ns) != 0 {
+		t.Errorf("network %s of the killed run is still there", childNet)
+	}
+	if vs, _ := cli.VolumeList(ctx, volume.ListOptions{Filters: f}); len(vs.Volumes) != 0 {
+		t.Errorf("volume of the killed run is still there")
+	}
+	if _, err := cli.NetworkInspect(ctx, mine, network.InspectOptions{}); err != nil {
+		t.Errorf("the sweep removed this living run's network %s: %v", mine, err)
 	}
 }

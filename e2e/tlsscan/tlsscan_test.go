@@ -56,6 +56,9 @@ func TestTLSScanners(t *testing.T) {
 // tool is the scanner named by env, else the first of names in PATH.
 func tool(t *testing.T, env string, names ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: this test needs %s", names[0])
+	}
 	if p := os.Getenv(env); p != "" {
 		return p
 	}

@@ -4,7 +4,8 @@
 //
 // The binary comes from PATH (.ci/setup.d/redis.sh installs Debian's
 // package in CI). Without it a test is skipped, except under CI=true,
-// where it fails: CI must never pass by skipping.
+// where it fails: CI must never pass by skipping. Under go test -short it
+// is always skipped.
 package redistest
 
 import (
@@ -40,6 +41,9 @@ func Start(t testing.TB) *Server {
 // CI=true).
 func lookPath(t testing.TB, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: this test needs %s", name)
+	}
 	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
