@@ -26,7 +26,7 @@ import (
 	"github.com/levee-proxy/levee/router/status"
 )
 
-// seedPayload is the example from issue 6, exactly as written there.
+// seedPayload is the API's reference example payload, exactly as written.
 const seedPayload = `{"name":"app","protocol":"Http",
  "backends":[{"address":"10.0.0.5","port":8080,"weight":100}],
  "config":{"hostnames":["app.example.com"],

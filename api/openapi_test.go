@@ -78,7 +78,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	}
 }
 
-// TestIssueEndpointsAreRegistered pins the endpoint list of issue 6, so a
+// TestIssueEndpointsAreRegistered pins the API's endpoint list, so a
 // route cannot be dropped from the table (and the document) unnoticed.
 func TestIssueEndpointsAreRegistered(t *testing.T) {
 	want := []string{
@@ -86,8 +86,8 @@ func TestIssueEndpointsAreRegistered(t *testing.T) {
 		"PUT /entrypoints/{id}", "DELETE /entrypoints/{id}", "GET /diagnostics", "GET /breakers",
 		"GET /breakers/{route}", "POST /breakers/{route}/open", "POST /breakers/{route}/close",
 		"POST /breakers/{route}/reset", "GET /history", "GET /events", "GET /metrics", "GET /openapi.json",
-		"GET /certificates", // issue 13
-		// issue 20: bulk writes
+		"GET /certificates",
+		// bulk writes
 		"POST /entrypoints/bulk", "PUT /entrypoints",
 	}
 	h := newHarness(t)

@@ -471,7 +471,7 @@ func (s *Store) push() {
 }
 
 // pushChange hands the router what one commit changed, so that a write's
-// cost follows the change, not the set (issue 20). Called with s.mu held.
+// cost follows the change, not the set. Called with s.mu held.
 func (s *Store) pushChange(puts []Entry, dels []string) {
 	p := config.SourcePatch{Source: config.SourceAPI, Delete: dels, Diagnostics: []diagnostics.Diagnostic{}}
 	for _, e := range puts {

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkWriteAt10k is one PUT of an API entrypoint while 10,000 API
-// entrypoints are loaded (issue 20: a single write at 10,000 routes).
+// entrypoints are loaded (a single write at 10,000 routes).
 func BenchmarkWriteAt10k(b *testing.B) {
 	h := newRealHarness(b, filepath.Join(b.TempDir(), "state.json"))
 	var ops []string

@@ -1,6 +1,6 @@
 package diagnostics
 
-// Codes of breaker fallbacks (issue 18): what a route answers while its
+// Codes of breaker fallbacks: what a route answers while its
 // circuit breaker is open (circuitBreaker.fallback, fallbackStatus,
 // serveStale). A fallback name can only be checked where every route is
 // known, so W080-W082 and I084 come from the router when it builds a

@@ -1,6 +1,6 @@
 package diagnostics
 
-// Codes of TLS, listeners and certificates (issue 13), numbers 040-049.
+// Codes of TLS, listeners and certificates, numbers 040-049.
 const (
 	// BadTLS is an invalid tls, tls.redirect or tls.hsts value.
 	BadTLS Code = "W040"

@@ -14,7 +14,7 @@ import (
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
 
-// Issue 14: a labelled container with several access policies at once,
+// A labelled container with several access policies at once,
 // written as a Traefik user would (basic auth, IP allow-list, rate
 // limit), through the binary on the real engine: each refusal carries its
 // X-Levee-Diagnostic and is counted in levee_policy_refusals_total; a
@@ -119,7 +119,7 @@ func TestDockerI14AccessPolicies(t *testing.T) {
 	}
 }
 
-// Issue 14: forward auth and the in-flight limit through the binary. The
+// Forward auth and the in-flight limit through the binary. The
 // auth service runs in the test process (Levee runs on the host too); a
 // second service of the echo container without policies steers it.
 func TestDockerI14ForwardAuthAndInFlight(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
 
-// Rolling restarts (issue 20). Everything this file creates is named
+// Rolling restarts. Everything this file creates is named
 // levee-i20-<run id>-… and labelled for dockertest's cleanup.
 
 // i20Fixture is an echo image with a fast HEALTHCHECK, a bridge network

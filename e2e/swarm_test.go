@@ -262,7 +262,7 @@ func TestSwarmLeveeAsAService(t *testing.T) {
 	}
 }
 
-// hostModePorts is issue 15's host case: Levee runs as a process on the
+// hostModePorts is the host case: Levee runs as a process on the
 // host (no container of its own), where overlay addresses are not
 // reachable. A service publishing 8080 in host mode, without a fixed
 // published port, is reached through each task's port on its node; a

@@ -9,7 +9,7 @@ const shards = 64
 // so that a snapshot built from the previous one copies only the shards
 // its change touches: at 10,000 routes, a write that changes one route
 // copies a few hundred entries of the id and host indexes instead of all
-// 20,000 (issue 20), and leaves that much less for the collector. A
+// 20,000, and leaves that much less for the collector. A
 // published shardMap is never written; edit returns a writable copy.
 type shardMap[V any] struct {
 	seed maphash.Seed

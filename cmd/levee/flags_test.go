@@ -26,7 +26,7 @@ func TestServeFlagsDefaults(t *testing.T) {
 			cfg.DockerCallTimeout, cfg.DockerPingInterval, cfg.DockerBackoffMax)
 	}
 	// Backends are local containers: a connect is refused at once or never
-	// completes, so waiting long only delays the retry elsewhere (issue 20).
+	// completes, so waiting long only delays the retry elsewhere.
 	if cfg.DialTimeout != time.Second {
 		t.Fatalf("--dial-timeout default %v, want 1s", cfg.DialTimeout)
 	}

@@ -11,7 +11,7 @@ import (
 
 // accessPolicyFields are the rows of the policies that admit or refuse a
 // request: basic and forward auth, IP allow-list, rate and in-flight
-// limits (issue 14). Setting any field of a policy turns it on. The names
+// limits. Setting any field of a policy turns it on. The names
 // are Traefik's middleware options, camelCase (docs/migrating.md).
 func accessPolicyFields() []Field {
 	return []Field{

@@ -13,7 +13,7 @@ import (
 var fallbackNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // fallbackFields are the circuitBreaker.fallback* and serveStale rows
-// (issue 18). Like every circuitBreaker.* field, setting one turns the
+// . Like every circuitBreaker.* field, setting one turns the
 // breaker on.
 func fallbackFields() []Field {
 	return []Field{

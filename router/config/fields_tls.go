@@ -16,7 +16,7 @@ var listenerNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 func ValidListenerName(s string) bool { return listenerNameRe.MatchString(s) }
 
 // tlsFields are the tls.* rows (HTTPS, redirect, HSTS) and the listeners a
-// route serves on (issue 13).
+// route serves on.
 func tlsFields() []Field {
 	return []Field{
 		{Label: "tls", JSON: "config.tls.enabled", JSONAliases: []string{"config.tls"}, Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,

@@ -11,7 +11,7 @@ import (
 // object.
 const KindMap Kind = "map"
 
-// transformPolicyFields are the rows of the policies that change a request or response: headers and CORS, redirects, path rewrites, compression, sticky sessions (issue 14).
+// transformPolicyFields are the rows of the policies that change a request or response: headers and CORS, redirects, path rewrites, compression, sticky sessions.
 func transformPolicyFields() []Field {
 	return []Field{
 		// Headers.

@@ -4,7 +4,7 @@ import "time"
 
 // Transform holds a route's policies that change a request or its
 // response (headers and CORS, redirects, path rewrites, compression) and
-// its sticky sessions (issue 14). A nil member is a policy the route does
+// its sticky sessions. A nil member is a policy the route does
 // not have; the zero Transform is a route without any. The validator
 // fills them; router/policy compiles them when a snapshot is built.
 type Transform struct {
