@@ -12,8 +12,8 @@ import (
 // API entrypoint name.
 var fallbackNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
-// fallbackFields are the circuitBreaker.fallback* and serveStale rows
-// . Like every circuitBreaker.* field, setting one turns the
+// fallbackFields are the circuitBreaker.fallback* and serveStale rows.
+// Like every circuitBreaker.* field, setting one turns the
 // breaker on.
 func fallbackFields() []Field {
 	return []Field{
