@@ -1,4 +1,4 @@
-// Package edge serves HTTP/1.1 to an [http.Handler] with a lean connection
+// Package server serves HTTP/1.1 to an [http.Handler] with a lean connection
 // loop, as a replacement for [http.Server] on a reverse proxy's client-facing
 // listener.
 //
