@@ -64,9 +64,7 @@ var jsonNames = func() []string {
 		}
 	}
 	out = append(out, "config.retry", "config.health_check", "config.passive_health", "config.circuit_breaker")
-	for _, g := range slices.Sorted(maps.Keys(accessGroups)) {
-		out = append(out, g)
-	}
+	out = append(out, slices.Sorted(maps.Keys(accessGroups))...)
 	return append(out, slices.Sorted(maps.Keys(transformJSONGroups()))...)
 }()
 

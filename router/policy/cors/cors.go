@@ -94,9 +94,8 @@ func (p *Policy) allowed(origin string) string {
 }
 
 var (
-	valueVary     = []string{"Origin"}
 	valueTrue     = []string{"true"}
-	valueAnyOrgin = []string{"*"}
+	valueAnyOrigin = []string{"*"}
 )
 
 // Serve answers a preflight, or lets the request on and marks its
@@ -139,7 +138,7 @@ func (p *Policy) mark(h http.Header, allow string) {
 
 func originValue(allow string) []string {
 	if allow == "*" {
-		return valueAnyOrgin
+		return valueAnyOrigin
 	}
 	return []string{allow}
 }
