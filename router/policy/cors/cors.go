@@ -94,7 +94,7 @@ func (p *Policy) allowed(origin string) string {
 }
 
 var (
-	valueTrue     = []string{"true"}
+	valueTrue      = []string{"true"}
 	valueAnyOrigin = []string{"*"}
 )
 
