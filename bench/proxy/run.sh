@@ -18,7 +18,7 @@
 #                     rotating from round to round (reversed on even rounds)
 #   CONNECTIONS=64    wrk connections; THREADS=1 wrk threads
 #   PROXY_CPU=0 LOAD_CPU=1
-#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+13 are used, and the first
+#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+13 (+15 with BASELINE) are used, and the first
 #                     free port from BASE_PORT+14 for redis-server
 #   NO_INSTALL=1      do not apt-get install missing tools
 #   TARGETS="levee nginx"  run only these targets (default: all of direct levee
@@ -31,6 +31,10 @@
 #                     levee-std-server is --http-server=stdlib, levee-std-client
 #                     --backend-client=stdlib, levee-std-both both; nginx is always
 #                     measured, every ratio is to it)
+#   BASELINE=REV      also measure the levee route of the binary built from
+#                     git revision REV (target levee-baseline, e.g.
+#                     BASELINE=main or a commit): a change side by side with
+#                     the code before it, in one run
 #   OUT=file          also write the markdown table to this file
 set -euo pipefail
 
@@ -60,6 +64,8 @@ log() { echo "[bench] $*" >&2; }
 
 # --- targets --------------------------------------------------------------
 ALL_TARGETS=(direct levee levee-breaker levee-breaker-store levee-std-server levee-std-client levee-std-both nginx haproxy)
+BASELINE=${BASELINE:-}
+[ -z "$BASELINE" ] || ALL_TARGETS=(direct levee-baseline "${ALL_TARGETS[@]:1}")
 if [ -n "${TARGETS:-}" ]; then
 	read -r -a WANTED <<<"$TARGETS"
 	TARGETS=()
@@ -109,6 +115,12 @@ REDIS_SERVER=$(command -v redis-server || echo /usr/bin/redis-server)
 # --- build ----------------------------------------------------------------
 log "building levee and the backend"
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
+if [ -n "$BASELINE" ]; then
+	log "building levee at $BASELINE ($(git -C "$ROOT" rev-parse --short "$BASELINE"))"
+	mkdir -p "$TMP/baseline-src"
+	git -C "$ROOT" archive "$BASELINE" | tar -x -C "$TMP/baseline-src"
+	(cd "$TMP/baseline-src" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee-baseline" ./cmd/levee)
+fi
 (cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend)
 
 BACKEND_PORT=$BASE_PORT
@@ -151,7 +163,7 @@ declare -A LEVEE_PIDS LEVEE_PORTS
 start_levee() {
 	local name=$1 port=$2 api=$3
 	shift 3
-	GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
+	GOMAXPROCS=1 taskset -c "$PROXY_CPU" "${LEVEE_BIN:-$TMP/levee}" serve --docker=false \
 		--http-listen "127.0.0.1:$port" --api-listen "127.0.0.1:$api" \
 		--state-file "$TMP/$name-state.json" --access-log=false --log-level warn "$@" \
 		>"$TMP/$name.log" 2>&1 &
@@ -176,6 +188,9 @@ start_levee levee-std-server $((BASE_PORT + 6)) $((BASE_PORT + 7)) --http-server
 start_levee levee-std-client $((BASE_PORT + 8)) $((BASE_PORT + 9)) --backend-client=stdlib
 start_levee levee-std-both $((BASE_PORT + 10)) $((BASE_PORT + 11)) --http-server=stdlib --backend-client=stdlib
 LEVEE_PID=${LEVEE_PIDS[levee]}
+if selected levee-baseline; then
+	LEVEE_BIN="$TMP/levee-baseline" start_levee levee-baseline $((BASE_PORT + 5)) $((BASE_PORT + 15))
+fi
 
 # --- breaker store ----------------------------------------------------------
 # levee-breaker-store: the same breaker route in a Levee process whose
@@ -268,7 +283,8 @@ if selected levee-breaker-store; then
 	URL[levee-breaker-store]="http://127.0.0.1:${LEVEE_PORTS[levee-breaker-store]}/"; HOSTH[levee-breaker-store]=bench-cb.local
 	PID[levee-breaker-store]=${LEVEE_PIDS[levee-breaker-store]}
 fi
-for t in levee-std-server levee-std-client levee-std-both; do
+for t in levee-std-server levee-std-client levee-std-both levee-baseline; do
+	selected "$t" || continue
 	URL[$t]="http://127.0.0.1:${LEVEE_PORTS[$t]}/"; HOSTH[$t]=bench.local; PID[$t]=${LEVEE_PIDS[$t]}
 done
 URL[nginx]="http://127.0.0.1:$NGINX_PORT/"; HOSTH[nginx]=bench.local; PID[nginx]=$NGINX_PID
@@ -431,6 +447,7 @@ done
 	selected levee && selected levee-breaker && pairs+=("levee-breaker levee")
 	selected levee-breaker && selected levee-breaker-store && pairs+=("levee-breaker-store levee-breaker")
 	selected levee && selected levee-breaker-store && pairs+=("levee-breaker-store levee")
+	selected levee && selected levee-baseline && pairs+=("levee levee-baseline")
 	if [ ${#pairs[@]} -gt 0 ]; then
 		echo
 		echo "Levee variants against each other, ratios within each round, then the median over rounds:"
