@@ -15,7 +15,14 @@ import (
 // to the raw one.
 func (rt *Route) Rewrite(u *url.URL) (path, raw string) {
 	path, raw = u.Path, u.RawPath
-	if rt.ep.StripPrefix && rt.prefix != "/" {
+	if rt.ep.StripPrefix && rt.prefix != "/" && rt.folded {
+		// The prefix matched in some spelling: remove its segments.
+		n := segments(rt.prefix)
+		path = dropSegments(path, n)
+		if raw != "" {
+			raw = dropSegments(raw, n)
+		}
+	} else if rt.ep.StripPrefix && rt.prefix != "/" {
 		path = strings.TrimPrefix(path, rt.prefix)
 		if path == "" || path[0] != '/' {
 			path = "/" + path
@@ -65,3 +72,19 @@ func (r *Route) State() *RouteState { return r.state }
 // without a circuit breaker), for classifying responses without asking
 // the breaker. Read only.
 func (r *Route) BreakerParams() *breaker.Params { return &r.cbParams }
+
+// dropSegments removes the first n segments of the path p, which starts
+// with "/"; what is left starts with "/" too.
+func dropSegments(p string, n int) string {
+	for ; n > 0 && p != ""; n-- {
+		i := strings.IndexByte(p[1:], '/')
+		if i < 0 {
+			return "/"
+		}
+		p = p[i+1:]
+	}
+	if p == "" {
+		return "/"
+	}
+	return p
+}

@@ -18,8 +18,11 @@ import (
 // Snapshot holds them; the mutable runtime state a route points to (balancer,
 // health, breaker) lives in the state registry and outlives the Route.
 type Route struct {
-	ep      config.Entrypoint
-	prefix  string // match key: Path without a trailing slash, "/" for the root
+	ep     config.Entrypoint
+	prefix string // match key: Path without a trailing slash, "/" for the root
+	// folded: the prefix is matched case-insensitively (foldPath), in
+	// hostTable.byFolded under foldPath(prefix).
+	folded  bool
 	regex   *regexp.Regexp
 	methods []string
 	// ghost routes belong to entrypoints that disappeared recently: they
@@ -78,21 +81,45 @@ func (r *Route) before(o *Route) bool {
 // whatever the number of routes.
 type hostTable struct {
 	byPrefix map[string][]*Route // each slice sorted by Route.before
+	// byFolded holds the routes with path.caseInsensitive, under their
+	// folded prefix; nil while the host has none.
+	byFolded map[string][]*Route
 	// diags are the table's collisions (W018), kept with it so that a
 	// snapshot sharing the table need not check it again.
 	diags []diagnostics.Diagnostic
 }
 
+// match returns the route of the longest matching prefix. With
+// case-insensitive routes on the host, the folded path is walked too, and
+// the deeper match wins (Route.before between equals), so "/ADMIN" finds
+// a case-insensitive "/admin" before an open "/".
 func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *Route {
-	p := path
+	r, depth := walkPrefixes(t.byPrefix, method, path, path, l, on)
+	if t.byFolded == nil {
+		return r
+	}
+	var buf [256]byte
+	f := foldPath(buf[:0], path)
+	fr, fdepth := walkPrefixes(t.byFolded, method, path, string(f), l, on)
+	if fr != nil && (r == nil || fdepth > depth || fdepth == depth && fr.before(r)) {
+		return fr
+	}
+	return r
+}
+
+// walkPrefixes looks up p, then each shorter segment prefix of it down to
+// "/", in m, and returns the first route that accepts the request with
+// the number of segments of its prefix. path is the request's, for the
+// route's filters.
+func walkPrefixes(m map[string][]*Route, method, path, p string, l *Listener, on listenerFilter) (*Route, int) {
 	for {
-		for _, r := range t.byPrefix[p] {
+		for _, r := range m[p] {
 			if r.accepts(method, path) && (on == nil || on(r, l)) {
-				return r
+				return r, segments(p)
 			}
 		}
 		if p == "/" {
-			return nil
+			return nil, 0
 		}
 		i := strings.LastIndexByte(p, '/')
 		if i <= 0 {
@@ -101,6 +128,43 @@ func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *
 			p = p[:i]
 		}
 	}
+}
+
+// segments counts the segments of a prefix key: 0 for "/".
+func segments(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// foldPath appends p as a case-insensitive backend reads it to b: ASCII
+// letters in lower case, and the dots and spaces that end a segment
+// removed (Windows drops them from file names).
+func foldPath(b []byte, p string) []byte {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c == '/' {
+			b = trimSegmentEnd(b)
+		}
+		b = append(b, c)
+	}
+	b = trimSegmentEnd(b)
+	if len(b) == 0 {
+		b = append(b, '/')
+	}
+	return b
+}
+
+// trimSegmentEnd removes the dots and spaces that end b's last segment.
+func trimSegmentEnd(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '.' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // Snapshot is an immutable route table. Requests read the current one
@@ -187,7 +251,7 @@ func (c *regexCache) retain(routes []*Route) {
 // from the one validator, only from a Go caller that skipped it) is
 // ignored as W030 says.
 func compileRoute(ep *config.Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
-	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods}
+	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods, folded: ep.PathCaseInsensitive}
 	if ep.PathRegex != "" {
 		re, err := rc.compile(ep.PathRegex)
 		if err != nil {
@@ -264,10 +328,12 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 			if prev == nil {
 				continue
 			}
-			for _, list := range prev.byPrefix {
-				for _, r := range list {
-					if !replaced[r.ep.ID] {
-						b.add(h, r)
+			for _, m := range []map[string][]*Route{prev.byPrefix, prev.byFolded} {
+				for _, list := range m {
+					for _, r := range list {
+						if !replaced[r.ep.ID] {
+							b.add(h, r)
+						}
 					}
 				}
 			}
@@ -326,11 +392,18 @@ func newSnapshotBuild(old *Snapshot, routes []*Route) *snapshotBuild {
 // add lists r in host's table, made new by this build if it is not yet.
 func (b *snapshotBuild) add(host string, r *Route) {
 	t := b.table(host)
-	list := t.byPrefix[r.prefix]
+	m, key := t.byPrefix, r.prefix
+	if r.folded {
+		if t.byFolded == nil {
+			t.byFolded = make(map[string][]*Route)
+		}
+		m, key = t.byFolded, string(foldPath(nil, r.prefix))
+	}
+	list := m[key]
 	if slices.Contains(list, r) { // the same host listed twice
 		return
 	}
-	t.byPrefix[r.prefix] = append(list, r)
+	m[key] = append(list, r)
 }
 
 func (b *snapshotBuild) table(host string) *hostTable {
@@ -428,18 +501,20 @@ func (s *Snapshot) lookup(host string) *hostTable {
 // collisions among them.
 func (t *hostTable) sortAndCheck(host string) {
 	t.diags = nil
-	for prefix, list := range t.byPrefix {
-		if len(list) > 1 {
-			slices.SortFunc(list, func(a, b *Route) int {
-				if a.before(b) {
-					return -1
-				}
-				if b.before(a) {
-					return 1
-				}
-				return 0
-			})
-			t.diags = append(t.diags, collisions(host, prefix, list)...)
+	for _, m := range []map[string][]*Route{t.byPrefix, t.byFolded} {
+		for prefix, list := range m {
+			if len(list) > 1 {
+				slices.SortFunc(list, func(a, b *Route) int {
+					if a.before(b) {
+						return -1
+					}
+					if b.before(a) {
+						return 1
+					}
+					return 0
+				})
+				t.diags = append(t.diags, collisions(host, prefix, list)...)
+			}
 		}
 	}
 }

@@ -110,6 +110,9 @@ var fieldCases = []fieldCase{
 		invalid: []invalidCase{
 			{label: "GET,PSOT", json: `["GET","PSOT"]`, code: diagnostics.BadMethod, fallback: "-", value: "PSOT"},
 		}},
+	{field: "path.caseInsensitive", get: func(d cfgDecoded) any { return d.ep.PathCaseInsensitive },
+		valid:   []validCase{{"true", "true", true}, {"False", "false", false}, {"on", "", true}},
+		invalid: []invalidCase{{label: "yes please", code: diagnostics.BadBool}, {label: "2", json: "2", code: diagnostics.BadBool}}},
 	{field: "stripPrefix", get: func(d cfgDecoded) any { return d.ep.StripPrefix },
 		valid: []validCase{{"true", "true", true}, {"YES", "", true}, {"on", "", true}, {"1", "1", true},
 			{"False", "false", false}, {"no", "", false}, {"OFF", "", false}, {"0", "0", false}},

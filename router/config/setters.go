@@ -202,6 +202,12 @@ func setMethods(d *draft, f *Field, key string, v any) {
 	})
 }
 
+func setPathCaseInsensitive(d *draft, f *Field, key string, v any) {
+	if b, ok := decode(d, f, key, v, toBool, nil); ok {
+		d.ep.PathCaseInsensitive = b
+	}
+}
+
 func setStripPrefix(d *draft, f *Field, key string, v any) {
 	if b, ok := decode(d, f, key, v, toBool, nil); ok {
 		d.ep.StripPrefix = b
