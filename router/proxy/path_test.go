@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -151,6 +153,10 @@ func bypassRoutes(t *testing.T, backend config.Backend) []config.Entrypoint {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	t.Cleanup(deny.Close)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var eps []config.Entrypoint
 	for _, ci := range []bool{false, true} {
 		for _, kind := range []string{"basic", "allow", "forward"} {
@@ -163,7 +169,7 @@ func bypassRoutes(t *testing.T, backend config.Backend) []config.Entrypoint {
 			guarded.PathCaseInsensitive = ci
 			switch kind {
 			case "basic":
-				guarded.Access.BasicAuth = &config.BasicAuth{Users: []string{"admin:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/"}, Realm: "x"}
+				guarded.Access.BasicAuth = &config.BasicAuth{Users: []string{"admin:" + string(hash)}, Realm: "x"}
 			case "allow":
 				guarded.Access.IPAllowList = &config.IPAllowList{SourceRange: []string{"192.0.2.0/24"}}
 			case "forward":
