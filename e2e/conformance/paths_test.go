@@ -74,8 +74,64 @@ func pathSuite() []vector {
 			out = append(out, vector{name: name, run: func(t *testing.T, e *env) { runPathSpellings(t, e, kind, ci) }})
 		}
 	}
-	out = append(out, vector{name: "query-with-fragment", run: runQueryWithFragment})
+	out = append(out, vector{name: "query-with-fragment", run: runQueryWithFragment},
+		vector{name: "redirect-regex-off-site", run: runRedirectOffSite})
 	return out
+}
+
+// A redirectRegex group captured from the path never chooses the host the
+// client is sent to: "${1}" of "/legacy//evil.example/x" through
+// "^https?://[^/]+/legacy(.*)" or of "/go/https:/evil.example" through
+// "^https?://[^/]+/go/(.*)" would be another site in a browser.
+func runRedirectOffSite(t *testing.T, e *env) {
+	v := e.start(t, backendOpts{}, nil, map[string]any{
+		"redirect_regex": map[string]any{"regex": `^https?://[^/]+/go/(.*)$`, "replacement": "${1}"},
+	})
+	e.p.createRoute(t, v.route+"-legacy", v.host, v.b.addr, map[string]any{
+		"path":           "/legacy",
+		"redirect_regex": map[string]any{"regex": `^https?://[^/]+/legacy(.*)$`, "replacement": "${1}"},
+	})
+	for _, path := range []string{"/legacy//evil.example/x", "/legacy///evil.example", "/go/https:/evil.example/x",
+		"/go/https:evil.example", "/go/javascript:alert(1)", "/go/HTTP:/evil.example", "/go/%2F%2Fevil.example"} {
+		c := v.dialUnlisted()
+		if err := v.get(c, path); err != nil {
+			t.Fatal(err)
+		}
+		_, m, err := c.final("GET", 5*time.Second)
+		c.close()
+		if err != nil {
+			t.Fatalf("GET %s: no answer: %v", path, err)
+		}
+		loc := m.get("Location")
+		switch {
+		case verdict(m.status, m.get("X-Levee-Diagnostic")) == "bad":
+		case m.status/100 == 3 && len(loc) == 1 && onSite(loc[0]):
+		default:
+			v.Errorf("GET %s: answer %q with Location %q: another site, or not a refusal (400 bad-path)", path, m.start, loc)
+		}
+	}
+	c := v.dial()
+	if err := v.get(c, "/go/new/page"); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := c.final("GET", 5*time.Second); err != nil || m.status != http.StatusFound || len(m.get("Location")) != 1 || m.get("Location")[0] != "new/page" {
+		t.Fatalf("GET /go/new/page: %v %v, want 302 to new/page", m, err)
+	}
+	if n := len(v.b.requests()); n != 0 {
+		v.Errorf("the backend read %d requests; every one is answered by the redirect", n)
+	}
+}
+
+// onSite reports whether a browser resolves the Location loc on the
+// request's own site: no scheme, not scheme-relative (a backslash is a
+// slash to a browser).
+func onSite(loc string) bool {
+	l := strings.ReplaceAll(strings.TrimSpace(loc), "\\", "/")
+	if strings.HasPrefix(l, "//") {
+		return false
+	}
+	i := strings.IndexAny(l, ":/?#")
+	return i < 0 || l[i] != ':'
 }
 
 // guard is the route config of the guarded /admin for a policy kind.
