@@ -47,18 +47,27 @@ func normalizePath(u *url.URL, strict bool) pathFault {
 		return f
 	}
 	p := u.Path
-	rewrite := false
+	rewrite, dots := false, false
 	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c < 0x20 || c == 0x7f:
-			return faultControl
-		case c == '\\' || c == '?' || c == '#' || c == '%':
+		switch pathClass[p[i]] {
+		case classPlain:
+		case classRefused:
 			// Only an encoding puts ?, # or % in a decoded path.
+			if c := p[i]; c < 0x20 || c == 0x7f {
+				return faultControl
+			}
 			return faultSeparator
-		case c == ';':
+		case classParam:
 			rewrite = true
-		case c == '/' && i+1 < len(p) && p[i+1] == '/':
-			rewrite = true
+		case classSlash:
+			if i+1 < len(p) {
+				switch p[i+1] {
+				case '/':
+					rewrite = true
+				case '.', ' ':
+					dots = true
+				}
+			}
 		}
 	}
 	// RawPath is set only when the client's encoding differs from the
@@ -74,24 +83,52 @@ func normalizePath(u *url.URL, strict bool) pathFault {
 		if u.RawPath != "" {
 			u.RawPath = stripParams(u.RawPath)
 		}
+		dots = true // a removed parameter may have ended a dot segment
 	}
-	if badSegment(u.Path) {
+	if dots && badSegment(u.Path) {
 		return faultDot
 	}
 	return faultNone
 }
+
+// The classes of a byte of a decoded path.
+const (
+	classPlain   = iota
+	classRefused // a control character, \, ?, # or %
+	classParam   // ;
+	classSlash   // /
+)
+
+var pathClass = func() (t [256]uint8) {
+	for c := range 0x20 {
+		t[c] = classRefused
+	}
+	for _, c := range []byte{0x7f, '\\', '?', '#', '%'} {
+		t[c] = classRefused
+	}
+	t[';'], t['/'] = classParam, classSlash
+	return t
+}()
 
 // checkQuery refuses a query holding "#" or a control byte: an HTTP/1.1
 // request line cannot carry them, and a backend would end the target at
 // the "#".
 func checkQuery(q string) pathFault {
 	for i := 0; i < len(q); i++ {
-		if c := q[i]; c <= ' ' || c == 0x7f || c == '#' {
+		if queryRefused[q[i]] {
 			return faultQuery
 		}
 	}
 	return faultNone
 }
+
+var queryRefused = func() (t [256]bool) {
+	for c := range 0x21 {
+		t[c] = true
+	}
+	t[0x7f], t['#'] = true, true
+	return t
+}()
 
 // hasEscape reports whether s holds the percent-encoding %hl, in either
 // case (h is a digit, l a lower-case letter).
@@ -139,9 +176,6 @@ func stripParams(p string) string {
 // "..", which a backend resolves away (RFC 3986 5.2.4), and the likes of
 // "...", " " and ". .", which Windows reads as empty.
 func badSegment(p string) bool {
-	if !strings.Contains(p, "/.") && !strings.Contains(p, "/ ") {
-		return false
-	}
 	for seg := range strings.SplitSeq(p, "/") {
 		if seg != "" && strings.Trim(seg, ". ") == "" {
 			return true
