@@ -35,6 +35,8 @@ func TestMatchCaseInsensitivePath(t *testing.T) {
 		{"/admin/PUBLIC", "admin"},
 		{"/docs/x", "other"},
 		{"/DOCS", "other"},
+		{"/adm\u0131n", "admin"}, // dotless ı: "I" in upper case, as Windows compares
+		{"/doc\u017F", "other"},  // long s: "S" in upper case
 		{"/adminx", "open"},
 		{"/admin.x", "open"},
 		{"/", "open"},

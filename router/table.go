@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/diagnostics"
@@ -138,10 +139,18 @@ func segments(p string) int {
 	return strings.Count(p, "/")
 }
 
-// foldPath appends p as a case-insensitive backend reads it to b: ASCII
-// letters in lower case, and the dots and spaces that end a segment
-// removed (Windows drops them from file names).
+// foldPath appends p as a case-insensitive backend reads it to b: letters
+// in lower case, and the dots and spaces that end a segment removed
+// (Windows drops them from file names). Beyond ASCII, letters are compared
+// as Windows does, by their upper case ("ı" and "K", the Kelvin sign, are
+// "i" and "k" then); that one case allocates.
 func foldPath(b []byte, p string) []byte {
+	for i := 0; i < len(p); i++ {
+		if p[i] >= utf8.RuneSelf {
+			p = strings.ToLower(strings.ToUpper(p))
+			break
+		}
+	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if 'A' <= c && c <= 'Z' {
