@@ -48,12 +48,25 @@ func TestMatchCaseInsensitivePath(t *testing.T) {
 	}
 }
 
+// A case-insensitive route's pathRegex sees the folded path: a spelling
+// does not pass the filter to reach the open route beside it.
+func TestCaseInsensitiveRegexSeesTheFoldedPath(t *testing.T) {
+	guard := route("guard", "/", "h.test")
+	guard.PathCaseInsensitive, guard.PathRegex, guard.Priority = true, `^/admin(/|$)`, 10
+	s, _ := NewSnapshot([]config.Entrypoint{guard, route("open", "/", "h.test")})
+	for path, want := range map[string]string{"/admin": "guard", "/ADMIN/x": "guard", "/admin./x": "guard", "/Admin ": "guard", "/adminx": "open", "/": "open"} {
+		if got := matchID(s, "GET", "h.test", path); got != want {
+			t.Errorf("Match(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
 func TestMatchCaseInsensitiveDoesNotAllocate(t *testing.T) {
 	admin := route("admin", "/admin", "h.test")
 	admin.PathCaseInsensitive = true
 	s, _ := NewSnapshot([]config.Entrypoint{admin, route("open", "/", "h.test")})
 	allocs := testing.AllocsPerRun(100, func() {
-		if matchID(s, "GET", "h.test", "/ADMIN/users/1") != "admin" {
+		if matchID(s, "GET", "h.test", "/ADMIN/users/1/with/a/path/longer/than/thirty-two/bytes") != "admin" {
 			panic("no match")
 		}
 	})

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -100,8 +101,7 @@ func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *
 		return r
 	}
 	var buf [256]byte
-	f := foldPath(buf[:0], path)
-	fr, fdepth := walkPrefixes(t.byFolded, method, path, string(f), l, on)
+	fr, fdepth := walkFolded(t.byFolded, method, foldPath(buf[:0], path), l, on)
 	if fr != nil && (r == nil || fdepth > depth || fdepth == depth && fr.before(r)) {
 		return fr
 	}
@@ -130,6 +130,46 @@ func walkPrefixes(m map[string][]*Route, method, path, p string, l *Listener, on
 		}
 	}
 }
+
+// walkFolded is walkPrefixes over the folded path f, which is also what
+// the routes' pathRegex sees: a regex guard must not be passed by a
+// spelling. f becomes a string only for a route with a regex.
+func walkFolded(m map[string][]*Route, method string, f []byte, l *Listener, on listenerFilter) (*Route, int) {
+	p, fs := f, ""
+	for {
+		for _, r := range m[string(p)] {
+			if len(r.methods) > 0 && !slices.Contains(r.methods, method) {
+				continue
+			}
+			if r.regex != nil {
+				if fs == "" {
+					fs = string(f)
+				}
+				if !r.regex.MatchString(fs) {
+					continue
+				}
+			}
+			if on == nil || on(r, l) {
+				if len(p) == 1 {
+					return r, 0
+				}
+				return r, bytes.Count(p, slashKey)
+			}
+		}
+		if len(p) == 1 && p[0] == '/' {
+			return nil, 0
+		}
+		i := bytes.LastIndexByte(p, '/')
+		if i <= 0 {
+			p = slashKey
+		} else {
+			p = p[:i]
+		}
+	}
+}
+
+// slashKey is the root prefix key, read only.
+var slashKey = []byte{'/'}
 
 // segments counts the segments of a prefix key: 0 for "/".
 func segments(p string) int {

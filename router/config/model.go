@@ -51,8 +51,9 @@ type Entrypoint struct {
 	// Path is a segment-aware path prefix; "/" matches everything.
 	Path string `json:"path"`
 	// PathCaseInsensitive matches Path as a case-insensitive backend
-	// (IIS, ASP.NET on Windows) reads it: without regard to ASCII case and
-	// to the dots and spaces that end a segment.
+	// (IIS, ASP.NET on Windows) reads it: without regard to case and to
+	// the dots and spaces that end a segment; PathRegex then sees the
+	// folded path.
 	PathCaseInsensitive bool `json:"path_case_insensitive,omitempty"`
 	// PathRegex, if set, must also match the request path.
 	PathRegex string `json:"path_regex,omitempty"`
