@@ -28,7 +28,7 @@ type wireBackend struct {
 type wireConfig struct {
 	Hostnames      []string     `json:"hostnames"`
 	Path           string       `json:"path"`
-	PathCaseInsens bool         `json:"path_case_insensitive"`
+	PathCaseInsens bool         `json:"path_case_insensitive,omitempty"`
 	PathRegex      string       `json:"path_regex,omitempty"`
 	Priority       int          `json:"priority"`
 	Methods        []string     `json:"methods,omitempty"`
