@@ -52,7 +52,7 @@ func TestMatchCaseInsensitivePath(t *testing.T) {
 // does not pass the filter to reach the open route beside it.
 func TestCaseInsensitiveRegexSeesTheFoldedPath(t *testing.T) {
 	guard := route("guard", "/", "h.test")
-	guard.PathCaseInsensitive, guard.PathRegex, guard.Priority = true, `^/admin(/|$)`, 10
+	guard.PathCaseInsensitive, guard.PathRegex, guard.Priority = true, `^/Admin(/|$)`, 10
 	s, _ := NewSnapshot([]config.Entrypoint{guard, route("open", "/", "h.test")})
 	for path, want := range map[string]string{"/admin": "guard", "/ADMIN/x": "guard", "/admin./x": "guard", "/Admin ": "guard", "/adminx": "open", "/": "open"} {
 		if got := matchID(s, "GET", "h.test", path); got != want {

@@ -285,7 +285,7 @@ func (c *regexCache) retain(routes []*Route) {
 	used := make(map[string]bool, len(c.m))
 	for _, r := range routes {
 		if r.ep.PathRegex != "" {
-			used[r.ep.PathRegex] = true
+			used[regexExpr(&r.ep)] = true
 		}
 	}
 	for k := range c.m {
@@ -302,7 +302,7 @@ func (c *regexCache) retain(routes []*Route) {
 func compileRoute(ep *config.Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
 	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods, folded: ep.PathCaseInsensitive}
 	if ep.PathRegex != "" {
-		re, err := rc.compile(ep.PathRegex)
+		re, err := rc.compile(regexExpr(ep))
 		if err != nil {
 			r.ep.PathRegex = ""
 			return r, []diagnostics.Diagnostic{diagnostics.New(diagnostics.BadPathRegex, sourceOf(*ep),
@@ -311,6 +311,16 @@ func compileRoute(ep *config.Entrypoint, rc *regexCache) (*Route, []diagnostics.
 		r.regex = re
 	}
 	return r, nil
+}
+
+// regexExpr is the expression compiled for ep's PathRegex: on a
+// case-insensitive route it ignores case, as the route's prefix does (it
+// sees the folded path, in lower case, so "^/Admin" must still match).
+func regexExpr(ep *config.Entrypoint) string {
+	if ep.PathCaseInsensitive {
+		return "(?i)" + ep.PathRegex
+	}
+	return ep.PathRegex
 }
 
 // prefixKey turns a configured path into the table's key: "/api/" and
