@@ -32,7 +32,8 @@ const (
 //     "/", ";" (RFC 3986 3.3 separators the backend may split on), "?",
 //     "#" or "%" (a second decoding changes the path); a control
 //     character; a segment of nothing but dots and spaces ("." and ".."
-//     are RFC 3986 5.2.4 dot segments, the others are dots to Windows);
+//     are RFC 3986 5.2.4 dot segments, Windows reads the others as empty
+//     or as "." and "..");
 //     a query with "#" or a control byte (a fragment is never part of a
 //     request target, RFC 9112 3.2, and an HTTP/2 ":path" may carry one);
 //   - rewritten: ";" parameters are removed from every segment (the
