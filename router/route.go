@@ -72,19 +72,3 @@ func (r *Route) State() *RouteState { return r.state }
 // without a circuit breaker), for classifying responses without asking
 // the breaker. Read only.
 func (r *Route) BreakerParams() *breaker.Params { return &r.cbParams }
-
-// dropSegments removes the first n segments of the path p, which starts
-// with "/"; what is left starts with "/" too.
-func dropSegments(p string, n int) string {
-	for ; n > 0 && p != ""; n-- {
-		i := strings.IndexByte(p[1:], '/')
-		if i < 0 {
-			return "/"
-		}
-		p = p[i+1:]
-	}
-	if p == "" {
-		return "/"
-	}
-	return p
-}
