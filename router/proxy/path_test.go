@@ -261,6 +261,34 @@ func TestNormalisedPathIsWhatTheBackendGets(t *testing.T) {
 	}
 }
 
+// Forward auth is asked about the path the backend then receives: the
+// policy and the backend see one form.
+func TestForwardAuthSeesTheNormalForm(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Header.Get("X-Forwarded-Uri"))
+		mu.Unlock()
+	}))
+	t.Cleanup(auth.Close)
+	h := newHarness(t, Options{})
+	b := newRecordingBackend(t)
+	u, _ := url.Parse(b.srv.URL)
+	host, port, _ := strings.Cut(u.Host, ":")
+	admin := route("admin", "/admin", "fa.test")
+	admin.Access.ForwardAuth = &config.ForwardAuth{Address: auth.URL, Timeout: 5 * time.Second}
+	admin.Backends = []config.Backend{{Address: host, Port: atoiT(t, port), Weight: config.DefaultWeight}}
+	h.set(config.SourceAPI, admin)
+	resp := rawExchange(t, h, "GET //admin;x//users;y?q=1 HTTP/1.1\r\nHost: fa.test\r\n\r\n", 5*time.Second)
+	got := b.take("fa.test")
+	mu.Lock()
+	defer mu.Unlock()
+	if resp.StatusCode != http.StatusOK || len(asked) != 1 || asked[0] != "/admin/users?q=1" || len(got) != 1 || got[0] != "/admin/users?q=1" {
+		t.Fatalf("got %d; the auth service was asked about %q, the backend received %q; want both /admin/users?q=1", resp.StatusCode, asked, got)
+	}
+}
+
 // --strict-paths refuses what would otherwise be rewritten, and passes a
 // path already in normal form.
 func TestStrictPathsRefuseInsteadOfRewriting(t *testing.T) {
