@@ -157,7 +157,7 @@ func entries() []Entry {
 		},
 		{
 			Code: PathDefaulted, Severity: Info, Title: "path normalised",
-			Effect:  "A path given without a leading `/` (or with a trailing one) was normalised, e.g. `api/` → `/api`; the route uses the normalised form.",
+			Effect:  "A path given without a leading `/` (or with a trailing one, a run of slashes or a `;` parameter, which no request path holds once normalised) was normalised, e.g. `api/` → `/api`, `//admin;x` → `/admin`; the route uses the normalised form.",
 			Fix:     "Nothing to fix; write the normalised form to silence this.",
 			Example: "levee.http.app.path=api/",
 		},

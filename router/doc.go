@@ -19,7 +19,10 @@
 // touches are copied; a patch rebuilds only its ids' routes, so one write
 // costs about the same at 10 routes as at 10,000. Matching is one map
 // lookup for the exact host (a few more for wildcards) and one per path
-// segment, whatever the number of routes, and does not allocate.
+// segment, whatever the number of routes, and does not allocate. The
+// path it is given is the proxy's normal form; on a host with
+// case-insensitive routes (fold.go) the folded path is walked too, and the
+// deeper match wins.
 //
 // # State outlives config
 //

@@ -15,7 +15,14 @@ import (
 // to the raw one.
 func (rt *Route) Rewrite(u *url.URL) (path, raw string) {
 	path, raw = u.Path, u.RawPath
-	if rt.ep.StripPrefix && rt.prefix != "/" {
+	if rt.ep.StripPrefix && rt.prefix != "/" && rt.folded {
+		// The prefix matched in some spelling: remove its segments.
+		n := segments(rt.prefix)
+		path = dropSegments(path, n)
+		if raw != "" {
+			raw = dropSegments(raw, n)
+		}
+	} else if rt.ep.StripPrefix && rt.prefix != "/" {
 		path = strings.TrimPrefix(path, rt.prefix)
 		if path == "" || path[0] != '/' {
 			path = "/" + path

@@ -520,7 +520,7 @@ func (r *Router) announceRoute(prev, cur *Route, now time.Time) {
 // TestSameEntrypointSeesEveryField changes each field in turn.
 func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if a.ID != b.ID || a.Name != b.Name || a.Source != b.Source || a.Protocol != b.Protocol ||
-		a.Path != b.Path || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
+		a.Path != b.Path || a.PathCaseInsensitive != b.PathCaseInsensitive || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || !a.Created.Equal(b.Created) ||
 		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||

@@ -18,8 +18,11 @@ import (
 // Snapshot holds them; the mutable runtime state a route points to (balancer,
 // health, breaker) lives in the state registry and outlives the Route.
 type Route struct {
-	ep      config.Entrypoint
-	prefix  string // match key: Path without a trailing slash, "/" for the root
+	ep     config.Entrypoint
+	prefix string // match key: Path without a trailing slash, "/" for the root
+	// folded: the prefix is matched case-insensitively (foldPath), in
+	// hostTable.byFolded under foldPath(prefix).
+	folded  bool
 	regex   *regexp.Regexp
 	methods []string
 	// ghost routes belong to entrypoints that disappeared recently: they
@@ -78,21 +81,44 @@ func (r *Route) before(o *Route) bool {
 // whatever the number of routes.
 type hostTable struct {
 	byPrefix map[string][]*Route // each slice sorted by Route.before
+	// byFolded holds the routes with path.caseInsensitive, under their
+	// folded prefix; nil while the host has none.
+	byFolded map[string][]*Route
 	// diags are the table's collisions (W018), kept with it so that a
 	// snapshot sharing the table need not check it again.
 	diags []diagnostics.Diagnostic
 }
 
+// match returns the route of the longest matching prefix. With
+// case-insensitive routes on the host, the folded path is walked too, and
+// the deeper match wins (Route.before between equals), so "/ADMIN" finds
+// a case-insensitive "/admin" before an open "/".
 func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *Route {
-	p := path
+	r, depth := walkPrefixes(t.byPrefix, method, path, path, l, on)
+	if t.byFolded == nil {
+		return r
+	}
+	var buf [256]byte
+	fr, fdepth := walkFolded(t.byFolded, method, foldPath(buf[:0], path), l, on)
+	if fr != nil && (r == nil || fdepth > depth || fdepth == depth && fr.before(r)) {
+		return fr
+	}
+	return r
+}
+
+// walkPrefixes looks up p, then each shorter segment prefix of it down to
+// "/", in m, and returns the first route that accepts the request with
+// the number of segments of its prefix. path is the request's, for the
+// route's filters.
+func walkPrefixes(m map[string][]*Route, method, path, p string, l *Listener, on listenerFilter) (*Route, int) {
 	for {
-		for _, r := range t.byPrefix[p] {
+		for _, r := range m[p] {
 			if r.accepts(method, path) && (on == nil || on(r, l)) {
-				return r
+				return r, segments(p)
 			}
 		}
 		if p == "/" {
-			return nil
+			return nil, 0
 		}
 		i := strings.LastIndexByte(p, '/')
 		if i <= 0 {
@@ -101,6 +127,14 @@ func (t *hostTable) match(method, path string, l *Listener, on listenerFilter) *
 			p = p[:i]
 		}
 	}
+}
+
+// segments counts the segments of a prefix key: 0 for "/".
+func segments(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
 }
 
 // Snapshot is an immutable route table. Requests read the current one
@@ -172,7 +206,7 @@ func (c *regexCache) retain(routes []*Route) {
 	used := make(map[string]bool, len(c.m))
 	for _, r := range routes {
 		if r.ep.PathRegex != "" {
-			used[r.ep.PathRegex] = true
+			used[regexExpr(&r.ep)] = true
 		}
 	}
 	for k := range c.m {
@@ -187,9 +221,9 @@ func (c *regexCache) retain(routes []*Route) {
 // from the one validator, only from a Go caller that skipped it) is
 // ignored as W030 says.
 func compileRoute(ep *config.Entrypoint, rc *regexCache) (*Route, []diagnostics.Diagnostic) {
-	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods}
+	r := &Route{ep: *ep, prefix: prefixKey(ep.Path), methods: ep.Methods, folded: ep.PathCaseInsensitive}
 	if ep.PathRegex != "" {
-		re, err := rc.compile(ep.PathRegex)
+		re, err := rc.compile(regexExpr(ep))
 		if err != nil {
 			r.ep.PathRegex = ""
 			return r, []diagnostics.Diagnostic{diagnostics.New(diagnostics.BadPathRegex, sourceOf(*ep),
@@ -264,10 +298,12 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 			if prev == nil {
 				continue
 			}
-			for _, list := range prev.byPrefix {
-				for _, r := range list {
-					if !replaced[r.ep.ID] {
-						b.add(h, r)
+			for _, m := range []map[string][]*Route{prev.byPrefix, prev.byFolded} {
+				for _, list := range m {
+					for _, r := range list {
+						if !replaced[r.ep.ID] {
+							b.add(h, r)
+						}
 					}
 				}
 			}
@@ -326,11 +362,18 @@ func newSnapshotBuild(old *Snapshot, routes []*Route) *snapshotBuild {
 // add lists r in host's table, made new by this build if it is not yet.
 func (b *snapshotBuild) add(host string, r *Route) {
 	t := b.table(host)
-	list := t.byPrefix[r.prefix]
+	m, key := t.byPrefix, r.prefix
+	if r.folded {
+		if t.byFolded == nil {
+			t.byFolded = make(map[string][]*Route)
+		}
+		m, key = t.byFolded, string(foldPath(nil, r.prefix))
+	}
+	list := m[key]
 	if slices.Contains(list, r) { // the same host listed twice
 		return
 	}
-	t.byPrefix[r.prefix] = append(list, r)
+	m[key] = append(list, r)
 }
 
 func (b *snapshotBuild) table(host string) *hostTable {
@@ -428,18 +471,20 @@ func (s *Snapshot) lookup(host string) *hostTable {
 // collisions among them.
 func (t *hostTable) sortAndCheck(host string) {
 	t.diags = nil
-	for prefix, list := range t.byPrefix {
-		if len(list) > 1 {
-			slices.SortFunc(list, func(a, b *Route) int {
-				if a.before(b) {
-					return -1
-				}
-				if b.before(a) {
-					return 1
-				}
-				return 0
-			})
-			t.diags = append(t.diags, collisions(host, prefix, list)...)
+	for _, m := range []map[string][]*Route{t.byPrefix, t.byFolded} {
+		for prefix, list := range m {
+			if len(list) > 1 {
+				slices.SortFunc(list, func(a, b *Route) int {
+					if a.before(b) {
+						return -1
+					}
+					if b.before(a) {
+						return 1
+					}
+					return 0
+				})
+				t.diags = append(t.diags, collisions(host, prefix, list)...)
+			}
 		}
 	}
 }

@@ -85,6 +85,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		TrustedProxies:    trusted,
+		StrictPaths:       cfg.StrictPaths,
 		StandardTransport: cfg.BackendClient == "stdlib",
 
 		RequestBodyTimeout:   cfg.RequestBodyTimeout,

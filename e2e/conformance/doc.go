@@ -71,7 +71,11 @@
 // limits: slow or silent clients and backends, idle tunnels, the
 // connection limit, slow uploads against the circuit breaker. forwarded:
 // Forwarded, X-Real-IP, X-Forwarded-* and their underscore spellings from
-// an untrusted client.
+// an untrusted client. paths: every spelling of a guarded /admin (slash
+// runs, ";" parameters, case, trailing dots and spaces, dot segments,
+// encoded separators) against basic auth, an IP allow-list and forward
+// auth beside an open /, also as a raw HTTP/2 :path over TLS (h2_test.go);
+// a "#" in the query; a redirectRegex group that would pick another site.
 //
 // # Adding a vector
 //

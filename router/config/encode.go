@@ -28,6 +28,7 @@ type wireBackend struct {
 type wireConfig struct {
 	Hostnames      []string     `json:"hostnames"`
 	Path           string       `json:"path"`
+	PathCaseInsens bool         `json:"path_case_insensitive,omitempty"`
 	PathRegex      string       `json:"path_regex,omitempty"`
 	Priority       int          `json:"priority"`
 	Methods        []string     `json:"methods,omitempty"`
@@ -111,6 +112,7 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 		Config: wireConfig{
 			Hostnames:      ep.Hosts,
 			Path:           ep.Path,
+			PathCaseInsens: ep.PathCaseInsensitive,
 			PathRegex:      ep.PathRegex,
 			Priority:       ep.Priority,
 			Methods:        ep.Methods,

@@ -50,6 +50,11 @@ type Entrypoint struct {
 	Hosts []string `json:"hostnames"`
 	// Path is a segment-aware path prefix; "/" matches everything.
 	Path string `json:"path"`
+	// PathCaseInsensitive matches Path as a case-insensitive backend
+	// (IIS, ASP.NET on Windows) reads it: without regard to case and to
+	// the dots and spaces that end a segment; PathRegex then sees the
+	// folded path.
+	PathCaseInsensitive bool `json:"path_case_insensitive,omitempty"`
 	// PathRegex, if set, must also match the request path.
 	PathRegex string `json:"path_regex,omitempty"`
 	// Priority breaks ties between routes with the same host and path

@@ -154,6 +154,16 @@ func setPath(d *draft, f *Field, key string, v any) {
 	if !strings.HasPrefix(norm, "/") {
 		norm = "/" + norm
 	}
+	// Request paths are matched in their normal form (docs/operations.md,
+	// request paths): no run of slashes, no ";" parameter. A prefix with
+	// either could never match; it is brought into that form.
+	if strings.Contains(norm, "//") || strings.Contains(norm, ";") {
+		norm = normalSegments(norm)
+		if hasDotSegment(norm) {
+			d.bad(f, key, v, "no . or .. segments")
+			return
+		}
+	}
 	if len(norm) > 1 {
 		norm = strings.TrimRight(norm, "/")
 		if norm == "" {
@@ -164,6 +174,23 @@ func setPath(d *draft, f *Field, key string, v any) {
 		d.add(diagnostics.PathDefaulted, key, s, norm, fmt.Sprintf("path %q normalised to %q", s, norm), "")
 	}
 	d.ep.Path = norm
+}
+
+// normalSegments removes the ";" parameters of every segment of p and
+// merges runs of slashes, as the proxy does to a request path.
+func normalSegments(p string) string {
+	var segs []string
+	for seg := range strings.SplitSeq(p, "/") {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg != "" {
+			segs = append(segs, seg)
+		}
+	}
+	out := "/" + strings.Join(segs, "/")
+	if strings.HasSuffix(p, "/") && out != "/" {
+		out += "/"
+	}
+	return out
 }
 
 func setPathRegex(d *draft, f *Field, key string, v any) {
@@ -200,6 +227,12 @@ func setMethods(d *draft, f *Field, key string, v any) {
 	}, func(m string) {
 		d.add(f.Code, key, m, "", fmt.Sprintf("unknown HTTP method %q: dropped", m), "")
 	})
+}
+
+func setPathCaseInsensitive(d *draft, f *Field, key string, v any) {
+	if b, ok := decode(d, f, key, v, toBool, nil); ok {
+		d.ep.PathCaseInsensitive = b
+	}
 }
 
 func setStripPrefix(d *draft, f *Field, key string, v any) {

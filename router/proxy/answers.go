@@ -8,9 +8,10 @@ const (
 	DiagnosticBackendUnreachable = "backend-unreachable"
 	DiagnosticBackendTimeout     = "backend-timeout"
 	DiagnosticCircuitOpen        = "circuit-open"
-	// DiagnosticBadPath: the request path has dot segments or an encoded
-	// slash, so the route would be chosen on a path the backend may read
-	// differently.
+	// DiagnosticBadPath: the request path cannot be brought into normal
+	// form (a dot segment, a backslash, an encoded separator, a control
+	// character; see normalizePath), so the route would be chosen on a
+	// path the backend may read differently.
 	DiagnosticBadPath = "bad-path"
 	// DiagnosticBadRequestBody: the client's request body could not be
 	// read (malformed chunked encoding, cut short).

@@ -13,8 +13,11 @@
 //     request context, router.ListenerOf), host, path and method; none is
 //     404 no-route. On a plain listener a TLS route with tls.redirect
 //     answers 308 to https (tls.go); over TLS a route's tls.hsts adds
-//     Strict-Transport-Security. CONNECT, and a path with dot segments or
-//     an encoded slash, are refused before matching.
+//     Strict-Transport-Security. CONNECT is refused; the path is brought
+//     into its normal form before matching (path.go: slash runs merged,
+//     ";" parameters removed; dot segments, backslashes, encoded
+//     separators and control characters refused), the one form the
+//     policies and the backend see too.
 //  2. Breaker admission. With a scope=route breaker, its Admit comes
 //     before anything else: an open breaker answers 503 circuit-open (or
 //     the configured code) with Retry-After, and no backend of the route

@@ -74,10 +74,16 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		p.finish(x)
 		return
 	}
-	if !cleanPath(req.URL) {
-		x.reply(http.StatusBadRequest, DiagnosticBadPath, "request path with dot segments or an encoded slash\n")
+	// The path is normalised once, here: matching, the policies and the
+	// backend all see the same form (path.go).
+	n := len(req.URL.Path)
+	if f := normalizePath(req.URL, p.opts.StrictPaths); f != faultNone {
+		x.reply(http.StatusBadRequest, DiagnosticBadPath, string(f))
 		p.finish(x)
 		return
+	}
+	if len(req.URL.Path) != n {
+		req.RequestURI = req.URL.RequestURI()
 	}
 	// The listener (set by cmd/levee in the server's base context)
 	// chooses among plain and TLS routes; without one every route is a

@@ -33,6 +33,11 @@ type Options struct {
 	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
 	// From every other peer those headers are replaced.
 	TrustedProxies []netip.Prefix
+	// StrictPaths refuses (400 bad-path) a request path that is not
+	// already in normal form (a run of slashes, a ";" parameter) instead
+	// of normalising it: never rewrites a path, so a backend sees the
+	// client's own bytes or nothing.
+	StrictPaths bool
 
 	// DialTimeout bounds connecting to a backend (default
 	// router.DefaultDialTimeout, 1s). A connect that fails or times out

@@ -113,6 +113,80 @@ func TestRedirectRegex(t *testing.T) {
 	}
 }
 
+// A group captured from the path never chooses the host a redirect sends
+// the client to: a target whose scheme and host are neither written by
+// the replacement nor the request's own host is refused (400 bad-path),
+// in every spelling a browser reads as another site.
+func TestRedirectRegexNeverLeavesTheSiteForAPath(t *testing.T) {
+	refused := outcome{status: http.StatusBadRequest}
+	cases := []struct {
+		name, regex, replacement, target string
+		want                             outcome
+	}{
+		{"scheme-relative", `^https?://[^/]+/legacy/(.*)`, "/${1}", "http://h.test/legacy//evil.example/x", refused},
+		{"group is the whole target", `^https?://[^/]+/legacy(.*)`, "${1}", "http://h.test/legacy//evil.example/x", refused},
+		{"tab inside", `^https?://[^/]+/legacy(.*)`, "${1}", "http://h.test/legacy/%09/evil.example/x", outcome{status: 302, location: "/%09/evil.example/x"}},
+		{"absolute in a group", `^https?://[^/]+/go/(.*)`, "$1", "http://h.test/go/https://evil.example/", refused},
+		{"special scheme without slashes", `^https?://[^/]+/go/(.*)`, "$1", "http://h.test/go/https:evil.example", refused},
+		{"javascript", `^https?://[^/]+/go/(.*)`, "$1", "http://h.test/go/javascript:alert(1)", refused},
+		{"host suffix after the written host", `^https?://[^/]+/go(.*)`, "https://a.example${1}", "http://h.test/go.evil.example/x", refused},
+		{"userinfo after the written host", `^https?://[^/]+/go(.*)`, "https://a.example${1}", "http://h.test/go@evil.example/x", refused},
+		{"written host, path from the group", `^https?://[^/]+/go/(.*)`, "https://a.example/${1}", "http://h.test/go//evil.example/x",
+			outcome{status: 302, location: "https://a.example//evil.example/x"}},
+		{"written host, group starts the path", `^https?://[^/]+/go(.*)`, "https://a.example${1}", "http://h.test/go/x",
+			outcome{status: 302, location: "https://a.example/x"}},
+		{"to https on the request's own host", `^http://(.*)`, "https://${1}", "http://h.test/x?q=1",
+			outcome{status: 302, location: "https://h.test/x?q=1"}},
+		{"relative path", `^https?://[^/]+/old/(.*)`, "/new/${1}", "http://h.test/old//x", outcome{status: 302, location: "/new//x"}},
+		{"literal dollar", `^https?://[^/]+/old/(.*)`, "https://a.example/$$/${1}", "http://h.test/old/x",
+			outcome{status: 302, location: "https://a.example/$/x"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewRegex(&config.RedirectRegex{Regex: c.regex, Replacement: c.replacement})
+			rec := httptest.NewRecorder()
+			reached := false
+			p.Serve(rec, httptest.NewRequest("GET", c.target, nil), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+			got := outcome{reached: reached, status: rec.Code, location: rec.Header().Get("Location")}
+			if got != c.want {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+			if c.want == refused && rec.Header().Get("X-Levee-Diagnostic") != "bad-path" {
+				t.Fatalf("refusal without X-Levee-Diagnostic: bad-path: %v", rec.Header())
+			}
+		})
+	}
+}
+
+// offSite reads a target as a browser does: backslashes as slashes, tabs
+// and newlines removed, leading spaces dropped.
+func TestOffSiteReadsTargetsAsBrowsersDo(t *testing.T) {
+	p := NewRegex(&config.RedirectRegex{Regex: `^(.*)$`, Replacement: "${1}"})
+	for target, want := range map[string]bool{
+		`/\evil.example/x`:      true,
+		`\\evil.example`:        true,
+		"/\t/evil.example":      true,
+		" //evil.example":       true,
+		"\x01//evil.example":    true,
+		"HTTPS://evil.example":  true,
+		"https:/\\evil.example": true,
+		"//h.test/x":            false,
+		"//H.TEST:8080/x":       false,
+		"https://h.test.evil/x": true,
+		"https://h.test@evil/x": true,
+		"/x//evil.example":      false,
+		"x:y/z":                 true,
+		"./javascript:alert(1)": false,
+		"?next=//evil.example":  false,
+		"#//evil.example":       false,
+		"mailto:a@evil.example": true,
+	} {
+		if got := p.offSite(target, "h.test:8080"); got != want {
+			t.Errorf("offSite(%q) = %v, want %v", target, got, want)
+		}
+	}
+}
+
 func BenchmarkRedirectSchemePass(b *testing.B) {
 	p := NewScheme(&config.RedirectScheme{Scheme: "http"})
 	req := httptest.NewRequest("GET", "http://a.com/x", nil)
