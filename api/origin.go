@@ -55,8 +55,8 @@ func newHostPolicy(listen string, extra []string) (hostPolicy, error) {
 		if h == "" {
 			continue
 		}
-		if strings.ContainsAny(h, "/ ") || strings.Contains(h, "://") {
-			return p, fmt.Errorf("api: API host %q: want a host name or address, without scheme or path", h)
+		if strings.ContainsAny(h, "/ @?#") {
+			return p, fmt.Errorf("API host %q: want a host name or address, without scheme or path", h)
 		}
 		if name, _, err := net.SplitHostPort(h); err == nil {
 			h = name // a port is allowed and not compared
@@ -64,6 +64,12 @@ func newHostPolicy(listen string, extra []string) (hostPolicy, error) {
 		p.add(h, false)
 	}
 	return p, nil
+}
+
+// CheckHosts checks names for Options.Hosts (--api-hosts).
+func CheckHosts(hosts []string) error {
+	_, err := newHostPolicy("", hosts)
+	return err
 }
 
 // add allows one name or address; an unspecified listen address allows

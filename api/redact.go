@@ -85,8 +85,11 @@ func (s *Server) restoreHashes(ep config.Entrypoint) (config.Entrypoint, bool, e
 		if !isRedactedLine(line) {
 			continue
 		}
-		user, _, _ := strings.Cut(line, ":")
+		user, _, named := strings.Cut(line, ":")
 		hash, ok := storedHash(stored, user)
+		if !named {
+			return ep, false, fmt.Errorf("basic_auth.users line %q: %s without a user name stands for no stored hash: send name:hash", line, RedactedHash)
+		}
 		if !ok {
 			return ep, false, fmt.Errorf("basic_auth.users line %q: %s stands for a stored hash, and entrypoint %q stores none for user %q: send the bcrypt hash (htpasswd -nbB name password)",
 				line, RedactedHash, ep.ID, user)

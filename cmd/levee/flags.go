@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee-proxy/levee/api"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
@@ -243,6 +244,9 @@ func (c serveConfig) check() error {
 	if _, err := c.trustedProxies(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := api.CheckHosts(c.apiHosts()); err != nil {
+		errs = append(errs, fmt.Errorf("--api-hosts (LEVEE_API_HOSTS): %w", err))
+	}
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
 	}
@@ -275,7 +279,7 @@ func (c serveConfig) trustedProxies() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// apiHosts splits --api-hosts; api.New checks each name.
+// apiHosts splits --api-hosts (checked by api.CheckHosts).
 func (c serveConfig) apiHosts() []string {
 	var out []string
 	for _, item := range strings.Split(c.APIHosts, ",") {
