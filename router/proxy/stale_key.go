@@ -93,14 +93,15 @@ func (x *exchange) staleKey(cb *config.CircuitBreaker) (key string, ok bool) {
 	return key + " " + hex.EncodeToString(h.Sum(nil)), true
 }
 
-// writeFields writes the values of the named fields to h, each field
-// framed so that no two different sets of values write the same bytes.
+// writeFields writes the values of the named fields to h, each value
+// ended by NUL and each field by SOH, so that no two different sets of
+// values write the same bytes: a field value holds neither (RFC 9110 5.5;
+// both HTTP servers refuse a request whose value does).
 func writeFields(h hash.Hash, hdr http.Header, names ...string) {
 	for _, name := range names {
-		vs := hdr.Values(name)
 		h.Write([]byte(http.CanonicalHeaderKey(name)))
-		h.Write([]byte{0, byte(len(vs))})
-		for _, v := range vs {
+		h.Write([]byte{0})
+		for _, v := range hdr.Values(name) {
 			h.Write([]byte(v))
 			h.Write([]byte{0})
 		}
