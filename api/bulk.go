@@ -99,6 +99,10 @@ func (s *Server) decodeOne(raw json.RawMessage, mode writeMode) (config.Entrypoi
 		return config.Entrypoint{}, eds, status, msg
 	}
 	ep, ds = ownEntrypoint(ep, ds)
+	ep, ds, status, msg := s.withStoredHashes(ep, ds, diagnostics.Source{Provider: config.SourceAPI})
+	if status != 0 {
+		return ep, ds, status, msg
+	}
 	if !config.NamePattern.MatchString(ep.ID) {
 		return ep, ds, http.StatusUnprocessableEntity, fmt.Sprintf("name %q is not a valid id: want %s", ep.ID, config.NamePattern)
 	}
@@ -226,7 +230,13 @@ func (s *Server) fillResult(res *bulkResult, e Entry, err error, failed *int) {
 		res.Status = http.StatusNoContent
 		return
 	}
-	res.Entrypoint, res.Diagnostics = e.Payload, orEmpty(e.Diagnostics)
+	shown, err := s.shownPayload(e)
+	if err != nil {
+		res.Status, res.Error = http.StatusInternalServerError, err.Error()
+		*failed++
+		return
+	}
+	res.Entrypoint, res.Diagnostics = shown, orEmpty(e.Diagnostics)
 }
 
 // storeFailed answers a store error that is not a refused operation (the

@@ -15,6 +15,11 @@
 // diagnostics, events) is read from the router through the small Router
 // interface, so this package does not depend on how the router is built.
 //
+// Before any of that, every request passes the API's own checks
+// (origin.go): a Host that names the API, writes from its own origin
+// only, with JSON or YAML bodies; and no answer shows a stored password
+// hash (redact.go).
+//
 // Every route is declared once in a table (routes.go); the same table
 // registers the handlers on the ServeMux and generates /openapi.json, so
 // the document cannot drift from the handlers.

@@ -39,14 +39,16 @@ type entrypointList struct {
 
 func (s *Server) view(st status.EntrypointStatus) (entrypointView, error) {
 	v := entrypointView{ID: st.Entrypoint.ID, Source: st.Entrypoint.Source, EntrypointStatus: st}
-	ep, err := s.codec.Encode(st.Entrypoint)
+	ep, err := s.encodeShown(st.Entrypoint)
 	if err != nil {
 		return entrypointView{}, fmt.Errorf("view of entrypoint %q: %w", v.ID, err)
 	}
 	v.Entrypoint = ep
 	if v.Source == config.SourceAPI {
 		if e, ok := s.store.Get(v.ID); ok {
-			v.Payload = e.Payload
+			if v.Payload, err = s.shownPayload(e); err != nil {
+				return entrypointView{}, fmt.Errorf("view of entrypoint %q: %w", v.ID, err)
+			}
 		}
 	}
 	return v, nil
@@ -241,7 +243,7 @@ func (s *Server) mayChange(w http.ResponseWriter, id string) bool {
 }
 
 func (s *Server) writeStored(w http.ResponseWriter, status int, e Entry) {
-	body, err := storedBody(e)
+	body, err := s.storedBody(e)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "encode response: "+err.Error(), nil)
 		return

@@ -145,6 +145,7 @@ func TestTooLargeWithoutContentLength(t *testing.T) {
 	body := `{"name":"app","pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
 	req, _ := http.NewRequest("POST", "/entrypoints", strings.NewReader(body))
 	req.ContentLength = -1 // chunked: only the reader limit can catch it
+	req.Host = "127.0.0.1:3035"
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.srv.ServeHTTP(rec, req)

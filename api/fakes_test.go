@@ -362,8 +362,9 @@ func newHarnessAt(t testing.TB, path string, opts ...harnessOption) *harness {
 		t.Fatalf("OpenStore: %v", err)
 	}
 	logs := &syncBuffer{}
+	// httptest.NewRequest's Host is example.com.
 	o := Options{Router: fr, Store: st, Codec: fakeCodec(), Gatherer: prometheus.NewRegistry(),
-		Logger: zerolog.New(logs)}
+		Logger: zerolog.New(logs), Hosts: []string{"example.com"}}
 	for _, opt := range opts {
 		opt(&o)
 	}

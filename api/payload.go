@@ -65,6 +65,11 @@ func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnos
 		return config.Entrypoint{}, nil, false
 	}
 	ep, ds = ownEntrypoint(ep, ds)
+	ep, ds, status, msg := s.withStoredHashes(ep, ds, src)
+	if status != 0 {
+		writeError(w, status, msg, ds)
+		return config.Entrypoint{}, nil, false
+	}
 	// The decoder enforces the name grammar too; checked again here because
 	// the id becomes a URL path segment and a state file key.
 	if !config.NamePattern.MatchString(ep.ID) {
@@ -94,9 +99,10 @@ func isJSONObject(b []byte) bool {
 	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && json.Valid(b)
 }
 
-// storedBody is the 201/200 answer: the canonical payload's fields and
-// "diagnostics", spliced so the payload's field order is kept.
-func storedBody(e Entry) ([]byte, error) {
+// storedBody is the 201/200 answer: the canonical payload's fields (as
+// answers show them: redacted) and "diagnostics", spliced so the payload's
+// field order is kept.
+func (s *Server) storedBody(e Entry) ([]byte, error) {
 	ds := e.Diagnostics
 	if ds == nil {
 		ds = []diagnostics.Diagnostic{}
@@ -105,7 +111,11 @@ func storedBody(e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := bytes.TrimSpace(e.Payload)
+	shown, err := s.shownPayload(e)
+	if err != nil {
+		return nil, err
+	}
+	p := bytes.TrimSpace(shown)
 	inner := bytes.TrimSpace(p[1 : len(p)-1])
 	var b bytes.Buffer
 	b.Grow(len(p) + len(dj) + 20)

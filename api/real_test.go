@@ -42,7 +42,7 @@ func newRealHarness(t testing.TB, path string) *realHarness {
 	}
 	logs := &syncBuffer{}
 	srv, err := New(Options{Router: rt, Store: st, Codec: StandardCodec(), Gatherer: reg, Logger: zerolog.New(logs),
-		Heartbeat: time.Hour})
+		Heartbeat: time.Hour, Hosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,13 @@ type Options struct {
 	// Certificates lists the certificates the TLS listeners serve (GET
 	// /certificates); nil or an empty list without a TLS listener.
 	Certificates func() []status.CertificateStatus
+	// ListenAddr is the API's listen address (host:port, --api-listen);
+	// its host is a name the API answers to (origin.go). Empty: only
+	// loopback names and Hosts.
+	ListenAddr string
+	// Hosts are more names the API answers to (--api-hosts), e.g. the
+	// name a scraper or a reverse proxy uses; a port is ignored.
+	Hosts []string
 }
 
 // ReadyCheck is one thing /ready waits for.
@@ -102,6 +109,8 @@ type Server struct {
 	heartbeat time.Duration
 	buffer    int
 	certs     func() []status.CertificateStatus
+	hosts     hostPolicy
+	origins   *http.CrossOriginProtection
 
 	metricsHandler http.Handler
 
@@ -128,6 +137,10 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("api: Options.Ready[%d] needs a Name and a Ready func", i)
 		}
 	}
+	hosts, err := newHostPolicy(opts.ListenAddr, opts.Hosts)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		router:    opts.Router,
 		store:     opts.Store,
@@ -138,6 +151,8 @@ func New(opts Options) (*Server, error) {
 		heartbeat: opts.Heartbeat,
 		buffer:    opts.EventBuffer,
 		certs:     opts.Certificates,
+		hosts:     hosts,
+		origins:   http.NewCrossOriginProtection(),
 		mux:       http.NewServeMux(),
 	}
 	s.metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
@@ -168,10 +183,14 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP routes the request. Requests no route matches still need a
+// ServeHTTP checks the request's Host, origin and body type (origin.go),
+// then routes it. Requests no route matches still need a
 // valid token (so the route list is not probeable), and get JSON 404/405
 // bodies instead of the mux's plain text.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.admit(w, r) {
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		if _, ok := s.authorize(w, r, accessRead); !ok {
 			return

@@ -17,6 +17,10 @@ const (
 	// FallbackNotChained: the fallback route has a fallback of its own,
 	// which is never followed.
 	FallbackNotChained Code = "I084"
+	// StaleNeverKept: serveStale on a route whose every request carries
+	// credentials the stale cache cannot key by (a code outside 080-084:
+	// the range was full).
+	StaleNeverKept Code = "W025"
 )
 
 // fallbackEntries are the codes of breaker fallbacks (codes 080-084); their Code constants are declared here too.
@@ -45,6 +49,12 @@ func fallbackEntries() []Entry {
 			Effect:  "That field falls back to its default: no fallback route, the fallback's own status, no stale answers, or no stale answers for requests with credentials.",
 			Fix:     "`fallback` is a service name (letters, digits, `-`, `_`, `.`; empty: none); `fallbackStatus` is a status 200-599 that carries content (not 204, 205, 304; 0: the fallback's own); `serveStale` is a duration from 0 (off) to 24h; `serveStaleForCredentials` is true or false.",
 			Example: "levee.http.app.circuitBreaker.fallbackStatus=99",
+		},
+		{
+			Code: StaleNeverKept, Severity: Warn, Title: "stale answers are never kept on this route",
+			Effect:  "The route keeps no stale answers, so while its breaker is open it answers its `responseCode` (503) with `Retry-After`. On a route with basic or forward auth every request carries credentials, which the stale cache keys by only with `serveStaleForCredentials=true` (else one user's page could reach another); with it, a forward-auth route without `authRequestHeaders` sends its auth service every field of the request, so no key could hold all it decided on.",
+			Fix:     "Set `circuitBreaker.serveStaleForCredentials=true` to keep answers per credentials (and, with forward auth, list the fields the auth service reads in `forwardAuth.authRequestHeaders`), or remove `serveStale`.",
+			Example: "levee.http.app.forwardAuth.address=http://auth:4181 with levee.http.app.circuitBreaker.serveStale=10m",
 		},
 		{
 			Code: FallbackNotChained, Severity: Info, Title: "fallback of a fallback is not followed",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee-proxy/levee/api"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
@@ -35,14 +36,16 @@ type serveConfig struct {
 	// SwarmEnabled runs the docker provider in Swarm mode too (service
 	// labels, tasks as backends) against the same engine; SwarmPoll is
 	// its re-list period while nothing happens.
-	SwarmEnabled    bool
-	SwarmPoll       time.Duration
-	LabelPrefix     string
-	LogLevel        string
-	LogFormat       string
-	StateFile       string
-	APIToken        string
-	APIReadToken    string
+	SwarmEnabled bool
+	SwarmPoll    time.Duration
+	LabelPrefix  string
+	LogLevel     string
+	LogFormat    string
+	StateFile    string
+	APIToken     string
+	APIReadToken string
+	// APIHosts are more names the API answers to (comma-separated).
+	APIHosts        string
 	AccessLog       bool
 	RouteLatency    bool
 	ShutdownTimeout time.Duration
@@ -128,6 +131,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")
 	fs.StringVar(&cfg.StateFile, "state-file", "./levee-state.json", "file holding the entrypoints created through the API")
+	fs.StringVar(&cfg.APIHosts, "api-hosts", "", "comma-separated host names the API also answers to, besides its listen address and loopback names (a request with any other Host is refused, against DNS rebinding)")
 	fs.StringVar(&cfg.APIToken, "api-token", "", "bearer token for the API (every method)")
 	fs.StringVar(&cfg.APIReadToken, "api-read-token", "", "bearer token for the API (GET only)")
 	fs.BoolVar(&cfg.AccessLog, "access-log", true, "log one line per proxied request")
@@ -242,6 +246,9 @@ func (c serveConfig) check() error {
 	if _, err := c.trustedProxies(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := api.CheckHosts(c.apiHosts()); err != nil {
+		errs = append(errs, fmt.Errorf("--api-hosts (LEVEE_API_HOSTS): %w", err))
+	}
 	if c.HTTPListen == "" {
 		errs = append(errs, errors.New("--http-listen must not be empty"))
 	}
@@ -272,6 +279,17 @@ func (c serveConfig) trustedProxies() ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// apiHosts splits --api-hosts (checked by api.CheckHosts).
+func (c serveConfig) apiHosts() []string {
+	var out []string
+	for _, item := range strings.Split(c.APIHosts, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // upgradeProtocols parses --upgrade-protocols: protocol names as they

@@ -99,6 +99,8 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{env: map[string]string{"LEVEE_GC_HEAP_FLOOR": "16MiB"}, want: `environment variable LEVEE_GC_HEAP_FLOOR="16MiB"`},
 		{args: []string{"--swarm-poll", "0s"}, want: "--swarm-poll (LEVEE_SWARM_POLL) 0s: must be positive"},
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
+		{args: []string{"--api-hosts", "levee.lan, http://levee.lan"}, want: `--api-hosts (LEVEE_API_HOSTS): API host "http://levee.lan": want a host name or address`},
+		{env: map[string]string{"LEVEE_API_HOSTS": "levee.lan/api"}, want: `--api-hosts (LEVEE_API_HOSTS): API host "levee.lan/api"`},
 	}
 	for _, c := range cases {
 		_, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})

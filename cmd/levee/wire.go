@@ -160,6 +160,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		Logger:       log.With().Str("component", "api").Logger(),
 		Dashboard:    dashboard.Handler(),
 		Certificates: a.certificates,
+		ListenAddr:   cfg.APIListen,
+		Hosts:        cfg.apiHosts(),
 	})
 	if err != nil {
 		closeAll()

@@ -45,7 +45,7 @@ func TestBuildReportsTheDockerConnection(t *testing.T) {
 
 	dockertest.Eventually(t, 30*time.Second, func() error {
 		rec := httptest.NewRecorder()
-		a.api.ServeHTTP(rec, httptest.NewRequest("GET", "/ready", nil))
+		a.api.ServeHTTP(rec, apiRequest("/ready"))
 		var body struct {
 			Providers []struct {
 				Name, State, Error string
@@ -66,7 +66,7 @@ func TestBuildReportsTheDockerConnection(t *testing.T) {
 		return nil
 	})
 	rec := httptest.NewRecorder()
-	a.api.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	a.api.ServeHTTP(rec, apiRequest("/metrics"))
 	for _, want := range []string{
 		`levee_provider_connected{provider="docker"} 0`,
 		`levee_provider_state{provider="docker",state="connected"} 0`,
@@ -102,7 +102,7 @@ func TestBuildRunsTheSwarmProviderBesideDocker(t *testing.T) {
 
 	dockertest.Eventually(t, 30*time.Second, func() error {
 		rec := httptest.NewRecorder()
-		a.api.ServeHTTP(rec, httptest.NewRequest("GET", "/ready", nil))
+		a.api.ServeHTTP(rec, apiRequest("/ready"))
 		var body struct {
 			Providers []struct{ Name, State, Error string }
 		}
@@ -122,10 +122,18 @@ func TestBuildRunsTheSwarmProviderBesideDocker(t *testing.T) {
 		return nil
 	})
 	rec := httptest.NewRecorder()
-	a.api.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	a.api.ServeHTTP(rec, apiRequest("/metrics"))
 	for _, want := range []string{`levee_provider_connected{provider="docker"} 0`, `levee_provider_connected{provider="swarm"} 0`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// apiRequest is a GET of path as a client on loopback sends it (the API
+// refuses other Host names).
+func apiRequest(path string) *http.Request {
+	req := httptest.NewRequest("GET", path, nil)
+	req.Host = "127.0.0.1:3035"
+	return req
 }

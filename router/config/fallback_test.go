@@ -90,3 +90,40 @@ func TestFallbackRoundTrip(t *testing.T) {
 		t.Fatalf("round trip without fallback: %v %v", err, ds)
 	}
 }
+
+// serveStale on a route whose requests all carry credentials the stale
+// cache cannot key by is reported: it would keep nothing.
+func TestServeStaleOnAnAuthRouteIsReported(t *testing.T) {
+	const hash = "$2a$04$Zjn3LZUgYlVdNrDSqKrJF.mwdtAD4Lk0ot6fLFbPmRo0u53ZQDkEm"
+	for _, c := range []struct {
+		access, stale string
+		want          bool
+	}{
+		{`"forward_auth":{"address":"http://auth:4181","auth_request_headers":["X-Api-Key"]},`, `"serve_stale":"5m"`, true},
+		{`"basic_auth":{"users":["alice:` + hash + `"]},`, `"serve_stale":"5m"`, true},
+		{`"forward_auth":{"address":"http://auth:4181"},`, `"serve_stale":"5m","serve_stale_for_credentials":true`, true},
+		{`"forward_auth":{"address":"http://auth:4181","auth_request_headers":["X-Api-Key"]},`, `"serve_stale":"5m","serve_stale_for_credentials":true`, false},
+		{`"basic_auth":{"users":["alice:` + hash + `"]},`, `"serve_stale":"5m","serve_stale_for_credentials":true`, false},
+		{`"ip_allow_list":{"source_range":["10.0.0.0/8"]},`, `"serve_stale":"5m"`, false},
+		{`"forward_auth":{"address":"http://auth:4181"},`, `"serve_stale":"0s"`, false},
+	} {
+		body := `{"name":"app","backends":[{"address":"a","port":81}],"config":{"hostnames":["a.com"],` + c.access +
+			`"circuit_breaker":{` + c.stale + `}}}`
+		_, ds, err := DecodeEntrypoint(FormatJSON, []byte(body), diagnostics.Source{})
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		got := cfgWithCode(ds, diagnostics.StaleNeverKept)
+		if (len(got) == 1) != c.want || len(got) > 1 {
+			t.Errorf("%s %s: %v, want W025 %v", c.access, c.stale, got, c.want)
+		}
+		if len(got) == 1 && got[0].Key != "config.circuit_breaker.serve_stale" {
+			t.Errorf("W025 key %q", got[0].Key)
+		}
+	}
+	// Labels name the label key.
+	_, ds := decodeLabel(t, "circuitBreaker.serveStale", "5m")
+	if len(cfgWithCode(ds, diagnostics.StaleNeverKept)) != 0 {
+		t.Errorf("W025 without an auth policy: %v", ds)
+	}
+}

@@ -24,10 +24,10 @@ func fallbackFields() []Field {
 			Doc:     "Status (200-599, not 204, 205 or 304, which carry no content) answered instead of the fallback's own, e.g. a maintenance page served as 503 so that clients and crawlers do not take it for the real page. `Retry-After` of the open breaker is always kept.",
 			Example: "503", set: setFallbackStatus},
 		{Label: "circuitBreaker.serveStale", JSON: "config.circuit_breaker.serve_stale", Kind: KindDuration, Default: "0s (off)", Code: diagnostics.BadFallback,
-			Doc:     fmt.Sprintf("While the breaker is open and no fallback route answers, a GET or HEAD is answered with the last 200 answer for the same URL when it is at most this old (up to %s), marked `Age`, `X-Levee-Stale: <age>` and `Warning: 110`. Answers are kept in memory per route, bounded in entries and bytes; `Cache-Control: no-store`/`private` and `Set-Cookie` answers are never kept.", MaxServeStale),
+			Doc:     fmt.Sprintf("While the breaker is open and no fallback route answers, a GET or HEAD is answered with the last 200 answer for the same URL when it is at most this old (up to %s), marked `Age`, `X-Levee-Stale: <age>` and `Warning: 110`. Answers are kept in memory per route, bounded in entries and bytes; `Cache-Control: no-store`/`private` and `Set-Cookie` answers, and answers to a GET that carried a body, are never kept.", MaxServeStale),
 			Example: "10m", set: setServeStale},
 		{Label: "circuitBreaker.serveStaleForCredentials", JSON: "config.circuit_breaker.serve_stale_for_credentials", Kind: KindBool, Default: "false", Code: diagnostics.BadFallback,
-			Doc:     "Also keep and serve stale answers for requests with `Authorization` or `Cookie`, keyed by those credentials (a client only ever gets an answer recorded for the same credentials). Off by default: a shared cache must not reuse such answers (RFC 9111 §3.5).",
+			Doc:     "Also keep and serve stale answers for requests with credentials: `Authorization`, `Cookie`, and on a route with basic or forward auth every request, keyed by a hash of every field the route's auth reads or sets (`Authorization`, `Cookie`, forwardAuth's `authRequestHeaders` and `authResponseHeaders`), so a client only ever gets an answer recorded for the same credentials. A forward-auth route without `authRequestHeaders` keeps nothing even so (its auth service reads every field). Off by default: a shared cache must not reuse such answers (RFC 9111 §3.5), and a route with basic or forward auth keeps no stale answers at all.",
 			Example: "true", set: setServeStaleForCredentials},
 	}
 }

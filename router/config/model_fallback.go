@@ -19,9 +19,11 @@ type Fallback struct {
 	// breaker refuses with the last 200 answer for the same URL, if it
 	// is at most this old.
 	ServeStale time.Duration `json:"serve_stale,omitempty"`
-	// ServeStaleForCredentials lets requests with Authorization or
-	// Cookie be answered from (and recorded into) the stale cache, keyed
-	// by their credentials so that nobody gets another's answer.
+	// ServeStaleForCredentials lets requests with credentials
+	// (Authorization, Cookie, and every request of a route with basic or
+	// forward auth) be answered from (and recorded into) the stale cache,
+	// keyed by every field the route's auth reads or sets, so that nobody
+	// gets another's answer.
 	ServeStaleForCredentials bool `json:"serve_stale_for_credentials,omitempty"`
 }
 

@@ -63,6 +63,10 @@ type fallbackState struct {
 	originRetryAfter time.Duration
 	answeredBy       string       // for the access log: who answered instead
 	record           *staleRecord // the answer being kept (stale.go)
+	// credentials hashes the fields the route's auth policies read, taken
+	// before they ran (stale_key.go); nil when the route keeps no stale
+	// answers for credentials.
+	credentials []byte
 }
 
 // fallback returns the exchange's fallback part, allocating it.

@@ -98,6 +98,7 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		x.redirectHTTPS(l)
 	case !route.Policies().Empty():
 		x.setHSTS()
+		x.noteStaleCredentials()
 		x.servePolicies(route.Policies())
 	default:
 		x.setHSTS()

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"container/list"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"slices"
 	"strconv"
@@ -33,12 +31,17 @@ import (
 //     (no-cache 5.2.2.4, must-revalidate 5.2.2.2, proxy-revalidate
 //     5.2.2.8, s-maxage 5.2.2.10; 4.2.4), nor one with Set-Cookie (it
 //     belongs to one client), Vary: * or trailers;
-//   - a request with Authorization or Cookie is neither answered from nor
-//     recorded into the cache (3.5: a shared cache must not reuse an
-//     answer to an authenticated request; a cookie is a credential too),
-//     unless serveStaleForCredentials is set. Then its answers are kept
-//     under a key that includes a hash of those credentials, so that a
-//     client is only ever answered what was answered to the same
+//   - never an answer to a GET that carried a body (Content-Length or
+//     Transfer-Encoding): the key is the URL, and the body would shape the
+//     answer every client of that URL gets; such a GET is not answered
+//     from the cache either;
+//   - credentials (stale_key.go): a request with Authorization or Cookie,
+//     and every request of a route with basic or forward auth, is neither
+//     answered from nor recorded into the cache (3.5: a shared cache must
+//     not reuse an answer to an authenticated request), unless
+//     serveStaleForCredentials is set. Then answers are kept under a key
+//     that includes a hash of every field the route's auth reads or sets,
+//     so that a client is only ever answered what was answered to the same
 //     credentials;
 //   - Vary is honoured: the kept answer is served only to a request with
 //     the same values of the varied fields.
@@ -194,31 +197,6 @@ func (r *staleRecord) write(p []byte) {
 	r.e.size += int64(len(p))
 }
 
-// staleKey is the cache key of a request: host and request target, and,
-// for a request with credentials, a hash of them. ok is false when the
-// request may not use the cache.
-func staleKey(req *http.Request, forCredentials bool) (key string, ok bool) {
-	auth, cookie := req.Header["Authorization"], req.Header["Cookie"]
-	key = strings.ToLower(req.Host) + " " + req.URL.RequestURI()
-	if len(auth) == 0 && len(cookie) == 0 {
-		return key, true
-	}
-	if !forCredentials {
-		return "", false
-	}
-	h := sha256.New()
-	for _, v := range auth {
-		h.Write([]byte(v))
-		h.Write([]byte{0})
-	}
-	h.Write([]byte{1})
-	for _, v := range cookie {
-		h.Write([]byte(v))
-		h.Write([]byte{0})
-	}
-	return key + " " + hex.EncodeToString(h.Sum(nil)), true
-}
-
 // forbidsStale reports whether a Cache-Control field forbids keeping the
 // answer in a shared cache or serving it stale (see above).
 func forbidsStale(cc []string) bool {
@@ -248,7 +226,7 @@ func (x *exchange) recordStale(resp *http.Response) {
 
 // newStaleRecord readies the copy of an answer the rules allow keeping.
 func (x *exchange) newStaleRecord(cb *config.CircuitBreaker, resp *http.Response) *staleRecord {
-	if x.origin() != nil || x.req.Method != http.MethodGet ||
+	if x.origin() != nil || x.req.Method != http.MethodGet || hasBody(x.req) ||
 		resp.StatusCode != http.StatusOK || len(resp.Trailer) > 0 || len(resp.Header["Set-Cookie"]) > 0 ||
 		forbidsStale(resp.Header["Cache-Control"]) || forbidsStale(x.req.Header["Cache-Control"]) {
 		return nil
@@ -257,7 +235,7 @@ func (x *exchange) newStaleRecord(cb *config.CircuitBreaker, resp *http.Response
 	if resp.ContentLength > lim.EntryBytes {
 		return nil
 	}
-	key, ok := staleKey(x.req, cb.Fallback.ServeStaleForCredentials)
+	key, ok := x.staleKey(cb)
 	if !ok {
 		return nil
 	}
@@ -315,7 +293,7 @@ func (x *exchange) serveStale(retryAfter time.Duration) bool {
 		return false
 	}
 	var e *staleEntry
-	if key, ok := staleKey(x.req, cb.Fallback.ServeStaleForCredentials); ok {
+	if key, ok := x.staleKey(cb); ok && !hasBody(x.req) {
 		if c := x.series().stale.p.Load(); c != nil {
 			e = c.get(key, x.p.clock.Now(), cb.Fallback.ServeStale)
 		}
