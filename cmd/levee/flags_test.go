@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -99,6 +101,7 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{env: map[string]string{"LEVEE_GC_HEAP_FLOOR": "16MiB"}, want: `environment variable LEVEE_GC_HEAP_FLOOR="16MiB"`},
 		{args: []string{"--swarm-poll", "0s"}, want: "--swarm-poll (LEVEE_SWARM_POLL) 0s: must be positive"},
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
+		{env: map[string]string{"LEVEE_UNDERSCORE_HEADERS": "allow"}, want: `--underscore-headers (LEVEE_UNDERSCORE_HEADERS) "allow": want delete, keep or reject`},
 	}
 	for _, c := range cases {
 		_, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})
@@ -166,5 +169,18 @@ func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"version"}, &out, &out, envOf(nil)); code != 0 || !strings.HasPrefix(out.String(), "levee ") {
 		t.Fatalf("version: %d %q", code, out.String())
+	}
+}
+
+// Underscore spellings are deleted unless the operator says otherwise.
+func TestUnderscoreHeadersFlag(t *testing.T) {
+	for env, want := range map[string]string{"": "delete", "keep": "keep", "reject": "reject"} {
+		cfg, err := parseServeFlags(nil, envOf(map[string]string{"LEVEE_UNDERSCORE_HEADERS": env}), &bytes.Buffer{})
+		if err != nil || cfg.UnderscoreHeaders != want {
+			t.Errorf("LEVEE_UNDERSCORE_HEADERS=%q: %q (%v), want %q", env, cfg.UnderscoreHeaders, err, want)
+		}
+		if _, err := proxy.ParseUnderscoreHeaders(cfg.UnderscoreHeaders); err != nil {
+			t.Errorf("%q: %v", want, err)
+		}
 	}
 }
