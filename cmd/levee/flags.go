@@ -137,7 +137,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", router.DefaultDialTimeout, "timeout for connecting to a backend (a connect that fails is retried on another backend)")
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
-	fs.StringVar(&cfg.UnderscoreHeaders, "underscore-headers", "delete", "request header fields whose name has an underscore (read as dashes by CGI, FastCGI, Rack, WSGI): delete, keep or reject (400); spellings of the fields Levee sets or trusts are deleted whatever this says")
+	fs.StringVar(&cfg.UnderscoreHeaders, "underscore-headers", "delete", "request header fields whose name has an underscore or another byte than a letter, digit or dash (read as dashes by CGI, FastCGI, Rack, WSGI): delete, keep or reject (400); such spellings of the fields Levee sets or trusts are deleted whatever this says")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listeners, plain and TLS: levee (router/httpx/server, the fast one) or stdlib (net/http's)")
 	fs.StringVar(&cfg.BackendClient, "backend-client", "levee", "HTTP/1.1 client to backends: levee (Levee's own, the fast one) or stdlib (net/http's Transport)")
 	fs.DurationVar(&cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")

@@ -14,7 +14,11 @@
 //     404 no-route. On a plain listener a TLS route with tls.redirect
 //     answers 308 to https (tls.go); over TLS a route's tls.hsts adds
 //     Strict-Transport-Security. CONNECT, and a path with dot segments or
-//     an encoded slash, are refused before matching.
+//     an encoded slash, are refused before matching; so is a request whose
+//     fields a policy and a backend could read two ways (headers.go,
+//     screenHeaders: Authorization twice, underscore names with
+//     UnderscoreReject), and the fields only a trusted proxy or Levee may
+//     set are removed, before any policy reads the request.
 //  2. Breaker admission. With a scope=route breaker, its Admit comes
 //     before anything else: an open breaker answers 503 circuit-open (or
 //     the configured code) with Retry-After, and no backend of the route

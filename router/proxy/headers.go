@@ -101,17 +101,18 @@ func (p *Handler) trusts(ip string) bool {
 }
 
 // UnderscoreHeaders is what Levee does with a request field whose name
-// has an underscore, which CGI-style gateways read as the same field as
-// the name with dashes (package fieldname).
+// has an underscore, or any other byte than a letter, a digit or a dash
+// ('.', '~', '+', ...): CGI-style gateways read X_Auth_User, and some
+// X.Auth.User, as the same field as X-Auth-User (package fieldname).
 type UnderscoreHeaders int
 
 const (
 	// UnderscoreDelete removes every such field (the default, as nginx's
 	// underscores_in_headers off does).
 	UnderscoreDelete UnderscoreHeaders = iota
-	// UnderscoreKeep passes them on, but for the underscore spellings of
-	// the fields Levee owns (ownedField) and of a route's forward-auth
-	// headers, which are always removed.
+	// UnderscoreKeep passes them on, but for the spellings of the fields
+	// Levee owns (ownedField) and of a route's forward-auth headers,
+	// which are always removed.
 	UnderscoreKeep
 	// UnderscoreReject answers 400 bad-header to a request with one.
 	UnderscoreReject
@@ -136,14 +137,15 @@ func ParseUnderscoreHeaders(s string) (UnderscoreHeaders, error) {
 //
 //   - Authorization at most once: a policy checks one and a backend may
 //     read the other (PHP over FastCGI takes the last).
-//   - A name with an underscore goes as UnderscoreHeaders says; one that
-//     is a spelling of a field Levee owns never passes.
+//   - A name with an underscore (or another byte that is not a letter,
+//     a digit or a dash) goes as UnderscoreHeaders says; one that is a
+//     spelling of a field Levee owns never passes.
 //   - From a peer that is not a trusted proxy, the forwarding fields are
 //     removed (spoofableField), so that no policy and no backend reads an
 //     address, scheme, host, port or prefix the client made up.
 //
-// The names are scanned once; a request without an underscore in any
-// name and without forwarding fields is not changed.
+// The names are scanned once; a request whose names are all plain
+// (fieldname.Plain) and without forwarding fields is not changed.
 func (x *exchange) screenHeaders() bool {
 	h := x.req.Header
 	if len(h["Authorization"]) > 1 {
@@ -154,10 +156,10 @@ func (x *exchange) screenHeaders() bool {
 	trusted := err == nil && x.p.trusts(ip)
 	strategy := x.p.opts.UnderscoreHeaders
 	for k := range h {
-		if strings.IndexByte(k, '_') >= 0 {
+		if !fieldname.Plain(k) {
 			switch {
 			case strategy == UnderscoreReject:
-				x.reply(http.StatusBadRequest, DiagnosticBadHeader, "a header field name with an underscore\n")
+				x.reply(http.StatusBadRequest, DiagnosticBadHeader, "a header field name with an underscore or another character that is not a letter, digit or dash\n")
 				return false
 			case strategy == UnderscoreDelete, ownedField(k):
 				delete(h, k)
@@ -187,8 +189,8 @@ func spoofableField(name string) bool {
 // ownedField reports whether name is, in the sense of fieldname.Equal, a
 // field that Levee sets, removes or trusts: its own X-Levee-*, the
 // forwarding fields, the hop-by-hop fields and Content-Length. Its
-// underscore spellings never reach a backend, whatever UnderscoreHeaders
-// says.
+// other spellings (X_Forwarded_For) never reach a backend, whatever
+// UnderscoreHeaders says.
 func ownedField(name string) bool {
 	if spoofableField(name) || fieldname.HasPrefix(name, "X-Levee-") || fieldname.Equal(name, "Content-Length") {
 		return true

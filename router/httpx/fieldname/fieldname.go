@@ -1,21 +1,40 @@
 // Package fieldname compares header field names the way the backends
 // behind a proxy may read them. CGI (RFC 3875 4.1.18) and the gateways
-// modelled on it (FastCGI, SCGI, uWSGI, Rack, WSGI) turn a field name into
-// a variable by upper-casing it and replacing '-' with '_', so that
-// X-Auth-User and X_Auth_User both become HTTP_X_AUTH_USER: for them the
-// two are one field. A proxy that removes, sets or trusts a field must
-// therefore treat every spelling of its name alike.
+// modelled on it (FastCGI, SCGI, uWSGI, Rack, WSGI, Apache's environment)
+// turn a field name into a variable by upper-casing it and replacing '-'
+// (some: every byte that is not a letter or a digit) with '_', so that
+// X-Auth-User, X_Auth_User and X.Auth.User all become HTTP_X_AUTH_USER:
+// for them these are one field. A proxy that removes, sets or trusts a
+// field must therefore treat every spelling of its name alike.
 //
-// Nothing here allocates.
+// Only names of letters, digits and dashes are unambiguous (Plain); the
+// others alias one. Nothing here allocates.
 package fieldname
 
-import (
-	"net/http"
-	"strings"
-)
+import "net/http"
+
+// plain marks the bytes of an unambiguous name: letters, digits, '-'.
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-'
+	}
+	return t
+}()
+
+// Plain reports whether name has only letters, digits and dashes, the
+// names no gateway reads as another.
+func Plain(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if !plain[name[i]] {
+			return false
+		}
+	}
+	return true
+}
 
 // Equal reports whether a and b name the same field for such a gateway:
-// equal when ASCII case is ignored and '_' is taken for '-'.
+// equal when ASCII case is ignored and every byte other than a letter or
+// a digit is taken for '-'.
 func Equal(a, b string) bool {
 	if len(a) != len(b) {
 		return false
@@ -33,23 +52,12 @@ func HasPrefix(name, prefix string) bool {
 	return len(name) >= len(prefix) && Equal(name[:len(prefix)], prefix)
 }
 
-// HasUnderscore reports whether any field name in h has an underscore:
-// one scan of the names, the whole cost when none has.
-func HasUnderscore(h http.Header) bool {
+// DeleteAliases deletes from h every field whose name is not Plain and is
+// Equal to one of names: the spellings a gateway would read as that
+// field, other than the one with dashes.
+func DeleteAliases(h http.Header, names []string) {
 	for k := range h {
-		if strings.IndexByte(k, '_') >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// DeleteUnderscoreSpellings deletes from h every field whose name has an
-// underscore and is Equal to one of names: the spellings a gateway would
-// read as that field, other than the one with dashes.
-func DeleteUnderscoreSpellings(h http.Header, names []string) {
-	for k := range h {
-		if strings.IndexByte(k, '_') < 0 {
+		if Plain(k) {
 			continue
 		}
 		for _, n := range names {
@@ -61,13 +69,14 @@ func DeleteUnderscoreSpellings(h http.Header, names []string) {
 	}
 }
 
-// fold maps c to the byte Equal compares: lower case, '_' as '-'.
+// fold maps c to the byte Equal compares: lower case, and '-' for every
+// byte that is not a letter or a digit.
 func fold(c byte) byte {
 	switch {
-	case c == '_':
-		return '-'
 	case 'A' <= c && c <= 'Z':
 		return c + ('a' - 'A')
+	case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		return c
 	}
-	return c
+	return '-'
 }

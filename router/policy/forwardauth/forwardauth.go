@@ -14,9 +14,9 @@
 // any policy runs).
 //
 // What the backend reads as the identity and the credentials is what the
-// auth service saw: the underscore spellings of authResponseHeaders and
-// authRequestHeaders (X_Auth_User, which CGI-style gateways read as
-// X-Auth-User) are removed, and a request carrying one of the
+// auth service saw: the other spellings of authResponseHeaders and
+// authRequestHeaders (X_Auth_User, X.Auth.User, which CGI-style gateways
+// read as X-Auth-User) are removed, and a request carrying one of the
 // authRequestHeaders twice (Cookie excepted, which HTTP/2 splits) is
 // refused 400 with X-Levee-Diagnostic: bad-header.
 //
@@ -61,8 +61,8 @@ type Policy struct {
 	trustFwd bool
 	respHdrs []string
 	reqHdrs  []string
-	// spelled are respHdrs and reqHdrs: the fields whose underscore
-	// spellings never pass this policy.
+	// spelled are respHdrs and reqHdrs: the fields whose other
+	// spellings (fieldname.Equal) never pass this policy.
 	spelled []string
 	client  *http.Client
 	env     policy.Env
@@ -109,11 +109,11 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		return
 	}
 	// The identity the auth service vouches for, and the credentials it
-	// reads, must be the only ones a backend can read: no underscore
+	// reads, must be the only ones a backend can read: no other
 	// spelling (which CGI-style gateways read as the same field) and no
 	// second value of a credential (the auth service may read the first
 	// and the backend the last).
-	fieldname.DeleteUnderscoreSpellings(r.Header, p.spelled)
+	fieldname.DeleteAliases(r.Header, p.spelled)
 	for _, k := range p.reqHdrs {
 		if len(r.Header[k]) > 1 && k != "Cookie" {
 			p.ref.Refuse(w, http.StatusBadRequest, policy.ReasonBadHeader, "more than one "+k+" field\n")
