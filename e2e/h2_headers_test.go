@@ -57,7 +57,9 @@ func TestHTTP2HeaderScreen(t *testing.T) {
 	mu.Unlock()
 
 	h := dialH2(t, secure, 1<<20)
-	ended := func(f http2.Frame) bool { return f.Header().Flags.Has(http2.FlagHeadersEndStream) || f.Header().Flags.Has(http2.FlagDataEndStream) }
+	ended := func(f http2.Frame) bool {
+		return f.Header().Flags.Has(http2.FlagHeadersEndStream) || f.Header().Flags.Has(http2.FlagDataEndStream)
+	}
 	for id, fields := range map[uint32][]string{
 		1: {"authorization", "Basic YWxpY2U6c2VjcmV0", "authorization", "Basic YWRtaW46YWRtaW4="},
 		3: {"x-api-key", "alice", "x-api-key", "bob"},
