@@ -108,7 +108,8 @@ type UnderscoreHeaders int
 
 const (
 	// UnderscoreDelete removes every such field (the default, as nginx's
-	// underscores_in_headers off does).
+	// defaults, underscores_in_headers off and ignore_invalid_headers on,
+	// drop them).
 	UnderscoreDelete UnderscoreHeaders = iota
 	// UnderscoreKeep passes them on, but for the spellings of the fields
 	// Levee owns (ownedField) and of a route's forward-auth headers,
@@ -152,8 +153,11 @@ func (x *exchange) screenHeaders() bool {
 		x.reply(http.StatusBadRequest, DiagnosticBadHeader, "more than one Authorization field\n")
 		return false
 	}
-	ip, _, err := net.SplitHostPort(x.req.RemoteAddr)
-	trusted := err == nil && x.p.trusts(ip)
+	trusted := false
+	if len(x.p.opts.TrustedProxies) > 0 {
+		ip, _, err := net.SplitHostPort(x.req.RemoteAddr)
+		trusted = err == nil && x.p.trusts(ip)
+	}
 	strategy := x.p.opts.UnderscoreHeaders
 	for k := range h {
 		if !fieldname.Plain(k) {
