@@ -110,3 +110,78 @@ func (h *h2Conn) field(frames []http2.Frame, id uint32, name string) string {
 	}
 	return ""
 }
+
+// --underscore-headers through the binary: keep passes a field of the
+// backend's own with an underscore, but never a spelling of one Levee
+// owns or of a forward-auth route's identity; reject answers 400
+// bad-header and the backend is not asked.
+func TestUnderscoreHeadersFlag(t *testing.T) {
+	var mu sync.Mutex
+	var seen []http.Header
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+	}))
+	defer backend.Close()
+	auth := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // 200, no identity
+	defer auth.Close()
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
+	send := func(p *leveeProc) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, p.proxyURL()+"/u", nil)
+		req.Host = "us.test"
+		req.Header["X_Custom"] = []string{"kept"}
+		req.Header["X_Auth_User"] = []string{"admin"}
+		req.Header["X.Forwarded.Port"] = []string{"444"}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, mode := range []string{"keep", "reject"} {
+		t.Run(mode, func(t *testing.T) {
+			p := startLevee(t, "--docker=false", "--underscore-headers", mode)
+			createEntrypoint(t, p, fmt.Sprintf(`{"name":"us","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["us.test"],`+
+				`"forward_auth":{"address":%q,"auth_response_headers":["X-Auth-User"]}}}`, host, port, auth.URL))
+			waitFor(t, "the route", func() error {
+				req, _ := http.NewRequest(http.MethodGet, p.proxyURL()+"/ready", nil)
+				req.Host = "us.test"
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					return fmt.Errorf("status %d", resp.StatusCode)
+				}
+				return nil
+			})
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			resp := send(p)
+			mu.Lock()
+			defer mu.Unlock()
+			if mode == "reject" {
+				if resp.StatusCode != 400 || resp.Header.Get("X-Levee-Diagnostic") != "bad-header" || len(seen) != 0 {
+					t.Errorf("%d %v, the backend asked %d times; want 400 bad-header and no backend", resp.StatusCode, resp.Header, len(seen))
+				}
+				return
+			}
+			if resp.StatusCode != 200 || len(seen) != 1 {
+				t.Fatalf("%d, the backend asked %d times; want its 200", resp.StatusCode, len(seen))
+			}
+			got := seen[0]
+			if got.Get("X_custom") != "kept" {
+				t.Errorf("the backend's own X_Custom was removed: %v", got)
+			}
+			for k, v := range got {
+				if strings.EqualFold(k, "X_Auth_User") || strings.EqualFold(k, "X.Forwarded.Port") {
+					t.Errorf("the backend read %s %q", k, v)
+				}
+			}
+		})
+	}
+}
