@@ -54,8 +54,10 @@ type serveConfig struct {
 	RouteGrace      time.Duration
 	TrustedProxies  string
 	StrictPaths     bool
-	HTTPServer      string
-	BackendClient   string
+	// UnderscoreHeaders is delete, keep or reject (proxy.UnderscoreHeaders).
+	UnderscoreHeaders string
+	HTTPServer        string
+	BackendClient     string
 
 	// Limits of the data plane (docs/operations.md, "Timeouts and limits").
 	RequestBodyTimeout   time.Duration
@@ -141,6 +143,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
 	fs.BoolVar(&cfg.StrictPaths, "strict-paths", false, "refuse (400 bad-path) a request path with a run of slashes or a ; parameter instead of normalising it (docs/operations.md, safety rules)")
+	fs.StringVar(&cfg.UnderscoreHeaders, "underscore-headers", "delete", "request header fields whose name has an underscore or another byte than a letter, digit or dash (read as dashes by CGI, FastCGI, Rack, WSGI): delete, keep or reject (400); such spellings of the fields Levee sets or trusts are deleted whatever this says")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listeners, plain and TLS: levee (router/httpx/server, the fast one) or stdlib (net/http's)")
 	fs.StringVar(&cfg.BackendClient, "backend-client", "levee", "HTTP/1.1 client to backends: levee (Levee's own, the fast one) or stdlib (net/http's Transport)")
 	fs.DurationVar(&cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")
@@ -202,6 +205,11 @@ func (c serveConfig) check() error {
 	case "levee", "stdlib":
 	default:
 		errs = append(errs, fmt.Errorf("--http-server (LEVEE_HTTP_SERVER) %q: want levee or stdlib", c.HTTPServer))
+	}
+	switch c.UnderscoreHeaders {
+	case "delete", "keep", "reject":
+	default:
+		errs = append(errs, fmt.Errorf("--underscore-headers (LEVEE_UNDERSCORE_HEADERS) %q: want delete, keep or reject", c.UnderscoreHeaders))
 	}
 	switch c.BackendClient {
 	case "levee", "stdlib":

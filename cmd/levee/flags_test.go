@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -101,6 +103,7 @@ func TestServeFlagsErrorsNameTheInput(t *testing.T) {
 		{args: []string{"--trusted-proxies", "10.0.0.0/8, lb.example"}, want: `"lb.example" is neither an IP address nor a CIDR prefix`},
 		{args: []string{"--api-hosts", "levee.lan, http://levee.lan"}, want: `--api-hosts (LEVEE_API_HOSTS): API host "http://levee.lan": want a host name or address`},
 		{env: map[string]string{"LEVEE_API_HOSTS": "levee.lan/api"}, want: `--api-hosts (LEVEE_API_HOSTS): API host "levee.lan/api"`},
+		{env: map[string]string{"LEVEE_UNDERSCORE_HEADERS": "allow"}, want: `--underscore-headers (LEVEE_UNDERSCORE_HEADERS) "allow": want delete, keep or reject`},
 	}
 	for _, c := range cases {
 		_, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})
@@ -168,5 +171,18 @@ func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"version"}, &out, &out, envOf(nil)); code != 0 || !strings.HasPrefix(out.String(), "levee ") {
 		t.Fatalf("version: %d %q", code, out.String())
+	}
+}
+
+// Underscore spellings are deleted unless the operator says otherwise.
+func TestUnderscoreHeadersFlag(t *testing.T) {
+	for env, want := range map[string]string{"": "delete", "keep": "keep", "reject": "reject"} {
+		cfg, err := parseServeFlags(nil, envOf(map[string]string{"LEVEE_UNDERSCORE_HEADERS": env}), &bytes.Buffer{})
+		if err != nil || cfg.UnderscoreHeaders != want {
+			t.Errorf("LEVEE_UNDERSCORE_HEADERS=%q: %q (%v), want %q", env, cfg.UnderscoreHeaders, err, want)
+		}
+		if _, err := proxy.ParseUnderscoreHeaders(cfg.UnderscoreHeaders); err != nil {
+			t.Errorf("%q: %v", want, err)
+		}
 	}
 }

@@ -51,6 +51,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	underscores, err := proxy.ParseUnderscoreHeaders(cfg.UnderscoreHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("--underscore-headers: %w", err)
+	}
 	store := diagnostics.NewStore()
 	upgrades, err := cfg.upgradeProtocols()
 	if err != nil {
@@ -86,6 +90,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		TrustedProxies:    trusted,
 		StrictPaths:       cfg.StrictPaths,
+		UnderscoreHeaders: underscores,
 		StandardTransport: cfg.BackendClient == "stdlib",
 
 		RequestBodyTimeout:   cfg.RequestBodyTimeout,

@@ -70,8 +70,11 @@
 // GET body that a backend reads as a second request, late answers).
 // limits: slow or silent clients and backends, idle tunnels, the
 // connection limit, slow uploads against the circuit breaker. forwarded:
-// Forwarded, X-Real-IP, X-Forwarded-* and their underscore spellings from
-// an untrusted client. paths: every spelling of a guarded /admin (slash
+// Forwarded, X-Real-IP, Front-End-Https, the whole X-Forwarded-* family
+// and underscore spellings (of those, of X-Levee-* and of a forward-auth
+// route's identity and credential fields) from an untrusted client; two
+// Authorization fields, and two of a forward-auth credential, refused 400
+// bad-header. paths: every spelling of a guarded /admin (slash
 // runs, ";" parameters, case, trailing dots and spaces, dot segments,
 // encoded separators) against basic auth, an IP allow-list and forward
 // auth beside an open /, also as a raw HTTP/2 :path over TLS (h2_test.go);

@@ -73,6 +73,9 @@ const (
 	// (unreachable, timed out, broken answer); the request is refused,
 	// never let through.
 	ReasonAuthUnavailable = "auth-unavailable"
+	// ReasonBadHeader: a credential field came twice (400), so that the
+	// policy and the backend could read different ones.
+	ReasonBadHeader = "bad-header"
 	// ReasonPolicyMisconfigured: the policy's configuration is invalid
 	// (a bad CIDR, a non-bcrypt hash, an unreadable users file) and the
 	// route denies every request rather than fail open.

@@ -13,6 +13,10 @@ const (
 	// character; see normalizePath), so the route would be chosen on a
 	// path the backend may read differently.
 	DiagnosticBadPath = "bad-path"
+	// DiagnosticBadHeader: a request field could be read two ways by a
+	// policy and a backend (Authorization twice, or with
+	// --underscore-headers=reject a name with an underscore).
+	DiagnosticBadHeader = "bad-header"
 	// DiagnosticBadRequestBody: the client's request body could not be
 	// read (malformed chunked encoding, cut short).
 	DiagnosticBadRequestBody = "bad-request-body"
@@ -56,6 +60,7 @@ var (
 		DiagnosticBackendTimeout:     {DiagnosticBackendTimeout},
 		DiagnosticCircuitOpen:        {DiagnosticCircuitOpen},
 		DiagnosticBadPath:            {DiagnosticBadPath},
+		DiagnosticBadHeader:          {DiagnosticBadHeader},
 		DiagnosticBadRequestBody:     {DiagnosticBadRequestBody},
 		DiagnosticBadUpgrade:         {DiagnosticBadUpgrade},
 		DiagnosticClientTimeout:      {DiagnosticClientTimeout},

@@ -17,7 +17,11 @@
 //     into its normal form before matching (path.go: slash runs merged,
 //     ";" parameters removed; dot segments, backslashes, encoded
 //     separators and control characters refused), the one form the
-//     policies and the backend see too.
+//     policies and the backend see too. A request whose fields a policy and a
+//     backend could read two ways is refused too (headers.go,
+//     screenHeaders: Authorization twice, underscore names with
+//     UnderscoreReject), and the fields only a trusted proxy or Levee may
+//     set are removed, before any policy reads the request.
 //  2. Breaker admission. With a scope=route breaker, its Admit comes
 //     before anything else: an open breaker answers 503 circuit-open (or
 //     the configured code) with Retry-After, and no backend of the route

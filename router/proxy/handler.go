@@ -85,6 +85,10 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if len(req.URL.Path) != n {
 		req.RequestURI = req.URL.RequestURI()
 	}
+	if !x.screenHeaders() {
+		p.finish(x)
+		return
+	}
 	// The listener (set by cmd/levee in the server's base context)
 	// chooses among plain and TLS routes; without one every route is a
 	// candidate.

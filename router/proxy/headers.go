@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -8,6 +9,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/levee-proxy/levee/router/httpx/fieldname"
 	"github.com/levee-proxy/levee/router/httpx/tokens"
 )
 
@@ -27,14 +29,11 @@ func (x *exchange) prepareHeaders() {
 	if httpguts.HeaderValuesContainsToken(te, "trailers") {
 		h["Te"] = valueTrailers // gRPC needs it end to end
 	}
-	// X-Forwarded-* from a trusted proxy are kept (For is appended to);
-	// from anyone else they are replaced, so that a client can spoof
-	// neither its address nor the scheme or host it used.
+	// The client's forwarding headers are gone unless its peer is trusted
+	// (screenHeaders); For is appended to a trusted proxy's, and Proto
+	// and Host are Levee's own unless a trusted proxy said them.
 	ip, _, err := net.SplitHostPort(req.RemoteAddr)
 	trusted := err == nil && x.p.trusts(ip)
-	if !trusted {
-		removeSpoofable(h)
-	}
 	switch prior := h["X-Forwarded-For"]; {
 	case err != nil:
 		delete(h, "X-Forwarded-For")
@@ -59,24 +58,6 @@ func (x *exchange) prepareHeaders() {
 	if _, ok := h["User-Agent"]; !ok {
 		// Otherwise the transport would announce Go's default agent.
 		h["User-Agent"] = valueEmpty
-	}
-}
-
-// removeSpoofable deletes the forwarding headers that only a trusted proxy
-// may set and that Levee does not write itself: Forwarded (RFC 7239),
-// X-Real-Ip, and any spelling of the X-Forwarded-* and X-Real-Ip names
-// with underscores, which some servers (PHP's, CGI's) read as the same.
-func removeSpoofable(h http.Header) {
-	delete(h, "Forwarded")
-	delete(h, "X-Real-Ip")
-	for k := range h {
-		if strings.IndexByte(k, '_') < 0 {
-			continue
-		}
-		switch strings.ToLower(strings.ReplaceAll(k, "_", "-")) {
-		case "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip", "forwarded":
-			delete(h, k)
-		}
 	}
 }
 
@@ -113,6 +94,113 @@ func (p *Handler) trusts(ip string) bool {
 	addr = addr.Unmap()
 	for _, pfx := range p.opts.TrustedProxies {
 		if pfx.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnderscoreHeaders is what Levee does with a request field whose name
+// has an underscore, or any other byte than a letter, a digit or a dash
+// ('.', '~', '+', ...): CGI-style gateways read X_Auth_User, and some
+// X.Auth.User, as the same field as X-Auth-User (package fieldname).
+type UnderscoreHeaders int
+
+const (
+	// UnderscoreDelete removes every such field (the default, as nginx's
+	// defaults, underscores_in_headers off and ignore_invalid_headers on,
+	// drop them).
+	UnderscoreDelete UnderscoreHeaders = iota
+	// UnderscoreKeep passes them on, but for the spellings of the fields
+	// Levee owns (ownedField) and of a route's forward-auth headers,
+	// which are always removed.
+	UnderscoreKeep
+	// UnderscoreReject answers 400 bad-header to a request with one.
+	UnderscoreReject
+)
+
+// ParseUnderscoreHeaders reads delete, keep or reject.
+func ParseUnderscoreHeaders(s string) (UnderscoreHeaders, error) {
+	switch s {
+	case "delete":
+		return UnderscoreDelete, nil
+	case "keep":
+		return UnderscoreKeep, nil
+	case "reject":
+		return UnderscoreReject, nil
+	}
+	return 0, fmt.Errorf("underscore headers %q: want delete, keep or reject", s)
+}
+
+// screenHeaders applies, before any policy reads the request, the rules
+// on its fields that hold on every route, and answers 400 bad-header to a
+// request that breaks one. It reports whether the request may go on.
+//
+//   - Authorization at most once: a policy checks one and a backend may
+//     read the other (PHP over FastCGI takes the last).
+//   - A name with an underscore (or another byte that is not a letter,
+//     a digit or a dash) goes as UnderscoreHeaders says; one that is a
+//     spelling of a field Levee owns never passes.
+//   - From a peer that is not a trusted proxy, the forwarding fields are
+//     removed (spoofableField), so that no policy and no backend reads an
+//     address, scheme, host, port or prefix the client made up.
+//
+// The names are scanned once; a request whose names are all plain
+// (fieldname.Plain) and without forwarding fields is not changed.
+func (x *exchange) screenHeaders() bool {
+	h := x.req.Header
+	if len(h["Authorization"]) > 1 {
+		x.reply(http.StatusBadRequest, DiagnosticBadHeader, "more than one Authorization field\n")
+		return false
+	}
+	trusted := false
+	if len(x.p.opts.TrustedProxies) > 0 {
+		ip, _, err := net.SplitHostPort(x.req.RemoteAddr)
+		trusted = err == nil && x.p.trusts(ip)
+	}
+	strategy := x.p.opts.UnderscoreHeaders
+	for k := range h {
+		if !fieldname.Plain(k) {
+			switch {
+			case strategy == UnderscoreReject:
+				x.reply(http.StatusBadRequest, DiagnosticBadHeader, "a header field name with an underscore or another character that is not a letter, digit or dash\n")
+				return false
+			case strategy == UnderscoreDelete, ownedField(k):
+				delete(h, k)
+				continue
+			}
+		}
+		if !trusted && spoofableField(k) {
+			delete(h, k)
+		}
+	}
+	return true
+}
+
+// spoofableField reports whether name, in any spelling, is a forwarding
+// field that only a trusted proxy may send: Forwarded (RFC 7239),
+// X-Real-Ip, Front-End-Https and the whole X-Forwarded-* family, which
+// frameworks read for the client's address and for the scheme, host,
+// port and prefix of the URLs they build (Rack, Spring, Symfony).
+func spoofableField(name string) bool {
+	if name == "" || name[0]|0x20 != 'x' && name[0]|0x20 != 'f' {
+		return false // most names: one comparison
+	}
+	return fieldname.HasPrefix(name, "X-Forwarded-") || fieldname.Equal(name, "Forwarded") ||
+		fieldname.Equal(name, "X-Real-Ip") || fieldname.Equal(name, "Front-End-Https")
+}
+
+// ownedField reports whether name is, in the sense of fieldname.Equal, a
+// field that Levee sets, removes or trusts: its own X-Levee-*, the
+// forwarding fields, the hop-by-hop fields and Content-Length. Its
+// other spellings (X_Forwarded_For) never reach a backend, whatever
+// UnderscoreHeaders says.
+func ownedField(name string) bool {
+	if spoofableField(name) || fieldname.HasPrefix(name, "X-Levee-") || fieldname.Equal(name, "Content-Length") {
+		return true
+	}
+	for _, k := range hopByHop {
+		if fieldname.Equal(name, k) {
 			return true
 		}
 	}

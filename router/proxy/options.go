@@ -30,14 +30,20 @@ type Options struct {
 	// one histogram for all routes.
 	RouteLatency bool
 	// TrustedProxies are the peers (load balancers in front of Levee)
-	// whose X-Forwarded-For, -Proto and -Host are kept, For appended to.
-	// From every other peer those headers are replaced.
+	// whose forwarding headers (Forwarded, X-Real-Ip, Front-End-Https and
+	// every X-Forwarded-*) are kept, X-Forwarded-For appended to. From
+	// every other peer they are removed before any policy runs, and
+	// X-Forwarded-For, -Proto and -Host set from what Levee saw.
 	TrustedProxies []netip.Prefix
 	// StrictPaths refuses (400 bad-path) a request path that is not
 	// already in normal form (a run of slashes, a ";" parameter) instead
 	// of normalising it: never rewrites a path, so a backend sees the
 	// client's own bytes or nothing.
 	StrictPaths bool
+	// UnderscoreHeaders is what becomes of request fields whose name has
+	// an underscore (default UnderscoreDelete). Whatever it says, the
+	// underscore spellings of the fields Levee owns are removed.
+	UnderscoreHeaders UnderscoreHeaders
 
 	// DialTimeout bounds connecting to a backend (default
 	// router.DefaultDialTimeout, 1s). A connect that fails or times out

@@ -9,7 +9,16 @@
 // client's headers (only authRequestHeaders when set; never hop-by-hop
 // ones, never a body) and X-Forwarded-Method, -Proto, -Host, -Uri and
 // -For describing the client's request. The client's own X-Forwarded-*
-// are passed only with trustForwardHeader.
+// are passed only with trustForwardHeader (and, behind Levee's request
+// path, only those a trusted proxy sent: a client's are removed before
+// any policy runs).
+//
+// What the backend reads as the identity and the credentials is what the
+// auth service saw: the other spellings of authResponseHeaders and
+// authRequestHeaders (X_Auth_User, X.Auth.User, which CGI-style gateways
+// read as X-Auth-User) are removed, and a request carrying one of the
+// authRequestHeaders twice (Cookie excepted, which HTTP/2 splits) is
+// refused 400 with X-Levee-Diagnostic: bad-header.
 //
 // The auth service has its own timeout (forwardAuth.timeout) and client.
 // When it cannot be asked (connection refused, timeout, a broken answer)
@@ -30,6 +39,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/fieldname"
 	"github.com/levee-proxy/levee/router/policy"
 )
 
@@ -51,10 +61,13 @@ type Policy struct {
 	trustFwd bool
 	respHdrs []string
 	reqHdrs  []string
-	client   *http.Client
-	env      policy.Env
-	deny     bool
-	ref      policy.Refuser
+	// spelled are respHdrs and reqHdrs: the fields whose other
+	// spellings (fieldname.Equal) never pass this policy.
+	spelled []string
+	client  *http.Client
+	env     policy.Env
+	deny    bool
+	ref     policy.Refuser
 }
 
 // New compiles cfg; rt is the auth services' shared transport. A bad
@@ -68,6 +81,7 @@ func New(cfg *config.ForwardAuth, rt http.RoundTripper, env policy.Env) (*Policy
 		reqHdrs:  cfg.AuthRequestHeaders,
 		env:      env,
 		ref:      env.Refuser(Name),
+		spelled:  append(append([]string(nil), cfg.AuthResponseHeaders...), cfg.AuthRequestHeaders...),
 		client: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}},
@@ -93,6 +107,18 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	if p.deny {
 		p.ref.Refuse(w, http.StatusForbidden, policy.ReasonPolicyMisconfigured, "access policy misconfigured\n")
 		return
+	}
+	// The identity the auth service vouches for, and the credentials it
+	// reads, must be the only ones a backend can read: no other
+	// spelling (which CGI-style gateways read as the same field) and no
+	// second value of a credential (the auth service may read the first
+	// and the backend the last).
+	fieldname.DeleteAliases(r.Header, p.spelled)
+	for _, k := range p.reqHdrs {
+		if len(r.Header[k]) > 1 && k != "Cookie" {
+			p.ref.Refuse(w, http.StatusBadRequest, policy.ReasonBadHeader, "more than one "+k+" field\n")
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 	defer cancel()

@@ -182,3 +182,60 @@ func BenchmarkForwardAuth(b *testing.B) {
 		p.Serve(httptest.NewRecorder(), policytest.Request("192.0.2.1:1"), next)
 	}
 }
+
+// A gateway that reads X_Auth_User as X-Auth-User (CGI, FastCGI, Rack)
+// must not read the client's value as the identity the auth service
+// vouched for, nor a credential the auth service never saw.
+func TestForwardAuthRemovesUnderscoreSpellings(t *testing.T) {
+	a := newAuthServer(t)
+	p := compile(t, config.ForwardAuth{Address: a.URL + "/ok", AuthResponseHeaders: []string{"X-Auth-User", "X-Auth-Missing"},
+		AuthRequestHeaders: []string{"X-Api-Key"}}, &policytest.Recorder{})
+	r := policytest.Request("192.0.2.1:1")
+	r.Header["X_Auth_User"] = []string{"admin"}
+	r.Header["X-Auth_missing"] = []string{"admin"}
+	r.Header["X-Api-Key"] = []string{"alice-key"}
+	r.Header["X_api_key"] = []string{"bob-key"}
+	r.Header["X_Other"] = []string{"kept"}
+	res := policytest.Run(p, r)
+	if !res.Reached {
+		t.Fatalf("not let through: %d", res.Code)
+	}
+	for k, v := range res.Request.Header {
+		switch k {
+		case "X-Auth-User", "X-Api-Key", "X_Other", "X-Forwarded-For":
+		default:
+			t.Errorf("the backend gets %s: %q", k, v)
+		}
+	}
+	if got := res.Request.Header["X_Other"]; len(got) != 1 {
+		t.Errorf("an unrelated underscore field was removed: %v", res.Request.Header)
+	}
+	if got := a.asked().Header; len(got["X_api_key"]) != 0 || got.Get("X-Api-Key") != "alice-key" {
+		t.Errorf("the auth service was asked with %v", got)
+	}
+}
+
+// The auth service may read the first of two credentials and the backend
+// the last: the request is refused before either reads one.
+func TestForwardAuthRefusesTwoCredentials(t *testing.T) {
+	a := newAuthServer(t)
+	rec := &policytest.Recorder{}
+	p := compile(t, config.ForwardAuth{Address: a.URL + "/ok", AuthRequestHeaders: []string{"X-Api-Key", "Cookie"}}, rec)
+	r := policytest.Request("192.0.2.1:1")
+	r.Header["X-Api-Key"] = []string{"alice-key", "bob-key"}
+	res := policytest.Run(p, r)
+	if res.Reached || res.Code != http.StatusBadRequest || res.Header.Get(policy.HeaderDiagnostic) != policy.ReasonBadHeader {
+		t.Fatalf("%d reached=%v %v", res.Code, res.Reached, res.Header)
+	}
+	if a.asked() != nil {
+		t.Error("the auth service was asked")
+	}
+	if rec.Count() != 1 || rec.Got[0] != Name+"/"+policy.ReasonBadHeader {
+		t.Fatalf("counted %v", rec.Got)
+	}
+	r = policytest.Request("192.0.2.1:1")
+	r.Header["Cookie"] = []string{"a=1", "b=2"} // HTTP/2 sends cookies split
+	if res := policytest.Run(p, r); !res.Reached {
+		t.Fatalf("two Cookie fields refused: %d", res.Code)
+	}
+}
