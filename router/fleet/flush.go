@@ -160,10 +160,11 @@ func (s *Store) failed(m *member, err error, now time.Time) {
 		m.link.observe(false, now, s.rule)
 	}
 	switch m.link.mode {
-	case linkLate:
+	case linkLate, linkJoining:
+		// joining: local anyway, and not yet a store gone
 		s.log.Debug().Str("event", "breaker_store_late").Str("breaker", m.name).Int("failed_flushes", m.link.fails).
 			Err(err).Msg("breaker store late: breaker keeps the fleet state")
-	case linkLocal, linkJoining:
+	case linkLocal:
 		s.fallback(m, err)
 	}
 }

@@ -28,7 +28,8 @@ type linkMode uint8
 
 const (
 	// linkJoining: no flush has succeeded yet; the breaker judges locally
-	// and follows the fleet from the first good flush on.
+	// and follows the fleet from the first good flush on. A store gone by
+	// the fallback rule from the start makes it linkLocal.
 	linkJoining linkMode = iota
 	// linkFleet: the last flush succeeded; the breaker follows the fleet.
 	linkFleet
@@ -63,7 +64,7 @@ type link struct {
 	mode     linkMode
 	fails    int       // consecutive failed flushes
 	goods    int       // consecutive good flushes while local
-	lastGood time.Time // end of the last good flush
+	lastGood time.Time // end of the last good flush (or the join)
 }
 
 // observe records a flush that ended at now, good or not, and returns
@@ -84,11 +85,12 @@ func (l *link) observe(good bool, now time.Time, r linkRule) linkMode {
 	}
 	l.goods = 0
 	l.fails++
-	if l.mode.following() {
+	gone := l.fails >= r.fallbackFlushes && now.Sub(l.lastGood) >= r.fallbackAfter
+	switch {
+	case l.mode.following() && !gone:
 		l.mode = linkLate
-		if l.fails >= r.fallbackFlushes && now.Sub(l.lastGood) >= r.fallbackAfter {
-			l.mode = linkLocal
-		}
+	case gone:
+		l.mode = linkLocal
 	}
 	return l.mode
 }
@@ -96,8 +98,5 @@ func (l *link) observe(good bool, now time.Time, r linkRule) linkMode {
 // fallBack makes the breaker judge locally at once (an answer that makes
 // no sense: the fleet state cannot be read at all).
 func (l *link) fallBack() {
-	if l.mode.following() {
-		l.mode = linkLocal
-	}
-	l.goods = 0
+	l.mode, l.goods = linkLocal, 0
 }

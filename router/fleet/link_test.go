@@ -15,9 +15,9 @@ import (
 	"github.com/levee-proxy/levee/router/fleet/redistest"
 )
 
-// TestLink: the fallback rule's state machine on an injected clock. A
-// step is a flush ending at ms (from the start): good ("+"), failed ("-")
-// or garbage ("!"), and the mode it leads to.
+// TestLink: the fallback rule's state machine on an injected clock. The
+// breaker joins at 0; a step is a flush ending at ms: good ("+"), failed
+// ("-") or garbage ("!"), and the mode it leads to.
 func TestLink(t *testing.T) {
 	rule := linkRule{fallbackFlushes: 3, fallbackAfter: time.Second, rejoinFlushes: 2}
 	type step struct {
@@ -30,6 +30,8 @@ func TestLink(t *testing.T) {
 		steps []step
 	}{
 		{"joins at the first good flush", []step{{0, '-', linkJoining}, {50, '-', linkJoining}, {100, '+', linkFleet}}},
+		{"a store gone from the join on", []step{{50, '-', linkJoining}, {500, '-', linkJoining}, {1000, '-', linkLocal},
+			{1050, '+', linkLocal}, {1100, '+', linkFleet}}},
 		{"one late flush keeps the fleet", []step{{0, '+', linkFleet}, {50, '-', linkLate}, {100, '+', linkFleet}}},
 		{"many failures within the time stay late", []step{{0, '+', linkFleet},
 			{50, '-', linkLate}, {100, '-', linkLate}, {150, '-', linkLate}, {200, '-', linkLate}, {999, '-', linkLate}}},
@@ -45,12 +47,12 @@ func TestLink(t *testing.T) {
 		{"local stays local on failures", []step{{0, '+', linkFleet},
 			{400, '-', linkLate}, {800, '-', linkLate}, {1200, '-', linkLocal}, {5000, '-', linkLocal}}},
 		{"garbage falls back at once", []step{{0, '+', linkFleet}, {50, '!', linkLocal}, {100, '+', linkLocal}, {150, '+', linkFleet}}},
-		{"garbage before joining", []step{{0, '!', linkJoining}, {50, '+', linkFleet}}},
+		{"garbage before joining", []step{{0, '!', linkLocal}, {50, '+', linkLocal}, {100, '+', linkFleet}}},
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var l link
+			l := link{lastGood: t0} // joined at t0
 			for i, st := range tc.steps {
 				now := t0.Add(time.Duration(st.at) * time.Millisecond)
 				switch st.kind {

@@ -185,7 +185,7 @@ func (s *Store) Replica() string { return s.opts.Replica }
 // breaker judges locally until the first flush succeeds. leave stops
 // sharing it (the breaker judges locally again).
 func (s *Store) Join(name string, b *breaker.Breaker, control func(action, by string)) (leave func()) {
-	m := &member{name: name, b: b, control: control, local: true, keys: s.keys(name)}
+	m := &member{name: name, b: b, control: control, local: true, keys: s.keys(name), link: link{lastGood: time.Now()}}
 	b.StartTally()
 	s.mu.Lock()
 	if old := s.members[name]; old != nil {
