@@ -12,8 +12,8 @@ func storeEntries() []Entry {
 	return []Entry{
 		{
 			Code: StoreUnreachable, Severity: Warn, Title: "breaker store unreachable",
-			Effect:  "The breaker judges on this replica's own outcomes (as without `--breaker-store`) until the store answers again; then it follows the fleet state, and the outcomes it judged meanwhile are added to the fleet's exact counts but not to its window. Requests are never sent to the store, so none fails because of it.",
-			Fix:     "Check that the `--breaker-store` address is reachable from this replica and that the store answers within the flush timeout (`--breaker-store-flush-interval`).",
+			Effect:  "The store missed `--breaker-store-fallback-flushes` flushes in a row and answered none for `--breaker-store-fallback-after` (3 and 1s by default; a shorter stall keeps the fleet's state and raises nothing). The breaker judges on this replica's own outcomes (as without `--breaker-store`) until `--breaker-store-rejoin-flushes` flushes in a row succeed; then it follows the fleet state, and the outcomes it judged meanwhile are added to the fleet's exact counts but not to its window. Requests are never sent to the store, so none fails because of it.",
+			Fix:     "Check that the `--breaker-store` address is reachable from this replica and that the store answers within the flush timeout (`--breaker-store-flush-interval`); on a store known to stall longer, raise `--breaker-store-fallback-after`.",
 			Example: "--breaker-store redis://redis:6379/0   # and the Redis server is stopped",
 		},
 		{

@@ -69,7 +69,7 @@ func tlsEntries() []Entry {
 		},
 		{
 			Code: NoTLSListener, Severity: Warn, Title: "TLS route without a TLS listener",
-			Effect:  "Nothing serves the route over HTTPS, and plain listeners redirect its requests to an https:// address nothing answers (unless tls.redirect=false).",
+			Effect:  "Nothing serves the route over HTTPS, and plain listeners do not redirect its requests (a redirect goes only to a TLS listener the route serves on): they answer 404.",
 			Fix:     "Declare a TLS listener (`levee serve --listen websecure=:443,tls`), or remove tls=true.",
 			Example: "levee.http.app.tls=true   # levee serve started with --http-listen only",
 		},

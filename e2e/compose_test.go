@@ -334,17 +334,18 @@ func TestComposeDemo(t *testing.T) {
 	}); i < 0 || certs.Certificates[i].Source != "acme" || !strings.HasPrefix(certs.Certificates[i].Issuer, "Pebble") {
 		t.Errorf("GET /certificates = %s, want secure.localhost from acme, issued by Pebble", body)
 	}
-	// The redirect names the TLS listener's port in the container (8443),
-	// which the demo publishes as 8443 unless LEVEE_HTTPS_PORT says
-	// otherwise.
+	// The redirect names the port the demo publishes the TLS listener on
+	// (LEVEE_HTTPS_PORT, the listener's public-port), not its port in the
+	// container (8443).
 	redirect, _ := http.NewRequest(http.MethodGet, proxy+"demo?x=1", nil)
 	redirect.Host = "secure.localhost"
 	if resp, err := http.DefaultTransport.RoundTrip(redirect); err != nil {
 		t.Errorf("http://secure.localhost/demo?x=1: %v", err)
 	} else {
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != "https://secure.localhost:8443/demo?x=1" {
-			t.Errorf("http://secure.localhost/demo?x=1 = %d Location %q, want 308 to https://secure.localhost:8443/demo?x=1", resp.StatusCode, resp.Header.Get("Location"))
+		want := fmt.Sprintf("https://secure.localhost:%d/demo?x=1", httpsPort)
+		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+			t.Errorf("http://secure.localhost/demo?x=1 = %d Location %q, want 308 to %s", resp.StatusCode, resp.Header.Get("Location"), want)
 		}
 	}
 

@@ -19,14 +19,20 @@ import (
 // (config.Entrypoint.Listeners) serves on those; otherwise a plain route
 // serves on every plain listener and a TLS route (tls=true) on every TLS
 // listener. On a plain listener a TLS route that does not serve there but
-// has tls.redirect is matched as a redirect (MatchOn reports it), so that
+// has tls.redirect, and serves on a TLS listener, is matched as a redirect
+// (MatchOn reports it) to that listener (RedirectTarget), so that
 // http://host/path answers 308 to https://host/path.
 type Listener struct {
 	Name string
 	TLS  bool
-	// HTTPSPort is the port redirects from this plain listener point to;
-	// 0 or 443 leave the port out of the Location.
-	HTTPSPort int
+	// PublicPort is, on a TLS listener, the port clients reach it on
+	// (behind a published container port or a port-forwarding load
+	// balancer it differs from the port Levee binds): redirects to this
+	// listener carry it; 0 or 443 leave the port out of the Location.
+	PublicPort int
+	// TLSListeners are, on a plain listener, the TLS listeners in the
+	// order declared: the candidates of its redirects.
+	TLSListeners []*Listener
 }
 
 type listenerKey struct{}
@@ -53,7 +59,21 @@ func (r *Route) servesOn(l *Listener) bool {
 // redirectsOn reports whether the route answers requests on l with a
 // redirect to HTTPS.
 func (r *Route) redirectsOn(l *Listener) bool {
-	return !l.TLS && r.ep.TLS.Enabled && r.ep.TLS.Redirect
+	return !l.TLS && r.ep.TLS.Enabled && r.ep.TLS.Redirect && r.RedirectTarget(l) != nil
+}
+
+// RedirectTarget returns the TLS listener a redirect from plain listener
+// l sends the route's requests to: the first declared TLS listener the
+// route serves on (one its listeners= names, else any), nil if it serves
+// on none. A redirect elsewhere would point at a listener that answers
+// 404 for the route.
+func (r *Route) RedirectTarget(l *Listener) *Listener {
+	for _, t := range l.TLSListeners {
+		if r.servesOn(t) {
+			return t
+		}
+	}
+	return nil
 }
 
 // MatchOn is Match for a request that came in on listener l: only routes

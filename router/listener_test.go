@@ -35,10 +35,10 @@ func TestMatchOnListeners(t *testing.T) {
 	if len(diags) != 0 {
 		t.Fatalf("diagnostics %v", diags)
 	}
-	web := &Listener{Name: "web"}
 	websecure := &Listener{Name: "websecure", TLS: true}
-	admin := &Listener{Name: "admin"}
 	other := &Listener{Name: "other", TLS: true}
+	web := &Listener{Name: "web", TLSListeners: []*Listener{websecure, other}}
+	admin := &Listener{Name: "admin", TLSListeners: []*Listener{websecure, other}}
 	cases := []struct {
 		l        *Listener
 		host     string
@@ -59,7 +59,8 @@ func TestMatchOnListeners(t *testing.T) {
 		{web, "namedtls.example.com", "named-tls", false}, // named: served, not redirected
 		{other, "namedtls.example.com", "", false},
 		{admin, "secure.example.com", "secure", true},
-		{nil, "secure.example.com", "secure", false}, // no listener: Match
+		{admin, "namedtls.example.com", "named-tls", true}, // not served on admin: to websecure
+		{nil, "secure.example.com", "secure", false},       // no listener: Match
 	}
 	for _, c := range cases {
 		r, redirect := s.MatchOn(c.l, "GET", c.host, "/x")
@@ -73,6 +74,49 @@ func TestMatchOnListeners(t *testing.T) {
 		}
 		if got != c.want || redirect != c.redirect {
 			t.Errorf("%s %s: got %q redirect %v, want %q %v", name, c.host, got, redirect, c.want, c.redirect)
+		}
+	}
+}
+
+// A plain listener redirects a TLS route to a TLS listener the route
+// serves on: the first of its listeners= that is a TLS listener, else the
+// first TLS listener; a route that serves on no TLS listener is not
+// redirected (there is nowhere to send it).
+func TestRedirectTarget(t *testing.T) {
+	first := &Listener{Name: "first", TLS: true, PublicPort: 8443}
+	second := &Listener{Name: "second", TLS: true, PublicPort: 41443}
+	web := &Listener{Name: "web", TLSListeners: []*Listener{first, second}}
+	bare := &Listener{Name: "bare"} // no TLS listener declared
+	s, diags := NewSnapshot([]config.Entrypoint{
+		listenerEP("any", "any.test", true, true),
+		listenerEP("own", "own.test", true, true, "second"),
+		listenerEP("both", "both.test", true, true, "second", "first"),
+		listenerEP("plainonly", "plainonly.test", true, true, "admin"),
+	})
+	if len(diags) != 0 {
+		t.Fatalf("diagnostics %v", diags)
+	}
+	cases := []struct {
+		l    *Listener
+		host string
+		want *Listener // nil: no redirect
+	}{
+		{web, "any.test", first},
+		{web, "own.test", second},
+		{web, "both.test", first}, // declaration order of the listeners
+		{web, "plainonly.test", nil},
+		{bare, "any.test", nil},
+	}
+	for _, c := range cases {
+		r, redirect := s.MatchOn(c.l, "GET", c.host, "/")
+		if redirect != (c.want != nil) {
+			t.Errorf("%s on %s: redirect %v, want %v", c.host, c.l.Name, redirect, c.want != nil)
+			continue
+		}
+		if c.want != nil {
+			if got := r.RedirectTarget(c.l); got != c.want {
+				t.Errorf("%s on %s: redirected to %v, want %s", c.host, c.l.Name, got, c.want.Name)
+			}
 		}
 	}
 }

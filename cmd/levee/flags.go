@@ -79,6 +79,10 @@ type serveConfig struct {
 	BreakerStore              string
 	BreakerStorePrefix        string
 	BreakerStoreFlushInterval time.Duration
+	// When a breaker stops and starts following the fleet (fleet.Options).
+	BreakerStoreFallbackFlushes int
+	BreakerStoreFallbackAfter   time.Duration
+	BreakerStoreRejoinFlushes   int
 	// Listen are the named proxy listeners (--listen, listeners.go);
 	// httpListenGiven says --http-listen was set by flag or environment.
 	Listen          []listenerSpec
@@ -108,7 +112,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
-	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls][,header-timeout=D][,idle-timeout=D] (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D] (public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.Var(tlsCertFlag{&cfg.TLSCerts}, "tls-cert", "a static certificate by its PEM files, CERT[,KEY] (KEY left out when CERT holds both), chosen by SNI beside --tls-cert-dir's, reloaded when the files change (repeatable; LEVEE_TLS_CERT separates several with ';')")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
@@ -156,7 +160,10 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
 	fs.StringVar(&cfg.BreakerStorePrefix, "breaker-store-prefix", fleet.DefaultPrefix, "prefix of the breaker store's keys and event channel; replicas of one fleet use the same, fleets sharing a Redis use different ones")
-	fs.DurationVar(&cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline before the breakers fall back to local judgement")
+	fs.DurationVar(&cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline, after which a flush has failed")
+	fs.IntVar(&cfg.BreakerStoreFallbackFlushes, "breaker-store-fallback-flushes", fleet.DefaultFallbackFlushes, "failed flushes in a row after which, with none good for --breaker-store-fallback-after, the breakers judge locally; until then they keep the fleet's last state")
+	fs.DurationVar(&cfg.BreakerStoreFallbackAfter, "breaker-store-fallback-after", fleet.DefaultFallbackAfter, "how long the breaker store must have failed every flush before the breakers judge locally (with --breaker-store-fallback-flushes)")
+	fs.IntVar(&cfg.BreakerStoreRejoinFlushes, "breaker-store-rejoin-flushes", fleet.DefaultRejoinFlushes, "good flushes in a row after which breakers that judged locally follow the fleet again")
 	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
 }
@@ -222,6 +229,13 @@ func (c serveConfig) check() error {
 	if c.GCHeapFloor < 0 || c.GCHeapFloor > 1<<20 {
 		errs = append(errs, fmt.Errorf("--gc-heap-floor (LEVEE_GC_HEAP_FLOOR) %d: want MiB from 0 (off) to %d", c.GCHeapFloor, 1<<20))
 	}
+	for name, n := range map[string]int{
+		"--breaker-store-fallback-flushes": c.BreakerStoreFallbackFlushes, "--breaker-store-rejoin-flushes": c.BreakerStoreRejoinFlushes,
+	} {
+		if n <= 0 {
+			errs = append(errs, fmt.Errorf("%s (%s) %d: must be at least 1", name, envName(strings.TrimPrefix(name, "--")), n))
+		}
+	}
 	if c.MaxClientConns <= 0 {
 		errs = append(errs, fmt.Errorf("--max-client-conns (LEVEE_MAX_CLIENT_CONNS) %d: must be positive", c.MaxClientConns))
 	}
@@ -237,7 +251,8 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval, "--acme-renew-interval": c.ACMERenewInterval,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval,
+		"--breaker-store-fallback-after": c.BreakerStoreFallbackAfter, "--acme-renew-interval": c.ACMERenewInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %s: must be positive", name, envName(strings.TrimPrefix(name, "--")), d))

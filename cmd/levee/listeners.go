@@ -16,11 +16,15 @@ import (
 )
 
 // listenerSpec is one proxy listener:
-// `--listen name=addr[,tls][,header-timeout=D][,idle-timeout=D]`.
+// `--listen name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D]`.
 type listenerSpec struct {
 	Name string
 	Addr string
 	TLS  bool
+	// PublicPort is the port clients reach a TLS listener on, when it is
+	// not the port of Addr (a published container port): redirects to the
+	// listener carry it. Zero: Addr's port.
+	PublicPort int
 	// HeaderTimeout bounds reading a request head (and, on a TLS
 	// listener, the handshake); IdleTimeout closes a keep-alive
 	// connection with no request. Zero: the defaults (proxyReadHeaderTimeout,
@@ -62,6 +66,9 @@ func (f listenFlag) String() string {
 		if s.TLS {
 			item += ",tls"
 		}
+		if s.PublicPort > 0 {
+			item += ",public-port=" + strconv.Itoa(s.PublicPort)
+		}
 		if s.HeaderTimeout > 0 {
 			item += ",header-timeout=" + s.HeaderTimeout.String()
 		}
@@ -88,7 +95,8 @@ func (f listenFlag) Set(v string) error {
 	return nil
 }
 
-// parseListener parses "name=addr[,tls][,header-timeout=D][,idle-timeout=D]".
+// parseListener parses
+// "name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -103,12 +111,19 @@ func parseListener(item string) (listenerSpec, error) {
 		case "tls":
 			s.TLS = true
 			continue
+		case "public-port":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 || n > 65535 {
+				return s, fmt.Errorf("%q: public-port wants a port from 1 to 65535, not %q", item, value)
+			}
+			s.PublicPort = n
+			continue
 		case "header-timeout":
 			target = &s.HeaderTimeout
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -118,6 +133,11 @@ func parseListener(item string) (listenerSpec, error) {
 	}
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
+	}
+	if s.PublicPort > 0 && !s.TLS {
+		// Only TLS listeners are redirect targets: on a plain one the
+		// option would say nothing.
+		return s, fmt.Errorf("%q: public-port is the port of redirects to a TLS listener; add tls or leave it out", item)
 	}
 	return s, nil
 }
@@ -151,21 +171,24 @@ func hasTLS(specs []listenerSpec) bool {
 }
 
 // routerListeners turns the specs into what the matcher sees. A plain
-// listener redirects to the port of the first TLS listener.
+// listener redirects to the TLS listeners, on their public ports.
 func routerListeners(specs []listenerSpec) []*router.Listener {
-	httpsPort := 0
-	for _, s := range specs {
-		if s.TLS {
-			_, port, _ := net.SplitHostPort(s.Addr)
-			httpsPort, _ = strconv.Atoi(port)
-			break
-		}
-	}
 	out := make([]*router.Listener, len(specs))
+	var tlsListeners []*router.Listener
 	for i, s := range specs {
 		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS}
-		if !s.TLS {
-			out[i].HTTPSPort = httpsPort
+		if s.TLS {
+			out[i].PublicPort = s.PublicPort
+			if out[i].PublicPort == 0 {
+				_, port, _ := net.SplitHostPort(s.Addr)
+				out[i].PublicPort, _ = strconv.Atoi(port)
+			}
+			tlsListeners = append(tlsListeners, out[i])
+		}
+	}
+	for _, l := range out {
+		if !l.TLS {
+			l.TLSListeners = tlsListeners
 		}
 	}
 	return out

@@ -30,6 +30,8 @@ func TestListenFlag(t *testing.T) {
 			[]listenerSpec{{Name: "web", Addr: ":81"}, {Name: "admin", Addr: ":9000"}}},
 		{"timeouts", []string{"--listen", "web=:80,idle-timeout=30s", "--listen", "websecure=:443,tls,header-timeout=5s"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80", IdleTimeout: 30 * time.Second}, {Name: "websecure", Addr: ":443", TLS: true, HeaderTimeout: 5 * time.Second}}},
+		{"public port", []string{"--listen", "web=:80", "--listen", "websecure=:443,public-port=41443,tls"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":443", TLS: true, PublicPort: 41443}}},
 		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
 			[]listenerSpec{{Name: "a", Addr: ":1"}}},
 	}
@@ -53,6 +55,9 @@ func TestListenFlagErrors(t *testing.T) {
 		"unknown option":         {"--listen", "web=:80,h2"},
 		"want host:port":         {"--listen", "web=80"},
 		"the name of":            {"--listen", "Web Secure=:443"},
+		"public-port wants":      {"--listen", "websecure=:443,tls,public-port=0"},
+		"from 1 to 65535":        {"--listen", "websecure=:443,tls,public-port=70000"},
+		"add tls":                {"--listen", "web=:80,public-port=8080"},
 		"declared twice":         {"--listen", "a=:1", "--listen", "a=:2"},
 		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
 	}
@@ -64,11 +69,20 @@ func TestListenFlagErrors(t *testing.T) {
 	}
 }
 
-// A plain listener redirects to the first TLS listener's port.
+// A plain listener knows the TLS listeners, in order, each with its
+// public port: the option's, else its address's.
 func TestRouterListeners(t *testing.T) {
-	ls := routerListeners([]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":8443", TLS: true}, {Name: "other", Addr: ":9443", TLS: true}})
-	if ls[0].HTTPSPort != 8443 || ls[0].TLS || !ls[1].TLS || ls[1].HTTPSPort != 0 || ls[2].Name != "other" {
-		t.Errorf("%+v %+v %+v", ls[0], ls[1], ls[2])
+	ls := routerListeners([]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":8443", TLS: true},
+		{Name: "other", Addr: ":443", TLS: true, PublicPort: 41443}})
+	web, websecure, other := ls[0], ls[1], ls[2]
+	if web.TLS || !websecure.TLS || !other.TLS || web.Name != "web" || other.Name != "other" {
+		t.Fatalf("%+v %+v %+v", web, websecure, other)
+	}
+	if len(web.TLSListeners) != 2 || web.TLSListeners[0] != websecure || web.TLSListeners[1] != other {
+		t.Errorf("web redirects to %+v, want websecure then other", web.TLSListeners)
+	}
+	if websecure.PublicPort != 8443 || other.PublicPort != 41443 || len(websecure.TLSListeners) != 0 {
+		t.Errorf("public ports %d %d, want 8443 41443", websecure.PublicPort, other.PublicPort)
 	}
 }
 

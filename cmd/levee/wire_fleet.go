@@ -33,11 +33,14 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
 	}
 	st, err := fleet.New(fleet.Options{
-		Client:        client,
-		Prefix:        cfg.BreakerStorePrefix,
-		FlushInterval: cfg.BreakerStoreFlushInterval,
-		Logger:        storeLog,
-		Registerer:    reg,
+		Client:          client,
+		Prefix:          cfg.BreakerStorePrefix,
+		FlushInterval:   cfg.BreakerStoreFlushInterval,
+		FallbackFlushes: cfg.BreakerStoreFallbackFlushes,
+		FallbackAfter:   cfg.BreakerStoreFallbackAfter,
+		RejoinFlushes:   cfg.BreakerStoreRejoinFlushes,
+		Logger:          storeLog,
+		Registerer:      reg,
 		OnDiagnostics: func(ds []diagnostics.Diagnostic) {
 			if rt := rtRef.Load(); rt != nil {
 				rt.ReportDiagnostics(fleet.DiagnosticsSource, ds)
@@ -49,7 +52,8 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
 	}
 	log.Info().Str("event", "breaker_store").Str("prefix", cfg.BreakerStorePrefix).Str("replica", st.Replica()).
-		Dur("flush_interval", cfg.BreakerStoreFlushInterval).Msg("breakers are shared through the breaker store")
+		Dur("flush_interval", cfg.BreakerStoreFlushInterval).Int("fallback_flushes", cfg.BreakerStoreFallbackFlushes).
+		Dur("fallback_after", cfg.BreakerStoreFallbackAfter).Int("rejoin_flushes", cfg.BreakerStoreRejoinFlushes).Msg("breakers are shared through the breaker store")
 	return st, rtRef, nil
 }
 

@@ -23,13 +23,13 @@ func tlsFields() []Field {
 			Doc:     "Serves the route over HTTPS on the TLS listeners (`--listen name=addr,tls`) instead of the plain ones. The certificate is a static one from --tls-cert-dir that names the host, else one ACME obtains for each host (with --acme-email), else the default certificate. JSON also accepts `\"tls\": true`.",
 			Example: "true", set: setTLSEnabled},
 		{Label: "tls.redirect", JSON: "config.tls.redirect", Kind: KindBool, Default: "true when tls=true", Code: diagnostics.BadTLS,
-			Doc:     "On plain listeners, answers the route's requests with 308 Permanent Redirect to `https://` with the same host, path and query (RFC 9110 15.4.9; 308 keeps the method and body). `false` serves nothing on plain listeners.",
+			Doc:     "On plain listeners the route does not serve on, answers its requests with 308 Permanent Redirect to `https://` with the same host, path and query (RFC 9110 15.4.9; 308 keeps the method and body), on the public port of the first TLS listener the route serves on (one `listeners` names, else any; `--listen name=addr,tls,public-port=N`). A route that serves on no TLS listener is not redirected. `false` serves nothing on plain listeners.",
 			Example: "false", set: setTLSRedirect},
 		{Label: "tls.hsts", JSON: "config.tls.hsts", Kind: KindDuration, Default: "0 (no header)", Code: diagnostics.BadTLS,
 			Doc:     fmt.Sprintf("Strict-Transport-Security max-age sent on the route's HTTPS responses (RFC 6797), in whole seconds or a duration, at most %d (two years). Never sent over plain HTTP.", int(MaxHSTS/time.Second)),
 			Example: "31536000", set: setTLSHSTS},
 		{Label: "listeners", JSON: "config.listeners", Kind: KindList, Default: "every plain listener, or every TLS listener with tls=true", Code: diagnostics.BadListeners,
-			Doc:     "Names of the listeners (`--listen name=addr[,tls]`) the route serves on, comma-separated; Traefik calls them entry points. A route that names a plain listener serves there even with tls=true (and is not redirected there).",
+			Doc:     "Names of the listeners (`--listen name=addr[,tls]`) the route serves on, comma-separated; Traefik calls them entry points. A route that names a plain listener serves there even with tls=true (and is not redirected there); with tls=true, a plain listener it does not name redirects to the first TLS listener it names (see tls.redirect).",
 			Example: "websecure", set: setListeners},
 	}
 }

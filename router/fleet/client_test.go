@@ -67,7 +67,7 @@ func TestMetrics(t *testing.T) {
 	srv := redistest.Start(t)
 	reg := prometheus.NewRegistry()
 	c, _ := NewClient(srv.URL())
-	s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: time.Second, Registerer: reg})
+	s, err := New(atOnce(Options{Client: c, FlushInterval: time.Hour, Timeout: time.Second, Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSlowStore(t *testing.T) {
 	srv := redistest.Start(t)
 	c, _ := NewClient(srv.URL())
 	admin := pauser(t, srv.URL())
-	s, err := New(Options{Client: c, FlushInterval: time.Hour, Timeout: 100 * time.Millisecond})
+	s, err := New(atOnce(Options{Client: c, FlushInterval: time.Hour, Timeout: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,16 +86,23 @@
 //
 // # Store down, slow or garbage
 //
-// A flush that fails (no answer within Timeout, an error, a reply of the
-// wrong shape, a key of the wrong type) hands the breaker back to local
-// judgement within that flush (breaker.Breaker.SetFollowing(false)): it
-// judges its own window, which kept filling all along. The breaker gets
-// diagnostic W075 (unreachable or slow) or W076 (garbage). A flush that
-// succeeds again rejoins: the breaker takes the fleet state, and what it
-// counted meanwhile goes to the fleet's exact counts only, so a replica
-// that tripped alone during the outage does not trip the fleet on
-// rejoining. A script the store forgot (SCRIPT FLUSH, a restart) is
-// loaded again transparently.
+// A flush fails with no answer within Timeout, an error, or a reply of
+// the wrong shape or from a key of the wrong type. Each breaker judges
+// the store from its own flushes with hysteresis (link.go): a failed
+// flush makes the store late, not gone. While late the breaker keeps
+// following the fleet's last state and its lease rules (its unused
+// leases went back with the batch the flush took, and it never grants
+// itself a probe slot), so a short stall changes no fleet decision. Only
+// Options.FallbackFlushes failures in a row with no good flush for
+// Options.FallbackAfter (3 and 1s) hand the breaker back to local
+// judgement (breaker.Breaker.SetFollowing(false)): it judges its own
+// window, which kept filling all along, and gets diagnostic W075. An
+// answer that makes no sense falls back at once (W076): the fleet state
+// cannot be read. Options.RejoinFlushes good flushes in a row (3) rejoin:
+// the breaker takes the fleet state, and what it counted meanwhile goes
+// to the fleet's exact counts only, so a replica that tripped alone
+// during the outage does not trip the fleet on rejoining. A script the
+// store forgot (SCRIPT FLUSH, a restart) is loaded again transparently.
 //
 // # Parameters
 //

@@ -58,16 +58,24 @@ func (r *replica) codes() []diagnostics.Code {
 // unless interval is given, and joins a breaker named name.
 func newReplica(t *testing.T, url, name string, p breaker.Params, interval time.Duration) *replica {
 	t.Helper()
+	if interval == 0 {
+		interval = time.Hour
+	}
+	return newReplicaOpts(t, url, name, p, atOnce(Options{FlushInterval: interval, Timeout: time.Second}))
+}
+
+// newReplicaOpts is newReplica with the store's options (the client, Rand
+// and OnDiagnostics are set here).
+func newReplicaOpts(t *testing.T, url, name string, p breaker.Params, o Options) *replica {
+	t.Helper()
 	client, err := NewClient(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if interval == 0 {
-		interval = time.Hour
-	}
 	r := &replica{}
-	s, err := New(Options{Client: client, FlushInterval: interval, Timeout: time.Second, Rand: func() float64 { return 0 },
-		OnDiagnostics: func(ds []diagnostics.Diagnostic) { r.diags.Store(&ds) }})
+	o.Client, o.Rand = client, func() float64 { return 0 }
+	o.OnDiagnostics = func(ds []diagnostics.Diagnostic) { r.diags.Store(&ds) }
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +97,14 @@ func newReplica(t *testing.T, url, name string, p breaker.Params, interval time.
 		}
 	})
 	return r
+}
+
+// atOnce makes a store fall back at its first failed flush and rejoin at
+// its first good one: for the tests of what a fallback does rather than
+// of when it happens (TestLink, TestStallsKeepTheFleetState).
+func atOnce(o Options) Options {
+	o.FallbackFlushes, o.FallbackAfter, o.RejoinFlushes = 1, time.Nanosecond, 1
+	return o
 }
 
 func flushAll(rs ...*replica) {

@@ -64,10 +64,11 @@ func (s *Store) Flush(ctx context.Context) {
 	defer cancel()
 	start := time.Now()
 	s.run(ctx, calls)
-	s.metrics.flushSeconds.Observe(time.Since(start).Seconds())
+	end := time.Now()
+	s.metrics.flushSeconds.Observe(end.Sub(start).Seconds())
 	s.metrics.batchOutcomes.Observe(float64(outcomes))
 	for i := range calls {
-		s.settle(&calls[i])
+		s.settle(&calls[i], end)
 	}
 	s.publishDiagnostics()
 }
@@ -110,15 +111,15 @@ func (s *Store) run(ctx context.Context, calls []call) {
 	_, _ = pipe.Exec(ctx)
 }
 
-// settle applies one call's answer, or falls back.
-func (s *Store) settle(c *call) {
+// settle applies one call's answer, which arrived (or failed) at now.
+func (s *Store) settle(c *call, now time.Time) {
 	m := c.m
 	rep, err := parseReply(c.cmd)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
 		s.metrics.errors.Inc()
-		s.fallback(m, err)
+		s.failed(m, err, now)
 		s.metrics.window.WithLabelValues(m.name, "local").Set(float64(m.b.Stats().WindowTotal))
 		return
 	}
@@ -130,15 +131,42 @@ func (s *Store) settle(c *call) {
 	}
 	m.window = Window{Total: rep.winTotal, Failures: rep.winFailures, Slow: rep.winSlow}
 	m.mismatch = rep.mismatch
-	if m.local {
+	follow := m.link.observe(true, now, s.rule).following()
+	switch {
+	case m.local && follow:
 		s.rejoin(m, rep)
-	} else {
+	case !m.local:
 		s.applyLocked(m, rep.remote, rep.gen)
 	}
+	// else: local still, counting good flushes toward the rejoin
 	st := m.b.Stats()
 	s.metrics.window.WithLabelValues(m.name, "fleet").Set(float64(rep.winTotal))
 	s.metrics.window.WithLabelValues(m.name, "local").Set(float64(st.WindowTotal))
-	s.metrics.fallback.WithLabelValues(m.name).Set(0)
+	if !m.local {
+		s.metrics.fallback.WithLabelValues(m.name).Set(0)
+	}
+}
+
+// failed takes a failed flush into account (m.mu held). An answer that
+// makes no sense hands the breaker to local judgement at once; no answer
+// does only once the store is gone by the fallback rule. Until then the
+// store is late and the breaker keeps the fleet's last state. Its probe
+// leases follow the usual rule: those unused went back with the batch the
+// flush took (TakeTally), so a late store leaves none to probe on.
+func (s *Store) failed(m *member, err error, now time.Time) {
+	if isGarbage(err) {
+		m.link.fallBack()
+	} else {
+		m.link.observe(false, now, s.rule)
+	}
+	switch m.link.mode {
+	case linkLate, linkJoining:
+		// joining: local anyway, and not yet a store gone
+		s.log.Debug().Str("event", "breaker_store_late").Str("breaker", m.name).Int("failed_flushes", m.link.fails).
+			Err(err).Msg("breaker store late: breaker keeps the fleet state")
+	case linkLocal:
+		s.fallback(m, err)
+	}
 }
 
 // applyLocked applies a fleet state newer than (or as new as) the one
@@ -155,10 +183,16 @@ func (s *Store) applyLocked(m *member, r breaker.Remote, gen uint64) {
 func (s *Store) fallback(m *member, err error) {
 	garbage := isGarbage(err)
 	if !m.local || m.why == "" {
-		ev := s.log.Warn().Str("event", "breaker_store_fallback").Str("breaker", m.name).Err(err)
+		ev := s.log.Warn().Str("event", "breaker_store_fallback").Str("breaker", m.name).Err(err).
+			Int("failed_flushes", m.link.fails)
 		ev.Msg("breaker store unavailable: breaker judges locally")
 	}
-	m.local, m.why, m.garbage = true, err.Error(), garbage
+	// The diagnostic names what made the breaker fall back; it changes
+	// only when the kind of failure does, not with every failed flush.
+	if !m.local || m.why == "" || m.garbage != garbage {
+		m.why, m.garbage = err.Error(), garbage
+	}
+	m.local = true
 	m.b.SetFollowing(false)
 	s.metrics.fallback.WithLabelValues(m.name).Set(1)
 }

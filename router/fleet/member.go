@@ -20,8 +20,10 @@ type member struct {
 	keys    [4]string
 
 	mu sync.Mutex // guards the fields below (flush loop and events)
-	// local is true while the breaker judges locally: before the first
-	// successful flush and during a fallback.
+	// link judges the store from this breaker's flushes; local is true
+	// while the breaker judges locally (link not following): before the
+	// first successful flush and during a fallback.
+	link  link
 	local bool
 	// why says what made the breaker local (for its diagnostic); empty
 	// before the first flush.

@@ -48,9 +48,21 @@ type Options struct {
 	// read back (default DefaultFlushInterval).
 	FlushInterval time.Duration
 	// Timeout bounds one flush, and how long New waits for the event
-	// subscription to be confirmed; a store slower than this is treated
-	// as down (default: FlushInterval, at least 20ms).
+	// subscription to be confirmed; a flush not answered within it failed
+	// (default: FlushInterval, at least 20ms).
 	Timeout time.Duration
+	// FallbackFlushes and FallbackAfter say when the store is gone: after
+	// FallbackFlushes failed flushes in a row, with no good one for
+	// FallbackAfter, a breaker judges locally (defaults
+	// DefaultFallbackFlushes, DefaultFallbackAfter). Until then the store
+	// is only late and the breaker keeps the fleet's last state. An answer
+	// that makes no sense (W076) falls back at once.
+	FallbackFlushes int
+	FallbackAfter   time.Duration
+	// RejoinFlushes good flushes in a row make a breaker that fell back
+	// follow the fleet again (default DefaultRejoinFlushes). A breaker
+	// follows from the first good flush after Join.
+	RejoinFlushes int
 	// Window is the fleet window of breakers with a count window
 	// (default DefaultWindow).
 	Window time.Duration
@@ -80,6 +92,7 @@ type Store struct {
 	log     zerolog.Logger
 	metrics *metrics
 	channel string
+	rule    linkRule
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -109,6 +122,15 @@ func New(opts Options) (*Store, error) {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
+	if opts.FallbackFlushes <= 0 {
+		opts.FallbackFlushes = DefaultFallbackFlushes
+	}
+	if opts.FallbackAfter <= 0 {
+		opts.FallbackAfter = DefaultFallbackAfter
+	}
+	if opts.RejoinFlushes <= 0 {
+		opts.RejoinFlushes = DefaultRejoinFlushes
+	}
 	if opts.RetryFor <= 0 {
 		opts.RetryFor = DefaultRetryFor
 	}
@@ -124,6 +146,7 @@ func New(opts Options) (*Store, error) {
 	s := &Store{
 		opts: opts, client: opts.Client, log: opts.Logger,
 		metrics: newMetrics(), channel: opts.Prefix + "events",
+		rule:    linkRule{fallbackFlushes: opts.FallbackFlushes, fallbackAfter: opts.FallbackAfter, rejoinFlushes: opts.RejoinFlushes},
 		members: make(map[string]*member),
 	}
 	if err := s.metrics.register(opts.Registerer); err != nil {
@@ -162,7 +185,7 @@ func (s *Store) Replica() string { return s.opts.Replica }
 // breaker judges locally until the first flush succeeds. leave stops
 // sharing it (the breaker judges locally again).
 func (s *Store) Join(name string, b *breaker.Breaker, control func(action, by string)) (leave func()) {
-	m := &member{name: name, b: b, control: control, local: true, keys: s.keys(name)}
+	m := &member{name: name, b: b, control: control, local: true, keys: s.keys(name), link: link{lastGood: time.Now()}}
 	b.StartTally()
 	s.mu.Lock()
 	if old := s.members[name]; old != nil {

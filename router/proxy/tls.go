@@ -14,10 +14,15 @@ import (
 // redirectHTTPS answers a request for a TLS route that came in on a plain
 // listener: 308 Permanent Redirect (RFC 9110 15.4.9: unlike 301, the
 // client repeats the method and body) to the same host, path and query
-// over https, on the port of the listener's TLS counterpart.
+// over https, on the public port of the TLS listener the route serves on
+// (router.Route.RedirectTarget).
 func (x *exchange) redirectHTTPS(l *router.Listener) {
+	port := 0
+	if t := x.route.RedirectTarget(l); t != nil {
+		port = t.PublicPort
+	}
 	h := x.w.Header()
-	h["Location"] = []string{httpsLocation(x.req, l.HTTPSPort)}
+	h["Location"] = []string{httpsLocation(x.req, port)}
 	h["Content-Type"] = valueTextPlain
 	h["X-Content-Type-Options"] = valueNoSniff
 	if len(x.req.TransferEncoding) > 0 {

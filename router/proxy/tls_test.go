@@ -22,7 +22,9 @@ import (
 
 // tlsHarness is a harness whose handler is also served over TLS with
 // HTTP/2 (net/http's server, as levee serve runs its TLS listeners), and
-// whose plain front knows it is the "web" listener.
+// whose plain front knows it is the "web" listener. Redirects from web go
+// to websecure (public port 8443) or to "public", a TLS listener of public
+// port 41443 (not served: only a redirect target).
 type tlsHarness struct {
 	*harness
 	secure *httptest.Server
@@ -34,7 +36,8 @@ func newTLSHarness(t *testing.T) *tlsHarness {
 	t.Helper()
 	h := newHarness(t, Options{AccessLog: true})
 	th := &tlsHarness{harness: h}
-	websecure := &router.Listener{Name: "websecure", TLS: true}
+	websecure := &router.Listener{Name: "websecure", TLS: true, PublicPort: 8443}
+	public := &router.Listener{Name: "public", TLS: true, PublicPort: 41443}
 	th.secure = httptest.NewUnstartedServer(h.p)
 	th.secure.EnableHTTP2 = true
 	th.secure.Config.BaseContext = func(net.Listener) context.Context {
@@ -45,7 +48,7 @@ func newTLSHarness(t *testing.T) *tlsHarness {
 	th.h2 = th.secure.Client()
 	th.h2.Transport.(*http.Transport).ForceAttemptHTTP2 = true
 
-	web := &router.Listener{Name: "web", HTTPSPort: 8443}
+	web := &router.Listener{Name: "web", TLSListeners: []*router.Listener{websecure, public}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +113,31 @@ func TestRedirectToHTTPS(t *testing.T) {
 	th.set(config.SourceDocker, e)
 	if resp := th.send(noFollow, th.plain, http.MethodGet, "shop.test", "/"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("redirect=false: status %d, want 404", resp.StatusCode)
+	}
+}
+
+// The redirect goes to a TLS listener the route serves on, on its public
+// port: a route with listeners=public is sent to public's 41443, not to
+// the first TLS listener; one that serves on no TLS listener is not
+// redirected.
+func TestRedirectToTheRoutesTLSListener(t *testing.T) {
+	th := newTLSHarness(t)
+	a := newBackend(t, "a")
+	e := tlsRoute("shop", a.backend())
+	e.Listeners = []string{"public"}
+	th.set(config.SourceDocker, e)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp := th.send(noFollow, th.plain, http.MethodGet, "shop.test:8080", "/x?y=1")
+	if got, want := resp.Header.Get("Location"), "https://shop.test:41443/x?y=1"; resp.StatusCode != http.StatusPermanentRedirect || got != want {
+		t.Errorf("listeners=public: %d Location %q, want 308 %q", resp.StatusCode, got, want)
+	}
+	e.Listeners = []string{"admin"}
+	th.set(config.SourceDocker, e)
+	if resp := th.send(noFollow, th.plain, http.MethodGet, "shop.test", "/"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("listeners=admin (no TLS listener): status %d Location %q, want 404", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if a.hits.Load() != 0 {
+		t.Errorf("backend reached %d times by plain requests", a.hits.Load())
 	}
 }
 

@@ -32,9 +32,23 @@ type Server struct {
 }
 
 // Start starts a redis-server on a free loopback port; t.Cleanup stops it.
+// DEBUG is enabled for local clients (Redis 7 refuses it by default), for
+// Stall.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return start(t, lookPath(t, "redis-server"), "", nil)
+	return start(t, lookPath(t, "redis-server"), "", []string{"--enable-debug-command", "local"})
+}
+
+// Stall blocks the server for d (DEBUG SLEEP: no command of any client is
+// served meanwhile) and returns when it answers again.
+func (s *Server) Stall(d time.Duration) {
+	s.t.Helper()
+	host, port, _ := net.SplitHostPort(s.Addr)
+	secs := strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+	out, err := exec.Command(lookPath(s.t, "redis-cli"), "-h", host, "-p", port, "DEBUG", "SLEEP", secs).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		s.t.Fatalf("redis-cli DEBUG SLEEP %s: %v: %s", secs, err, out)
+	}
 }
 
 // lookPath finds a binary, skipping the test without it (failing under
