@@ -432,23 +432,6 @@ func (e *swarmEnv) converge(id, ep string, want int, timeout time.Duration) time
 	return time.Since(swarmAt)
 }
 
-// hostPorts are the ports tasks publish in host mode for target, sorted
-// (0 for a task that reports none yet).
-func hostPorts(tasks map[string]swarm.Task, target uint32) []int {
-	var out []int
-	for _, tk := range tasks {
-		port := 0
-		for _, p := range tk.Status.PortStatus.Ports {
-			if p.PublishMode == swarm.PortConfigPublishModeHost && p.TargetPort == target {
-				port = int(p.PublishedPort)
-			}
-		}
-		out = append(out, port)
-	}
-	sort.Ints(out)
-	return out
-}
-
 // reachTasks calls get (a request through Levee, answering the echo
 // backend's host name) until n different tasks have answered, within 30 s:
 // a task the swarm reports running may refuse the first connection while

@@ -281,16 +281,17 @@ func hostModePorts(t *testing.T, e *swarmEnv) {
 	const ep = "hp@swarm"
 	lv := startLevee(t, "--docker=false", "--swarm", "--api-token", swarmToken)
 
-	// The engine picks each task's published port; Levee's backends are
-	// exactly those ports.
+	// The engine picks each task's published port, one per address
+	// family; Levee's backends are exactly the IPv4 ones (the node's
+	// address is 127.0.0.1), read from the task containers.
 	var published []int
 	var bs []swarmBackend
 	dockertest.Eventually(t, 90*time.Second, func() error {
-		tasks, err := e.running(id)
+		var err error
+		published, err = taskIPv4Ports(e.cli, id, 8080)
 		if err != nil {
 			return err
 		}
-		published = hostPorts(tasks, 8080)
 		if len(published) != 2 || published[0] == 0 {
 			return fmt.Errorf("host-mode ports of the running tasks: %v, want 2", published)
 		}

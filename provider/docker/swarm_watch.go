@@ -25,6 +25,9 @@ func (p *Provider) swarmSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if st.onNode, err = taskBindings(ctx, p.eng, p.opts.CallTimeout, st.tasks, p.ports); err != nil {
+		return err
+	}
 	prefix := p.opts.Parser.Prefix
 	if prefix == "" {
 		prefix = labels.DefaultPrefix
