@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider/constraint"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -427,5 +428,29 @@ func TestParseForeignKeyHints(t *testing.T) {
 		if !strings.HasPrefix(hints[k], w) {
 			t.Errorf("%s: hint %q, want %q…", k, hints[k], w)
 		}
+	}
+}
+
+// A constraint leaves out the objects it rejects as if they had no label:
+// no route and no diagnostic, whatever their labels say.
+func TestParseConstraintLeavesOutOtherObjects(t *testing.T) {
+	shop := ctr("1", 0, "com.docker.compose.project=shop", "levee.enable=true", "levee.http.web.host=shop.com")
+	blog := ctr("2", 1, "com.docker.compose.project=blog", "levee.enable=true", "levee.http.web.host=blog.com",
+		"levee.http.web.circuitBreaker.threshold=lots")
+	only, err := constraint.Parse(`Label("com.docker.compose.project","shop")`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, ds := Parser{Constraint: only}.Parse([]Container{shop, blog})
+	if len(eps) != 1 || eps[0].Hosts[0] != "shop.com" {
+		t.Fatalf("entrypoints %+v, want shop.com only", eps)
+	}
+	for _, d := range ds {
+		if d.Source.ObjectID == blog.ID {
+			t.Errorf("a diagnostic for the left-out container: %v", d)
+		}
+	}
+	if eps, _ := (Parser{}).Parse([]Container{shop, blog}); len(eps) != 2 {
+		t.Fatalf("without a constraint: %d entrypoints, want both", len(eps))
 	}
 }
