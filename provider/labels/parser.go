@@ -315,7 +315,7 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 		auto = &nets[0]
 	}
 	var diags []diagnostics.Diagnostic
-	if c.Service && !p.Offline {
+	if !p.Offline {
 		diags = append(diags, p.noSharedNetwork(prefix, c, nets)...)
 	}
 	if hasLabel && label != "" {

@@ -454,3 +454,34 @@ func TestParseConstraintLeavesOutOtherObjects(t *testing.T) {
 		t.Fatalf("without a constraint: %d entrypoints, want both", len(eps))
 	}
 }
+
+// Levee in a container says at discovery when it shares no network with a
+// labelled container (W091): its requests would time out. Outside a
+// container, or on the host's network, it cannot tell and says nothing.
+func TestParseContainerSharingNoNetworkWithLevee(t *testing.T) {
+	c := ctr("5", 0, "levee.enable=true", "levee.http.web.host=a.com")
+	c.Networks = []Network{{Name: "shop_default", IP: "172.18.0.5"}}
+	_, ds := Parser{OwnNetworks: []string{"levee_default"}}.Parse([]Container{c})
+	w := only(ds, diagnostics.NoSharedNetwork)
+	if len(w) != 1 {
+		t.Fatalf("diagnostics %v, want one W091", ds)
+	}
+	for _, want := range []string{"container c-5", "shop_default", "levee_default", "time out"} {
+		if !strings.Contains(w[0].Message, want) {
+			t.Errorf("W091 message %q does not say %q", w[0].Message, want)
+		}
+	}
+	if w[0].Key != "levee.network" || !strings.Contains(w[0].Hint, "attach Levee and the container to one network") {
+		t.Errorf("W091 key %q hint %q", w[0].Key, w[0].Hint)
+	}
+	for name, p := range map[string]Parser{
+		"shares one":          {OwnNetworks: []string{"levee_default", "shop_default"}},
+		"not in a container":  {},
+		"on the host network": {OwnNetworks: []string{"host"}},
+		"offline (validate)":  {OwnNetworks: []string{"levee_default"}, Offline: true},
+	} {
+		if _, ds := p.Parse([]Container{c}); len(only(ds, diagnostics.NoSharedNetwork)) != 0 {
+			t.Errorf("%s: %v, want no W091", name, ds)
+		}
+	}
+}
