@@ -10,7 +10,7 @@ import (
 
 // dockerConstraintsUsage is --docker-constraints' help, shared by serve and
 // validate.
-const dockerConstraintsUsage = `route only the containers and Swarm services whose labels satisfy this expression, e.g. 'Label("com.docker.compose.project","shop")'; Label(k,v), LabelRegex(k,re), &&, ||, !, parentheses (docs/labels.md, "Choosing the containers")`
+const dockerConstraintsUsage = `route only the containers and Swarm services whose labels satisfy this expression, e.g. 'Label("com.docker.compose.project","shop")'; Label(k,v), LabelRegex(k,re), &&, ||, !, parentheses (docs/getting-started.md, "Only your own containers")`
 
 // constraintFlag is --docker-constraints: parsed when given, so that a bad
 // expression stops start-up with the position of the mistake.
