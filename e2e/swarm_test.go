@@ -279,7 +279,7 @@ func hostModePorts(t *testing.T, e *swarmEnv) {
 	}}
 	id := e.createService(spec)
 	const ep = "hp@swarm"
-	lv := startLevee(t, "--docker=false", "--swarm", "--api-token", swarmToken)
+	lv := startLevee(t, "--docker=false", "--swarm", "--api-token", swarmToken, "--docker-constraints", dockertest.Constraint(e.runID))
 
 	// The engine picks each task's published port, one per address
 	// family; Levee's backends are exactly the IPv4 ones (the node's
