@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/go-connections/nat"
 
@@ -169,5 +170,25 @@ func TestSwarmHostPortCacheIsPruned(t *testing.T) {
 	}
 	if len(cache) != 0 {
 		t.Fatalf("cache %v after the task went, want empty", cache)
+	}
+}
+
+// A container event of a task forgets its cached bindings: a task
+// container restarted in place (docker restart) binds new host ports.
+func TestSwarmHostPortCacheForgetsAContainerOnItsEvents(t *testing.T) {
+	e := newFakeSwarm()
+	p, err := newProvider(Options{Swarm: true, Clock: newFakeClock()}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ports["c1"] = portEntry{onNode: true, bindings: []binding{{target: 8080, hostIP: "0.0.0.0", port: 32772}}}
+	p.ports["c2"] = portEntry{}
+	p.swarmEvent(events.Message{Type: events.ContainerEventType, Action: "start",
+		Actor: events.Actor{ID: "c1", Attributes: map[string]string{swarmServiceLabel: "s1", swarmTaskLabel: "t1"}}})
+	if _, ok := p.ports["c1"]; ok {
+		t.Fatal("the restarted task container's bindings are still cached")
+	}
+	if _, ok := p.ports["c2"]; !ok {
+		t.Fatal("another container's entry was dropped")
 	}
 }

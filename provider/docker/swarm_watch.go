@@ -93,6 +93,9 @@ func (p *Provider) swarmEvent(m events.Message) bool {
 		}
 		action, _, _ := strings.Cut(string(m.Action), ":")
 		task := m.Actor.Attributes[swarmTaskLabel]
+		// A task container that starts again (docker restart) may get
+		// new host ports: it is inspected again on the next list.
+		delete(p.ports, m.Actor.ID)
 		switch {
 		case task == "":
 		case action == "kill" && stopSignals[m.Actor.Attributes["signal"]],
