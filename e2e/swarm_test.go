@@ -262,7 +262,7 @@ func TestSwarmLeveeAsAService(t *testing.T) {
 	}
 }
 
-// hostModePorts is issue 15's host case: Levee runs as a process on the
+// hostModePorts is the host case: Levee runs as a process on the
 // host (no container of its own), where overlay addresses are not
 // reachable. A service publishing 8080 in host mode, without a fixed
 // published port, is reached through each task's port on its node; a
@@ -270,6 +270,10 @@ func TestSwarmLeveeAsAService(t *testing.T) {
 // Levee in a container still dials the same service's tasks on the
 // overlay.
 func hostModePorts(t *testing.T, e *swarmEnv) {
+	// From here on the engine's IPv4 and IPv6 ports of a task differ, as
+	// on a host where containers published IPv4-only ports (see
+	// TestSwarmHostModeTwoServicesScaledUnderLoad).
+	skewPortAllocators(t, e.cli, e.echo, e.runID)
 	const host = "hostports.i15.test"
 	spec := e.serviceSpec("hostports", 2, map[string]string{
 		"levee.enable": "true", "levee.http.hp.host": host, "levee.http.hp.port": "8080",
