@@ -251,6 +251,9 @@ func TestComposeDemo(t *testing.T) {
 		"LEVEE_API_TOKEN=e2e-api-token-" + id,
 		"DOCKER_GID=" + socketGroup(t, "/var/run/docker.sock"),
 	}}
+	// The demo keeps to its own project, so that another one on the
+	// engine (a `make demo` left up, below) changes nothing it shows.
+	c.env = append(c.env, "LEVEE_DOCKER_CONSTRAINTS="+fmt.Sprintf("Label(%q,%q)", "com.docker.compose.project", c.project))
 
 	// Build exactly as the README says (make image), with run-labelled tags
 	// so that cleanup removes them.
@@ -271,6 +274,16 @@ func TestComposeDemo(t *testing.T) {
 			t.Errorf("docker-compose down -v: %v\n%s", err, out)
 		}
 	})
+	// Another project's demo containers, as `make demo` leaves them: the
+	// same hosts, the same breaker and the same W024.
+	otherProject := c.project + "-other"
+	for _, svc := range []struct{ name, host string }{{"echo", "echo.localhost"}, {"broken", "broken.localhost"}} {
+		labels := map[string]string{"com.docker.compose.project": otherProject, "com.docker.compose.service": svc.name,
+			"levee.enable": "true", "levee.http." + svc.name + ".host": svc.host, "levee.http." + svc.name + ".port": "8080",
+			"levee.http." + svc.name + ".circuitBreaker.threshold": map[string]string{"echo": "0.5", "broken": "lots"}[svc.name]}
+		dockertest.Run(t, cli, dockertest.Spec{Image: "levee-echo:e2e-" + id, Name: otherProject + "_" + svc.name + "_1", Labels: labels,
+			Env: []string{"ECHO_NAME=" + otherProject}})
+	}
 	c.run("up", "-d", "--no-build")
 
 	api := apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), token: "e2e-api-token-" + id}
@@ -292,9 +305,12 @@ func TestComposeDemo(t *testing.T) {
 	// Both replicas are reached through Levee.
 	hostnames := map[string]bool{}
 	dockertest.Eventually(t, 60*time.Second, func() error {
-		status, hdr, _, err := tryGet(proxy, "echo.localhost")
+		status, hdr, body, err := tryGet(proxy, "echo.localhost")
 		if err != nil {
 			return err
+		}
+		if strings.Contains(body, otherProject) {
+			t.Fatalf("echo.localhost answered by the other project's container: %s", body)
 		}
 		if status != 200 {
 			return fmt.Errorf("echo.localhost = %d %s", status, hdr.Get("X-Levee-Diagnostic"))
@@ -374,6 +390,9 @@ func TestComposeDemo(t *testing.T) {
 	if status != 200 || !bytes.Contains(body, []byte("levee.http.broken.circuitBreaker.threshold")) {
 		t.Fatalf("GET /diagnostics?code=W024 = %d %s", status, body)
 	}
+	if status, body := api.do(t, "GET", "/diagnostics", "", ""); status != 200 || bytes.Contains(body, []byte(otherProject)) {
+		t.Fatalf("GET /diagnostics = %d, mentions the other project %s: %s", status, otherProject, body)
+	}
 	// And the dashboard (docs/dashboard.md).
 	tab := composeDashboard(t, api)
 
@@ -418,9 +437,12 @@ func TestComposeDemo(t *testing.T) {
 		post(t, "http://"+ip+":8080/_echo/ok")
 	}
 	dockertest.Eventually(t, 60*time.Second, func() error {
-		status, hdr, _, err := tryGet(proxy, "echo.localhost")
+		status, hdr, reply, err := tryGet(proxy, "echo.localhost")
 		if err != nil {
 			return err
+		}
+		if strings.Contains(reply, otherProject) {
+			t.Fatalf("echo.localhost answered by the other project's container: %s", reply)
 		}
 		if status != 200 {
 			return fmt.Errorf("echo.localhost = %d %q", status, hdr.Get("X-Levee-Diagnostic"))

@@ -145,26 +145,44 @@ func TestDockerUnhealthyContainerGetsNoTraffic(t *testing.T) {
 
 // One bad circuitBreaker.threshold does not stop the service from being
 // routed: the default applies and W024 names the container, key and value.
+// Another run's container with the same mistake (a `make demo` left up,
+// another test) runs on the engine first: the test's Levee, kept to its
+// own run's containers, neither routes it nor reports its W024.
 func TestDockerBadBreakerLabelIsRoutedWithW024(t *testing.T) {
 	cli := dockertest.Require(t)
 	image := dockertest.EchoImage(t, cli)
 	network := dockertest.Network(t, cli)
-	host := "w024-" + dockertest.RunID(t) + ".test"
+	run := dockertest.RunID(t)
+	host := "w024-" + run + ".test"
+	bad := map[string]string{"levee.http.app.circuitBreaker.threshold": "lots"}
+
+	foreign := echoSpec(image, network, "foreign", "foreign-"+host, bad)
+	foreign.Name = "levee-w024-foreign-" + run
+	foreign.Labels[dockertest.Label] = run + "-another-run"
+	foreignID := dockertest.Run(t, cli, foreign)
+	t.Cleanup(func() { dockertest.Remove(t, cli, foreignID) }) // not the run's: its cleanup would miss it
 
 	p := startLevee(t)
-	spec := echoSpec(image, network, "solo", host, map[string]string{
-		"levee.http.app.circuitBreaker.threshold": "lots",
-	})
+	spec := echoSpec(image, network, "solo", host, bad)
+	spec.Name = "levee-w024-own-" + run
 	dockertest.Run(t, cli, spec)
 	dockertest.Eventually(t, 20*time.Second, func() error {
 		_, err := routedBy(p, host)
 		return err
 	})
 	line := p.waitLog(10*time.Second, func(l map[string]any) bool {
-		return l["code"] == "W024" && l["value"] == "lots"
+		return l["code"] == "W024" && l["value"] == "lots" && l["object"] == spec.Name
 	})
 	if line["key"] != "levee.http.app.circuitBreaker.threshold" || line["level"] != "warn" ||
-		!strings.Contains(fmt.Sprint(line["fallback"]), "0.5") || line["object"] == "" || line["object"] == nil {
-		t.Fatalf("W024 log line lacks key/level/fallback/object: %v", line)
+		!strings.Contains(fmt.Sprint(line["fallback"]), "0.5") {
+		t.Fatalf("W024 log line lacks key/level/fallback: %v", line)
+	}
+	for _, l := range p.logs() {
+		if strings.Contains(fmt.Sprint(l), foreign.Name) {
+			t.Errorf("the test's Levee reported another run's container: %v", l)
+		}
+	}
+	if _, err := routedBy(p, "foreign-"+host); err == nil {
+		t.Errorf("another run's container is routed")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-proxy/levee/e2e/dockertest"
 	"github.com/levee-proxy/levee/e2e/leveetest"
 )
 
@@ -37,11 +38,14 @@ type leveeProc struct {
 
 // startLevee runs the binary with args, keeping the caller's LEVEE_*
 // variables (make test selects the server and client through them), and
-// returns once both listeners are up.
+// returns once both listeners are up. It routes only t's own containers
+// and services (labelled levee.test=<RunID(t)>); a --docker-constraints
+// in args replaces that.
 func startLevee(t *testing.T, args ...string) *leveeProc {
 	t.Helper()
+	defaults := []string{"--log-level", "debug", "--shutdown-timeout", "5s", "--docker-constraints", dockertest.Constraint(dockertest.RunID(t))}
 	p := leveetest.Start(t, leveeBinary, leveetest.Options{
-		Args:            append([]string{"--log-level", "debug", "--shutdown-timeout", "5s"}, args...),
+		Args:            append(defaults, args...),
 		Env:             []string{"LEVEE_STATE_FILE=" + filepath.Join(t.TempDir(), "state.json")},
 		InheritLeveeEnv: true,
 	})

@@ -133,6 +133,11 @@ func newSwarmEnv(t *testing.T, asService bool) *swarmEnv {
 var leveeArgs = []string{"serve", "--docker=false", "--swarm", "--http-listen", ":8080", "--api-listen", ":3035",
 	"--api-token", swarmToken, "--log-format", "json", "--log-level", "debug", "--state-file", "/levee-state.json"}
 
+// leveeArgs are leveeArgs for this run: only its services are routed.
+func (e *swarmEnv) leveeArgs() []string {
+	return append(slices.Clone(leveeArgs), "--docker-constraints", dockertest.Constraint(e.runID))
+}
+
 // startLeveeService runs Levee as docs/swarm.md's stack does: a service
 // placed on a manager, the engine's socket mounted, its ports published in
 // host mode (here on free ports of this host).
@@ -143,7 +148,7 @@ func (e *swarmEnv) startLeveeService(image string) {
 		Annotations: swarm.Annotations{Name: "levee-i15-levee-" + e.runID},
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: &swarm.ContainerSpec{
-				Image: image, Args: leveeArgs, Labels: map[string]string{dockertest.Label: e.runID},
+				Image: image, Args: e.leveeArgs(), Labels: map[string]string{dockertest.Label: e.runID},
 				Mounts: []mount.Mount{{Type: mount.TypeBind, Source: "/var/run/docker.sock", Target: "/var/run/docker.sock", ReadOnly: true}},
 			},
 			Networks:  []swarm.NetworkAttachmentConfig{{Target: e.netID}},
@@ -179,7 +184,7 @@ func (e *swarmEnv) startLeveeService(image string) {
 func (e *swarmEnv) startLevee(ctx context.Context, image string) {
 	t := e.t
 	name := "levee-i15-levee-" + e.runID
-	cfg := &container.Config{Image: image, Labels: map[string]string{dockertest.Label: e.runID}, Cmd: leveeArgs}
+	cfg := &container.Config{Image: image, Labels: map[string]string{dockertest.Label: e.runID}, Cmd: e.leveeArgs()}
 	host := &container.HostConfig{Binds: []string{"/var/run/docker.sock:/var/run/docker.sock"}}
 	resp, err := e.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{"bridge": {}}}, nil, name)
 	if err != nil {
@@ -302,6 +307,9 @@ func (e *swarmEnv) service(suffix string, replicas uint64, labels map[string]str
 func (e *swarmEnv) serviceSpec(suffix string, replicas uint64, labels map[string]string) swarm.ServiceSpec {
 	name := "levee-i15-" + suffix + "-" + e.runID
 	delay := 100 * time.Millisecond
+	// The run's label on the service too: the test's Levee routes only
+	// the run's services (dockertest.Constraint).
+	labels[dockertest.Label] = e.runID
 	return swarm.ServiceSpec{
 		Annotations: swarm.Annotations{Name: name, Labels: labels},
 		TaskTemplate: swarm.TaskSpec{
@@ -430,23 +438,6 @@ func (e *swarmEnv) converge(id, ep string, want int, timeout time.Duration) time
 		e.t.Fatal(err)
 	}
 	return time.Since(swarmAt)
-}
-
-// hostPorts are the ports tasks publish in host mode for target, sorted
-// (0 for a task that reports none yet).
-func hostPorts(tasks map[string]swarm.Task, target uint32) []int {
-	var out []int
-	for _, tk := range tasks {
-		port := 0
-		for _, p := range tk.Status.PortStatus.Ports {
-			if p.PublishMode == swarm.PortConfigPublishModeHost && p.TargetPort == target {
-				port = int(p.PublishedPort)
-			}
-		}
-		out = append(out, port)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // reachTasks calls get (a request through Levee, answering the echo

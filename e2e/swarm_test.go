@@ -270,6 +270,10 @@ func TestSwarmLeveeAsAService(t *testing.T) {
 // Levee in a container still dials the same service's tasks on the
 // overlay.
 func hostModePorts(t *testing.T, e *swarmEnv) {
+	// From here on the engine's IPv4 and IPv6 ports of a task differ, as
+	// on a host where containers published IPv4-only ports (see
+	// TestSwarmHostModeTwoServicesScaledUnderLoad).
+	skewPortAllocators(t, e.cli, e.echo, e.runID)
 	const host = "hostports.i15.test"
 	spec := e.serviceSpec("hostports", 2, map[string]string{
 		"levee.enable": "true", "levee.http.hp.host": host, "levee.http.hp.port": "8080",
@@ -279,18 +283,19 @@ func hostModePorts(t *testing.T, e *swarmEnv) {
 	}}
 	id := e.createService(spec)
 	const ep = "hp@swarm"
-	lv := startLevee(t, "--docker=false", "--swarm", "--api-token", swarmToken)
+	lv := startLevee(t, "--docker=false", "--swarm", "--api-token", swarmToken, "--docker-constraints", dockertest.Constraint(e.runID))
 
-	// The engine picks each task's published port; Levee's backends are
-	// exactly those ports.
+	// The engine picks each task's published port, one per address
+	// family; Levee's backends are exactly the IPv4 ones (the node's
+	// address is 127.0.0.1), read from the task containers.
 	var published []int
 	var bs []swarmBackend
 	dockertest.Eventually(t, 90*time.Second, func() error {
-		tasks, err := e.running(id)
+		var err error
+		published, err = taskIPv4Ports(e.cli, id, 8080)
 		if err != nil {
 			return err
 		}
-		published = hostPorts(tasks, 8080)
 		if len(published) != 2 || published[0] == 0 {
 			return fmt.Errorf("host-mode ports of the running tasks: %v, want 2", published)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/api"
+	"github.com/levee-proxy/levee/provider/constraint"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
@@ -58,6 +59,10 @@ type serveConfig struct {
 	UnderscoreHeaders string
 	HTTPServer        string
 	BackendClient     string
+
+	// DockerConstraints chooses the containers and Swarm services routed
+	// (constraintflag.go); nil routes every one.
+	DockerConstraints *constraint.Expr
 
 	// Limits of the data plane (docs/operations.md, "Timeouts and limits").
 	RequestBodyTimeout   time.Duration
@@ -133,6 +138,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DockerBackoffMax, "docker-backoff-max", docker.DefaultRetryMax, "longest wait between attempts to reconnect to the Docker Engine (the wait doubles from 250ms, with jitter)")
 	fs.BoolVar(&cfg.SwarmEnabled, "swarm", false, "watch the Swarm services of the Docker Engine (a manager) for labelled services (deploy.labels); runs beside --docker")
 	fs.DurationVar(&cfg.SwarmPoll, "swarm-poll", docker.DefaultSwarmPoll, "how often the swarm's tasks are re-listed while nothing happens (a task stopping on another node sends no event); after an event and while a service scales, every 250ms")
+	fs.Var(constraintFlag{&cfg.DockerConstraints}, "docker-constraints", dockerConstraintsUsage)
 	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider/constraint"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
@@ -93,6 +94,8 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	format := fs.String("format", "text", "output format: text or json")
 	host := fs.String("docker-host", "", "Docker engine address for the live check (default: DOCKER_HOST, else the local socket)")
 	byDefault := fs.Bool("docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
+	var constraints *constraint.Expr
+	fs.Var(constraintFlag{&constraints}, "docker-constraints", dockerConstraintsUsage)
 	var fileFlags, envFiles, profiles listFlag
 	fs.Var(&fileFlags, "f", "compose file (repeatable; - for standard input); files may also be given as arguments")
 	fs.Var(&envFiles, "env-file", "env file for interpolation (repeatable; default: .env beside the first file)")
@@ -131,7 +134,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 
 	files = append(append([]string(nil), fileFlags...), files...)
-	parser := labels.Parser{Prefix: *prefix, ExposedByDefault: *byDefault}
+	parser := labels.Parser{Prefix: *prefix, ExposedByDefault: *byDefault, Constraint: constraints}
 	var rep validateReport
 	if len(files) > 0 {
 		objs, err := readCompose(ctx, composeInput{files: files, envFiles: envFiles, profiles: profiles, stdin: stdin, getenv: getenv})
@@ -143,7 +146,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "levee validate: note: required variable %s is not set; values that use it are checked as written\n", v)
 		}
 		parser.Offline = true
-		rep = reportBoth(parser, objs, listeners)
+		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners)
 	} else {
 		if len(envFiles) > 0 || len(profiles) > 0 {
 			fmt.Fprintln(stderr, "levee validate: --env-file and --profile apply to compose files; none given")
@@ -167,7 +170,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 				return 2
 			}
 		}
-		rep = reportBoth(parser, composeObjects{containers: containers, services: services}, listeners)
+		rep = reportBoth(parser, constrained(composeObjects{containers: containers, services: services}, constraints, stderr), listeners)
 		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}

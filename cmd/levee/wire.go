@@ -185,7 +185,7 @@ func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prom
 	}
 	return docker.New(docker.Options{
 		Host:           cfg.DockerHost,
-		Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault},
+		Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault, Constraint: cfg.DockerConstraints},
 		Debounce:       cfg.DockerDebounce,
 		ResyncInterval: cfg.DockerResync,
 		CallTimeout:    cfg.DockerCallTimeout,

@@ -66,6 +66,14 @@ func RunID(t testing.TB) string {
 	return v.(string)
 }
 
+// Constraint is the `levee serve --docker-constraints` expression that
+// keeps a Levee to the objects of run runID (labelled levee.test=<runID>),
+// so that a test sees only its own containers and services, whatever else
+// runs on the engine (another test's, a `make demo` left up).
+func Constraint(runID string) string {
+	return fmt.Sprintf("Label(%q,%q)", Label, runID)
+}
+
 // Require returns a client for the engine named by the environment
 // (DOCKER_HOST, else the local socket), with API version negotiation. When
 // no engine answers it skips t with a message naming the address, or fails

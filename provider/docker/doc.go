@@ -61,5 +61,9 @@
 // and while a labelled service runs another number of tasks than it wants
 // (scaling shows within it; for at most a minute), else every SwarmPoll.
 // A task whose container this node sees being stopped leaves the routes
-// at once, ahead of the re-list.
+// at once, ahead of the re-list. A task's host-mode ports (the way in for
+// a Levee on the host) are read from its container when this engine runs
+// it, since the task's status lists the 0.0.0.0 and [::] ports without
+// their addresses and the engine numbers them independently (see
+// hostports.go).
 package docker

@@ -150,6 +150,9 @@ type Provider struct {
 	// urgent: a task left the cache on an event; publish before the
 	// re-list.
 	urgent bool
+	// ports are the host port bindings of the task containers this
+	// engine runs (see taskBindings).
+	ports portCache
 	// stopping holds the containers sent a terminating signal that have
 	// not started again or died since (see stopping.go).
 	stopping map[string]struct{}
@@ -211,6 +214,7 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 		cache:   map[string]labels.Container{},
 		settled: true,
 		gone:    map[string]time.Time{},
+		ports:   portCache{},
 	}
 	return p, nil
 }
@@ -439,6 +443,9 @@ func ListServices(ctx context.Context, host string) ([]labels.Container, error) 
 	}
 	st, err := listSwarm(ctx, cli, host, DefaultCallTimeout)
 	if err != nil {
+		return nil, err
+	}
+	if st.onNode, err = taskBindings(ctx, cli, DefaultCallTimeout, st.tasks, portCache{}); err != nil {
 		return nil, err
 	}
 	cache, _ := swarmFacts(st, "")

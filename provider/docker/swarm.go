@@ -51,6 +51,10 @@ type swarmState struct {
 	tasks    []swarm.Task
 	nodes    []swarm.Node
 	networks []network.Summary
+	// onNode are the port bindings of the tasks whose container this
+	// engine runs, by task ID (see taskBindings); a task not in it is on
+	// another node.
+	onNode map[string][]binding
 }
 
 // listSwarm reads services (with their task counts), the tasks that
@@ -112,7 +116,7 @@ func swarmFacts(st swarmState, prefix string) (cache map[string]labels.Container
 		if t.Status.State != swarm.TaskStateRunning || t.DesiredState != swarm.TaskStateRunning || !usable[t.NodeID] {
 			continue
 		}
-		byService[t.ServiceID] = append(byService[t.ServiceID], taskFacts(t, svcName[t.ServiceID], nodeAddr[t.NodeID]))
+		byService[t.ServiceID] = append(byService[t.ServiceID], taskFacts(t, svcName[t.ServiceID], nodeAddr[t.NodeID], st.onNode))
 	}
 	cache = make(map[string]labels.Container, len(st.services))
 	settled = true
@@ -186,9 +190,15 @@ func serviceFacts(s swarm.Service, netName map[string]string) labels.Container {
 
 // taskFacts describes a running task of service: its name, its address on
 // each of its networks, and the ports it publishes in host mode on its
-// node, whose address is nodeAddr.
-func taskFacts(t swarm.Task, service, nodeAddr string) labels.Task {
-	lt := labels.Task{ID: t.ID, Name: taskName(t, service), NodeAddr: nodeAddr, HostPorts: hostPorts(t)}
+// node, whose address is nodeAddr: read from its container's bindings when
+// onNode has them, else from the task's port status.
+func taskFacts(t swarm.Task, service, nodeAddr string, onNode map[string][]binding) labels.Task {
+	lt := labels.Task{ID: t.ID, Name: taskName(t, service), NodeAddr: nodeAddr}
+	if bs, ok := onNode[t.ID]; ok {
+		lt.HostPorts, lt.AmbiguousPorts = pickHostPorts(bs, nodeAddr)
+	} else {
+		lt.HostPorts, lt.AmbiguousPorts = hostPorts(t)
+	}
 	for _, a := range t.NetworksAttachments {
 		n := labels.Network{Name: a.Network.Spec.Name}
 		if len(a.Addresses) > 0 {
@@ -198,32 +208,6 @@ func taskFacts(t swarm.Task, service, nodeAddr string) labels.Task {
 	}
 	sort.Slice(lt.Networks, func(i, j int) bool { return lt.Networks[i].Name < lt.Networks[j].Name })
 	return lt
-}
-
-// hostPorts are the TCP ports task t publishes in host mode, target →
-// published, as the task reports them: the engine picks a free published
-// port for each task when the service leaves it out, so only the task
-// knows it. Ingress ports belong to the routing mesh, not to the task, and
-// UDP carries no HTTP. Of two published ports for one target, the lower
-// is kept, so that the choice does not depend on the engine's order.
-func hostPorts(t swarm.Task) map[int]int {
-	var out map[int]int
-	for _, p := range t.Status.PortStatus.Ports {
-		if p.PublishMode != swarm.PortConfigPublishModeHost || (p.Protocol != swarm.PortConfigProtocolTCP && p.Protocol != "") {
-			continue
-		}
-		target, published := int(p.TargetPort), int(p.PublishedPort)
-		if target == 0 || published == 0 {
-			continue
-		}
-		if out == nil {
-			out = map[int]int{}
-		}
-		if old, ok := out[target]; !ok || published < old {
-			out[target] = published
-		}
-	}
-	return out
 }
 
 // nodeAddress is where node n's host-mode ports are reached: the address

@@ -413,8 +413,8 @@ func TestSwarmFactsNodeAddressAndHostPorts(t *testing.T) {
 			{Protocol: swarm.PortConfigProtocolUDP, TargetPort: 53, PublishedPort: 30053, PublishMode: swarm.PortConfigPublishModeHost},
 			{TargetPort: 9090, PublishedPort: 30090, PublishMode: swarm.PortConfigPublishModeHost}, // protocol unset: TCP
 		}, "192.168.1.7", map[int]int{9090: 30090}},
-		{"two published ports for one target: the lower", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 30002), host(8080, 30001)},
-			"192.168.1.7", map[int]int{8080: 30001}},
+		{"two published ports for one target: neither (ambiguous)", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 30002), host(8080, 30001)},
+			"192.168.1.7", nil},
 		{"not yet published: ignored", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 0)},
 			"192.168.1.7", nil},
 	}

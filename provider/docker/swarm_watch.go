@@ -25,6 +25,9 @@ func (p *Provider) swarmSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if st.onNode, err = taskBindings(ctx, p.eng, p.opts.CallTimeout, st.tasks, p.ports); err != nil {
+		return err
+	}
 	prefix := p.opts.Parser.Prefix
 	if prefix == "" {
 		prefix = labels.DefaultPrefix
@@ -90,6 +93,9 @@ func (p *Provider) swarmEvent(m events.Message) bool {
 		}
 		action, _, _ := strings.Cut(string(m.Action), ":")
 		task := m.Actor.Attributes[swarmTaskLabel]
+		// A task container that starts again (docker restart) may get
+		// new host ports: it is inspected again on the next list.
+		delete(p.ports, m.Actor.ID)
 		switch {
 		case task == "":
 		case action == "kill" && stopSignals[m.Actor.Attributes["signal"]],

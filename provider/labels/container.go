@@ -52,8 +52,17 @@ type Task struct {
 	// ports listen; empty when the swarm does not know it.
 	NodeAddr string
 	// HostPorts are the TCP ports the task publishes in host mode on its
-	// node: target port (the container's) → published port (the node's).
+	// node for the family of NodeAddr: target port (the container's) →
+	// published port (the node's). The provider keeps a port only when it
+	// is sure of it (docs/swarm.md, "How host-mode ports are chosen").
 	HostPorts map[int]int
+	// AmbiguousPorts are the targets for which the task reports several
+	// published ports that could not be told apart (one per address
+	// family, with different numbers, on a node whose containers this
+	// engine cannot inspect): target → the published ports, ascending. A
+	// Levee on the host does not dial such a task (W090): a guess may land
+	// on another task's port.
+	AmbiguousPorts map[int][]int
 }
 
 // hostPort is where a Levee outside any container reaches the task's

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider/constraint"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -32,6 +33,11 @@ type Parser struct {
 	// Offline skips address resolution (`levee validate` on compose files):
 	// backends get the container name as address and no W009/W010 is made.
 	Offline bool
+	// Constraint chooses the objects Levee routes (--docker-constraints):
+	// a container or service whose labels do not satisfy it is left out
+	// as if it had no label, with no route and no diagnostic. nil routes
+	// every object.
+	Constraint *constraint.Expr
 	// Source names the provider in diagnostics and entrypoints:
 	// config.SourceDocker when empty. The entrypoints of any other source
 	// get IDs of the form <service>@<source> (web@swarm), so an ID says
@@ -65,6 +71,8 @@ type candidate struct {
 // diagnostics. It is a pure function of its input, deterministic in order:
 // entrypoints sorted by ID, diagnostics by object, service and key.
 //
+// Objects that do not satisfy p.Constraint are left out first.
+//
 // Replicas (same service name and same hosts) become one entrypoint with one
 // backend per container; the oldest container's labels apply to all of them
 // (W031 names the keys where a replica differs). Two groups with the same
@@ -75,9 +83,11 @@ func (p Parser) Parse(containers []Container) ([]config.Entrypoint, []diagnostic
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	sorted := make([]*Container, len(containers))
+	sorted := make([]*Container, 0, len(containers))
 	for i := range containers {
-		sorted[i] = &containers[i]
+		if p.Constraint.Match(containers[i].Labels) {
+			sorted = append(sorted, &containers[i])
+		}
 	}
 	sort.SliceStable(sorted, func(i, j int) bool { return older(sorted[i], sorted[j]) })
 
@@ -305,7 +315,7 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 		auto = &nets[0]
 	}
 	var diags []diagnostics.Diagnostic
-	if c.Service && !p.Offline {
+	if !p.Offline {
 		diags = append(diags, p.noSharedNetwork(prefix, c, nets)...)
 	}
 	if hasLabel && label != "" {

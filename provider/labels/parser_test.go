@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider/constraint"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -426,6 +427,61 @@ func TestParseForeignKeyHints(t *testing.T) {
 	for k, w := range want {
 		if !strings.HasPrefix(hints[k], w) {
 			t.Errorf("%s: hint %q, want %q…", k, hints[k], w)
+		}
+	}
+}
+
+// A constraint leaves out the objects it rejects as if they had no label:
+// no route and no diagnostic, whatever their labels say.
+func TestParseConstraintLeavesOutOtherObjects(t *testing.T) {
+	shop := ctr("1", 0, "com.docker.compose.project=shop", "levee.enable=true", "levee.http.web.host=shop.com")
+	blog := ctr("2", 1, "com.docker.compose.project=blog", "levee.enable=true", "levee.http.web.host=blog.com",
+		"levee.http.web.circuitBreaker.threshold=lots")
+	only, err := constraint.Parse(`Label("com.docker.compose.project","shop")`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, ds := Parser{Constraint: only}.Parse([]Container{shop, blog})
+	if len(eps) != 1 || eps[0].Hosts[0] != "shop.com" {
+		t.Fatalf("entrypoints %+v, want shop.com only", eps)
+	}
+	for _, d := range ds {
+		if d.Source.ObjectID == blog.ID {
+			t.Errorf("a diagnostic for the left-out container: %v", d)
+		}
+	}
+	if eps, _ := (Parser{}).Parse([]Container{shop, blog}); len(eps) != 2 {
+		t.Fatalf("without a constraint: %d entrypoints, want both", len(eps))
+	}
+}
+
+// Levee in a container says at discovery when it shares no network with a
+// labelled container (W091): its requests would time out. Outside a
+// container, or on the host's network, it cannot tell and says nothing.
+func TestParseContainerSharingNoNetworkWithLevee(t *testing.T) {
+	c := ctr("5", 0, "levee.enable=true", "levee.http.web.host=a.com")
+	c.Networks = []Network{{Name: "shop_default", IP: "172.18.0.5"}}
+	_, ds := Parser{OwnNetworks: []string{"levee_default"}}.Parse([]Container{c})
+	w := only(ds, diagnostics.NoSharedNetwork)
+	if len(w) != 1 {
+		t.Fatalf("diagnostics %v, want one W091", ds)
+	}
+	for _, want := range []string{"container c-5", "shop_default", "levee_default", "time out"} {
+		if !strings.Contains(w[0].Message, want) {
+			t.Errorf("W091 message %q does not say %q", w[0].Message, want)
+		}
+	}
+	if w[0].Key != "levee.network" || !strings.Contains(w[0].Hint, "attach Levee and the container to one network") {
+		t.Errorf("W091 key %q hint %q", w[0].Key, w[0].Hint)
+	}
+	for name, p := range map[string]Parser{
+		"shares one":          {OwnNetworks: []string{"levee_default", "shop_default"}},
+		"not in a container":  {},
+		"on the host network": {OwnNetworks: []string{"host"}},
+		"offline (validate)":  {OwnNetworks: []string{"levee_default"}, Offline: true},
+	} {
+		if _, ds := p.Parse([]Container{c}); len(only(ds, diagnostics.NoSharedNetwork)) != 0 {
+			t.Errorf("%s: %v, want no W091", name, ds)
 		}
 	}
 }

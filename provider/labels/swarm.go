@@ -2,6 +2,8 @@ package labels
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
@@ -41,11 +43,13 @@ func (p Parser) swarmLB(c *Container, fields map[string]string, src diagnostics.
 	return rest, b, nil
 }
 
-// noSharedNetwork reports a service with which Levee's own container
-// shares no network (W070). Levee outside a container (no OwnNetworks)
-// cannot tell, and says nothing.
+// noSharedNetwork reports a container (W091) or a service (W070) with
+// which Levee's own container shares no network: Levee most likely cannot
+// reach it. Levee outside a container (no OwnNetworks) cannot tell, and
+// says nothing; nor does a Levee on the host's network (network_mode:
+// host), which reaches the bridges' addresses from the host.
 func (p Parser) noSharedNetwork(prefix string, c *Container, nets []Network) []diagnostics.Diagnostic {
-	if len(p.OwnNetworks) == 0 {
+	if len(p.OwnNetworks) == 0 || slices.Contains(p.OwnNetworks, "host") {
 		return nil
 	}
 	names := make([]string, len(nets))
@@ -57,9 +61,14 @@ func (p Parser) noSharedNetwork(prefix string, c *Container, nets []Network) []d
 			}
 		}
 	}
-	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.SwarmNoSharedNetwork, p.source(c, ""), prefix+".network", c.Labels[prefix+".network"], "",
-		fmt.Sprintf("Levee shares no network with service %s (service: %s; Levee: %s): its tasks are not reachable",
-			c.Name, orNone(names), strings.Join(p.OwnNetworks, ", ")), "")}
+	code, kind, effect := diagnostics.NoSharedNetwork, "container", "it is not reachable: connections to it time out or are refused"
+	if c.Service {
+		code, kind, effect = diagnostics.SwarmNoSharedNetwork, "service", "its tasks are not reachable"
+	}
+	return []diagnostics.Diagnostic{diagnostics.New(code, p.source(c, ""), prefix+".network", c.Labels[prefix+".network"], "",
+		fmt.Sprintf("Levee shares no network with %s %s (%s: %s; Levee: %s): %s",
+			kind, c.Name, kind, orNone(names), strings.Join(p.OwnNetworks, ", "), effect),
+		"attach Levee and the "+kind+" to one network, and name it with "+prefix+".network if there are several")}
 }
 
 func orNone(names []string) string {
@@ -124,6 +133,10 @@ func (p Parser) taskBackends(m candidate, port, weight int, keyOf func(string) s
 				out = append(out, config.Backend{Address: addr, Port: published, Weight: weight, Name: t.Name})
 				continue
 			}
+			if ps, ok := t.AmbiguousPorts[port]; ok {
+				diags = append(diags, ambiguousHostPort(src, m, t, port, ps, keyOf))
+				continue
+			}
 		}
 		ip := taskIP(t, m.net)
 		if ip == "" {
@@ -172,6 +185,19 @@ func unreachableFromHost(src diagnostics.Source, m candidate, port int, tasks []
 		fmt.Sprintf("Levee runs outside a container and %s no port %d in host mode: the task addresses on %s are not reachable from the host",
 			subject, port, onNetwork(m.net)),
 		fmt.Sprintf("publish port %d in host mode (ports: - {target: %d, mode: host}), or run Levee in a container on %s", port, port, onNetwork(m.net)))
+}
+
+// ambiguousHostPort is the W090 of task t, which publishes port on the
+// several host ports ps: Levee on the host does not dial it.
+func ambiguousHostPort(src diagnostics.Source, m candidate, t Task, port int, ps []int, keyOf func(string) string) diagnostics.Diagnostic {
+	nums := make([]string, len(ps))
+	for i, p := range ps {
+		nums[i] = strconv.Itoa(p)
+	}
+	return diagnostics.New(diagnostics.SwarmHostPortAmbiguous, src, keyOf("port"), m.c.Labels[keyOf("port")], "",
+		fmt.Sprintf("task %s publishes port %d on host ports %s (one per address family) on a node whose containers this engine cannot inspect: which one %s reaches is unknown, so the task gets no traffic",
+			t.Name, port, strings.Join(nums, " and "), t.NodeAddr),
+		fmt.Sprintf("publish a fixed port in host mode (ports: - {target: %d, published: %d, mode: host}), or run Levee in a container on the service's network", port, port))
 }
 
 // maxNamedTasks bounds the task names in one message: a service of a

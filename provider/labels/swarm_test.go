@@ -301,3 +301,36 @@ func TestParseSwarmOnHostPerRoute(t *testing.T) {
 		t.Fatalf("entrypoints %+v", eps)
 	}
 }
+
+// A task whose host port for the route is ambiguous (two numbers, one per
+// address family, on a node the provider cannot inspect) is not dialled
+// by a Levee on the host, neither at a guessed port nor on the overlay:
+// W090 names it; the service's other tasks are routed. In a container the
+// overlay address is used as always.
+func TestParseSwarmOnHostAmbiguousPortIsNotDialled(t *testing.T) {
+	c := svc("1", 0, []string{"10.0.1.5", "10.0.1.6"}, "levee.enable=true", "levee.http.web.host=a.com", "levee.http.web.port=8080")
+	c = published(c, 1, 8080, 30002)
+	c.Tasks[0].NodeAddr = "192.168.1.10"
+	c.Tasks[0].AmbiguousPorts = map[int][]int{8080: {32771, 32772}}
+	eps, ds := Parser{Source: config.SourceSwarm, OnHost: true}.Parse([]Container{c})
+	if got := codes(ds); !reflect.DeepEqual(got, []string{"W090 levee.http.web.port"}) {
+		t.Fatalf("diagnostics %v, want one W090", ds)
+	}
+	if len(eps) != 1 || len(eps[0].Backends) != 1 || eps[0].Backends[0].Address != "192.168.1.11" || eps[0].Backends[0].Port != 30002 {
+		t.Fatalf("entrypoints %+v: want only task s-1.2 at its host port", eps)
+	}
+	d := ds[0]
+	for _, want := range []string{"task s-1.1", "port 8080", "32771 and 32772", "192.168.1.10", "no traffic"} {
+		if !strings.Contains(d.Message, want) {
+			t.Errorf("W090 message %q does not say %q", d.Message, want)
+		}
+	}
+	if !strings.Contains(d.Hint, "published: 8080, mode: host") {
+		t.Errorf("W090 hint %q: want the fixed host-mode port", d.Hint)
+	}
+	in := Parser{Source: config.SourceSwarm, OnHost: true, OwnNetworks: []string{"front"}}
+	eps, ds = in.Parse([]Container{c})
+	if len(ds) != 0 || len(eps) != 1 || len(eps[0].Backends) != 2 {
+		t.Fatalf("in a container: entrypoints %+v diagnostics %v, want both tasks on the overlay", eps, ds)
+	}
+}

@@ -247,7 +247,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	l.tok.Report(o)
 	btok.Report(o)
 	if !res.clientGone && !res.badBody {
-		x.p.passive(rt, b, res.failed, res.notSent, x.p.clock.Now().UnixNano())
+		x.p.passive(rt, b, res.failed, res.notSent, res.err, x.p.clock.Now().UnixNano())
 	}
 	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
 		x.respond(b, &res)

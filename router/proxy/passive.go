@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/levee-proxy/levee/router"
@@ -57,7 +61,7 @@ func (p *Handler) ejectionOf(rt *router.Route) ejection {
 // crash) would otherwise take a connect and a retry from every request
 // until the threshold, and from the next requests again. The same eject
 // time, backoff and max ejected share apply.
-func (p *Handler) passive(rt *router.Route, b *router.Backend, failed, refused bool, now int64) {
+func (p *Handler) passive(rt *router.Route, b *router.Backend, failed, refused bool, err error, now int64) {
 	st := b.State().Ejection()
 	if !failed {
 		if st.Failures.Load() != 0 {
@@ -106,11 +110,38 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed, refused b
 	st.Last.Store(int64(d))
 	st.Run.Add(1)
 	st.Failures.Store(0)
-	msg := "backend ejected after consecutive failures"
+	msg, connect := "backend ejected after consecutive failures", ""
 	if refused {
-		msg = "backend ejected: it refused a connection"
+		connect, msg = connectFailure(err)
 	}
 	p.log.Warn().Str("event", "backend_ejected").Str("route", rt.Config().ID).Str("backend", b.HostPort()).
-		Int("after_failures", pol.after).Bool("refused", refused).Dur("for", d).Int32("ejections_in_a_row", n+1).
-		Msg(msg)
+		Int("after_failures", pol.after).Bool("refused", connect == connectRefused).Str("connect", connect).
+		Dur("for", d).Int32("ejections_in_a_row", n+1).Msg(msg)
+}
+
+// Why a connect failed, as the ejection log's connect field says it.
+const (
+	connectRefused     = "refused"     // the backend's host answered: nothing listens (RST)
+	connectTimeout     = "timeout"     // nothing answered: no route to it from here, a firewall, or a host gone
+	connectReset       = "reset"       // the handshake was cut
+	connectUnreachable = "unreachable" // the network said there is no way to the address
+	connectFailed      = "failed"      // anything else
+)
+
+// connectFailure classifies a failed connect and words its ejection: a
+// refusal and a timeout mean different things to an operator (a stopped
+// server, or an address Levee cannot reach, e.g. no shared network).
+func connectFailure(err error) (cause, msg string) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return connectRefused, "backend ejected: it refused a connection"
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return connectTimeout, "backend ejected: connecting to it timed out (nothing answered: is it on a network Levee shares?)"
+	case errors.Is(err, syscall.ECONNRESET):
+		return connectReset, "backend ejected: it reset the connection while connecting"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return connectUnreachable, "backend ejected: its address is unreachable"
+	}
+	return connectFailed, "backend ejected: connecting to it failed"
 }
