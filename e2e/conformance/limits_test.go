@@ -244,8 +244,23 @@ func runMaxClientConns(t *testing.T, e *env) {
 	// Capacity comes back once the held connections are gone (Levee sees
 	// them close asynchronously: poll with a deadline).
 	var last string
+	sni := ""
+	if e.tls {
+		sni = v.host
+	}
 	for end := time.Now().Add(margin); ; {
-		c := v.dialUnlisted()
+		// Until Levee has seen them close, a new connection is still one
+		// too many: over TLS that is a failed handshake, so a dial error
+		// is "not yet" here, not a failure.
+		c, err := dialRaw(e.p.frontAddr, sni)
+		if err != nil {
+			last = err.Error()
+			if time.Now().After(end) {
+				t.Fatalf("no connection served %s after the held ones closed (last: %s)", margin, last)
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
 		if v.get(c, "/after") == nil {
 			if _, m, err := c.final("GET", time.Second); err == nil && string(m.body) == "answer:/after" {
 				c.close()
