@@ -3,12 +3,20 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/levee-proxy/levee/e2e/dockertest"
+	"github.com/levee-proxy/levee/e2e/leveetest"
 )
 
 // A Traefik user's basic-auth label with the apr1 hash `htpasswd -nb`
@@ -77,5 +85,95 @@ func TestDockerBasicAuthApr1AndFailureBudget(t *testing.T) {
 	_, _, metrics := get(t, p.apiURL()+"/metrics", "")
 	if !strings.Contains(metrics, `levee_policy_refusals_total{policy="basic-auth",reason="auth-throttled",route=`) {
 		t.Errorf("metrics lack the auth-throttled refusal")
+	}
+}
+
+// Wrong passwords from many addresses at once (so that no per-client
+// budget applies) run through the binary's process-wide password-check
+// slots: with GOMAXPROCS=2 there is one, so of 32 concurrent cost-11
+// checks only those that get the slot within 1 s run; the others are
+// refused 503 auth-busy with Retry-After: 1, and none of them reaches the
+// backend.
+func TestAuthFloodWaitsForTheProcessSlots(t *testing.T) {
+	var reached atomic.Int32
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		_, _ = io.WriteString(w, "backend\n")
+	}))
+	defer backend.Close()
+	proc := leveetest.Start(t, leveeBinary, leveetest.Options{
+		Args:            []string{"--docker=false", "--state-file", filepath.Join(t.TempDir(), "state.json")},
+		Env:             []string{"GOMAXPROCS=2"},
+		InheritLeveeEnv: true,
+	})
+	p := &leveeProc{Proc: proc, t: t}
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strings.TrimPrefix(backend.URL, "http://127.0.0.1:")
+	createEntrypoint(t, p, `{"name":"flood","backends":[{"address":"127.0.0.1","port":`+port+`}],"config":{"hostnames":["flood.test"],"basic_auth":{"users":["admin:`+string(hash)+`"]}}}`)
+
+	send := func(i int) (int, http.Header, error) {
+		local := &net.TCPAddr{IP: net.IPv4(127, 1, 0, byte(i+1))}
+		c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+			DisableKeepAlives: true,
+			DialContext:       (&net.Dialer{LocalAddr: local}).DialContext,
+		}}
+		req, _ := http.NewRequest(http.MethodGet, p.proxyURL()+"/", nil)
+		req.Host = "flood.test"
+		req.SetBasicAuth("admin", fmt.Sprintf("guess-%d", i))
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header, nil
+	}
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		if code, _, err := send(200); err != nil || code != http.StatusUnauthorized {
+			return fmt.Errorf("route: %d %v", code, err)
+		}
+		return nil
+	})
+
+	const n = 32
+	type answer struct {
+		code int
+		hdr  http.Header
+		err  error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			code, hdr, err := send(i)
+			answers[i] = answer{code, hdr, err}
+		})
+	}
+	wg.Wait()
+	busy := 0
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			t.Fatalf("request %d: %v", i, a.err)
+		case a.code == http.StatusServiceUnavailable:
+			busy++
+			if a.hdr.Get("X-Levee-Diagnostic") != "auth-busy" || a.hdr.Get("Retry-After") != "1" {
+				t.Errorf("503 without auth-busy and Retry-After: 1: %v", a.hdr)
+			}
+		case a.code != http.StatusUnauthorized:
+			t.Errorf("request %d: %d %v", i, a.code, a.hdr)
+		}
+	}
+	t.Logf("%d of %d concurrent wrong passwords refused 503 auth-busy", busy, n)
+	// A cost-11 check takes over 100 ms of a core, so the one slot runs at
+	// most about ten within its 1 s wait.
+	if busy < n/3 {
+		t.Fatalf("%d of %d concurrent checks refused as busy, want most: the checks were not bounded", busy, n)
+	}
+	if got := reached.Load(); got != 0 {
+		t.Fatalf("%d refused requests reached the backend", got)
 	}
 }
