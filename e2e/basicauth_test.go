@@ -54,7 +54,8 @@ func TestDockerBasicAuthApr1AndFailureBudget(t *testing.T) {
 	}
 	// Until the route is there, and the echo server listening (a refused
 	// connection ejects it for a while), the right password is not answered
-	// by the backend; on today's main it never is (403 policy-misconfigured).
+	// by the backend. A route that refused apr1 would deny it for good (403
+	// policy-misconfigured).
 	dockertest.Eventually(t, 40*time.Second, func() error {
 		if code, hdr, body := authed("admin", "s3cret"); code != http.StatusOK || !strings.Contains(body, `"apr1"`) {
 			return fmt.Errorf("apr1 password: %d %q %q", code, hdr.Get("X-Levee-Diagnostic"), body)

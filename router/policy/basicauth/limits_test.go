@@ -178,23 +178,39 @@ func TestSlotsBoundChecksAcrossRoutes(t *testing.T) {
 	})
 }
 
-// medianFailure is the median time of n failed checks of user.
-func medianFailure(p *Policy, user string, n int) time.Duration {
-	var ds []time.Duration
-	for i := range n {
-		// A fresh address each time: the failure budget is not the subject.
-		r := authFrom("198.51.100."+strconv.Itoa(i%250)+":"+strconv.Itoa(i), user, "wrong")
-		start := time.Now()
-		policytest.Run(p, r)
-		ds = append(ds, time.Since(start))
-	}
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+// costRecorder records the cost (weight) of every check it runs.
+type costRecorder struct {
+	mu  sync.Mutex
+	got []int
+}
+
+type recordedMatcher struct {
+	inner matcher
+	w     int
+	r     *costRecorder
+}
+
+func (m recordedMatcher) MatchesPassword(pass string) bool {
+	m.r.mu.Lock()
+	m.r.got = append(m.r.got, m.w)
+	m.r.mu.Unlock()
+	return m.inner.MatchesPassword(pass)
+}
+
+func (r *costRecorder) take() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := r.got
+	r.got = nil
+	return got
 }
 
 // A wrong password costs the route's most expensive check whatever the
-// name, so timing does not tell a cheap user from an expensive one from
-// an unknown name; New warns about the mixed costs.
+// name (bob's cost-10 bcrypt here): a cheaper user's failure (alice's
+// cost 4, ann's apr1) is followed by a dummy check of that cost, and an
+// unknown name is checked against the dummy alone; so timing does not
+// tell names apart. New warns about the mixed costs (W056) and the apr1
+// line of the file (W055).
 func TestFailureCostsTheSameForEveryName(t *testing.T) {
 	hash := func(pass string, cost int) string {
 		h, err := bcrypt.GenerateFromPassword([]byte(pass), cost)
@@ -208,18 +224,29 @@ func TestFailureCostsTheSameForEveryName(t *testing.T) {
 	if err := os.WriteFile(file, []byte("bob:"+hash("b", 10)+"\n"+apr1Line+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, notes, err := New(&config.BasicAuth{Users: []string{"alice:" + hash("a", 4)}, UsersFile: file}, NewCache(), NewSlots(1, 0), policy.Env{})
+	cache := NewCache()
+	p, notes, err := New(&config.BasicAuth{Users: []string{"alice:" + hash("a", 4)}, UsersFile: file}, cache, NewSlots(1, 0), policy.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(notes.Mixed, "alice bcrypt cost 4") || !strings.Contains(notes.Mixed, "bob bcrypt cost 10") || len(notes.Weak) != 1 || !strings.Contains(notes.Weak[0], `"ann"`) {
 		t.Fatalf("notes %+v, want W056 naming the costs and W055 for ann", notes)
 	}
-	const n = 7
-	bob := medianFailure(p, "bob", n)
-	for _, name := range []string{"alice", "ann", "mallory"} {
-		if d := medianFailure(p, name, n); d < bob/3 { // the same work: about bob's; before, alice took 1/60 of it
-			t.Errorf("a wrong password for %s took %v, for bob (cost 10) %v: the name shows in the timing", name, d, bob)
+	// The dummy is a real hash of the costliest kind and cost.
+	d, ok := cache.dummy(p.costliest).(bcryptHash)
+	if cost, err := bcrypt.Cost(d); !ok || err != nil || cost != 10 {
+		t.Fatalf("dummy %T of cost %d (%v), want bcrypt cost 10", cache.dummy(p.costliest), cost, err)
+	}
+	rec := &costRecorder{}
+	for i := range p.users {
+		p.users[i].check = recordedMatcher{inner: p.users[i].check, w: weight(p.users[i].kind), r: rec}
+	}
+	cache.dummies[p.costliest] = recordedMatcher{inner: d, w: weight(p.costliest), r: rec}
+	for i, name := range []string{"bob", "alice", "ann", "mallory"} {
+		res := policytest.Run(p, authFrom("198.51.100."+strconv.Itoa(i)+":1", name, "wrong"))
+		got := rec.take()
+		if res.Code != 401 || len(got) == 0 || slices.Max(got) != 10 || slices.Index(got, 10) != len(got)-1 {
+			t.Errorf("a wrong password for %s: %d, checks of costs %v; want one of cost 10, last", name, res.Code, got)
 		}
 	}
 }
