@@ -50,9 +50,9 @@ func policyEntries() []Entry {
 		},
 		{
 			Code: WeakBasicHash, Severity: Warn, Title: "weak basic-auth hash",
-			Effect:  "The user can log in: the `$apr1$` (MD5-crypt, what `htpasswd -nb` writes) or `{SHA}` (unsalted SHA-1) hash is verified, but either is cheap to brute force once the hash leaks (a stolen users file, a backup). Failed checks still go through the bcrypt work bound and cost as much as the route's most expensive hash.",
+			Effect:  "The user can log in: the `$apr1$` (MD5-crypt, what `htpasswd -nb` writes) or `{SHA}` (unsalted SHA-1) hash is verified, but either is cheap to brute force once the hash leaks (a stolen users file, a backup). Failed checks still go through the process-wide password-check slots and the failure budget, and cost as much as the route's most expensive hash.",
 			Fix:     "Re-create the line with a bcrypt hash: `htpasswd -nbB name password` (in a compose file write each `$` as `$$`).",
-			Example: "levee.http.app.basicAuth.users=admin:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/",
+			Example: "levee.http.app.basicAuth.users=admin:$apr1$H6uskkkW$5ZFNT.MKp/uF5QZ.U5Pld0",
 		},
 		{
 			Code: MixedHashCosts, Severity: Warn, Title: "basic-auth hashes of different costs",

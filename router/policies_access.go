@@ -78,10 +78,10 @@ func accessPolicies(ep *config.Entrypoint, rs *RouteState, env policy.Env, authR
 			report(diagnostics.BadBasicAuth, "basicAuth.usersFile", "route denies every request", err)
 		}
 		for _, m := range notes.Weak {
-			warn(diagnostics.WeakBasicHash, "basicAuth.usersFile", "the user can log in", m, config.WeakHashHint)
+			warn(diagnostics.WeakBasicHash, "basicAuth.usersFile", config.WeakHashFallback, m, config.WeakHashHint)
 		}
 		if notes.Mixed != "" {
-			warn(diagnostics.MixedHashCosts, "basicAuth.usersFile", "every failed check costs the most expensive hash", notes.Mixed, config.MixedCostsHint)
+			warn(diagnostics.MixedHashCosts, "basicAuth.usersFile", config.MixedCostsFallback, notes.Mixed, config.MixedCostsHint)
 		}
 		ps = append(ps, p)
 	}

@@ -157,13 +157,13 @@ func setBasicUsers(d *draft, f *Field, key string, v any) {
 				"invalid basicAuth.users: "+err.Error(), "use bcrypt hashes (htpasswd -nbB name password); in compose write each $ as $$")
 			continue
 		case h.Kind.Weak():
-			d.add(diagnostics.WeakBasicHash, key, redactLine(line), "the user can log in",
+			d.add(diagnostics.WeakBasicHash, key, redactLine(line), WeakHashFallback,
 				WeakHashMessage(name, h), WeakHashHint)
 		}
 		names, hashes = append(names, name), append(hashes, h)
 	}
 	if m := MixedCosts(names, hashes); m != "" {
-		d.add(diagnostics.MixedHashCosts, key, "", "every failed check costs the most expensive hash",
+		d.add(diagnostics.MixedHashCosts, key, "", MixedCostsFallback,
 			MixedCostsMessage(m), MixedCostsHint)
 	}
 	ba.Users = items
@@ -172,8 +172,10 @@ func setBasicUsers(d *draft, f *Field, key string, v any) {
 // The texts of W055 and W056, shared with the router (which reports them
 // for a users file).
 const (
-	WeakHashHint   = "create a bcrypt hash: htpasswd -nbB name password (in compose write each $ as $$)"
-	MixedCostsHint = "re-hash every user with one bcrypt cost: htpasswd -nbB -C 10 name password"
+	WeakHashFallback   = "the weak hash: the user can log in"
+	WeakHashHint       = "create a bcrypt hash: htpasswd -nbB name password (in compose write each $ as $$)"
+	MixedCostsFallback = "the costliest check on every failure"
+	MixedCostsHint     = "re-hash every user with one bcrypt cost: htpasswd -nbB -C 10 name password"
 )
 
 // WeakHashMessage is W055's message for user's hash h.
