@@ -73,6 +73,7 @@ const Name = "basic-auth"
 type Policy struct {
 	users     []user
 	costliest config.Hash // the most expensive hash: the dummy's kind and cost
+	dummy     matcher     // of costliest's kind and cost
 	challenge []string
 	remove    bool
 	deny      bool
@@ -152,6 +153,7 @@ func New(cfg *config.BasicAuth, cache *Cache, slots *Slots, env policy.Env) (*Po
 			p.costliest = u.kind
 		}
 	}
+	p.dummy = newDummy(p.costliest)
 	return p, notes, nil
 }
 
@@ -246,14 +248,14 @@ func (p *Policy) verify(r *http.Request, name, pass string) (v verdict, retry ti
 // for a cheaper hash is followed by the dummy check.
 func (p *Policy) check(u *user, pass string) bool {
 	if u == nil {
-		_ = p.cache.dummy(p.costliest).MatchesPassword(pass)
+		_ = p.dummy.MatchesPassword(pass)
 		return false
 	}
 	if u.check.MatchesPassword(pass) {
 		return true
 	}
 	if weight(u.kind) < weight(p.costliest) {
-		_ = p.cache.dummy(p.costliest).MatchesPassword(pass)
+		_ = p.dummy.MatchesPassword(pass)
 	}
 	return false
 }

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/ratelimit"
 )
 
@@ -30,9 +29,8 @@ const (
 )
 
 // Cache is a route's basic-auth memory, kept in the route's state across
-// rebuilds: the credentials that verified (see the package doc), each
-// client address's failure budget, and the dummy hashes that unknown
-// names are checked against.
+// rebuilds: the credentials that verified (see the package doc) and each
+// client address's failure budget.
 type Cache struct {
 	key [32]byte
 	// macs are HMAC-SHA-256 states under key, reused (hash.Hash is not
@@ -42,12 +40,6 @@ type Cache struct {
 	ok   map[[32]byte]string // HMAC(user, password) → the hash it verified against
 
 	failures *ratelimit.Store[rate.Limiter]
-
-	// dummies are by kind and cost, made on first use (not while the
-	// router rebuilds: a cost-14 bcrypt takes a second), under their own
-	// lock so that cache hits never wait for one.
-	dmu     sync.Mutex
-	dummies map[config.Hash]matcher
 }
 
 // NewCache returns an empty cache with a fresh random key.
@@ -64,22 +56,6 @@ func newFailureBudget() *rate.Limiter { return rate.NewLimiter(rate.Every(Failur
 
 // budget returns client k's failure budget.
 func (c *Cache) budget(k ratelimit.Key) *rate.Limiter { return c.failures.Get(k, newFailureBudget) }
-
-// dummy returns a matcher of h's kind and cost that no password matches
-// in practice: unknown names and padded failures are checked against it.
-func (c *Cache) dummy(h config.Hash) matcher {
-	c.dmu.Lock()
-	defer c.dmu.Unlock()
-	if d, ok := c.dummies[h]; ok {
-		return d
-	}
-	d := newDummy(h)
-	if c.dummies == nil {
-		c.dummies = make(map[config.Hash]matcher)
-	}
-	c.dummies[h] = d
-	return d
-}
 
 func (c *Cache) digest(user, pass string) [32]byte {
 	m := c.macs.Get().(hash.Hash)

@@ -224,24 +224,27 @@ func TestFailureCostsTheSameForEveryName(t *testing.T) {
 	if err := os.WriteFile(file, []byte("bob:"+hash("b", 10)+"\n"+apr1Line+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cache := NewCache()
-	p, notes, err := New(&config.BasicAuth{Users: []string{"alice:" + hash("a", 4)}, UsersFile: file}, cache, NewSlots(1, 0), policy.Env{})
+	p, notes, err := New(&config.BasicAuth{Users: []string{"alice:" + hash("a", 4)}, UsersFile: file}, NewCache(), NewSlots(1, 0), policy.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(notes.Mixed, "alice bcrypt cost 4") || !strings.Contains(notes.Mixed, "bob bcrypt cost 10") || len(notes.Weak) != 1 || !strings.Contains(notes.Weak[0], `"ann"`) {
 		t.Fatalf("notes %+v, want W056 naming the costs and W055 for ann", notes)
 	}
-	// The dummy is a real hash of the costliest kind and cost.
-	d, ok := cache.dummy(p.costliest).(bcryptHash)
+	// The dummy is a well-formed hash of the costliest kind and cost: a
+	// check runs the whole cost-10 bcrypt, and fails.
+	d, ok := p.dummy.(bcryptHash)
 	if cost, err := bcrypt.Cost(d); !ok || err != nil || cost != 10 {
-		t.Fatalf("dummy %T of cost %d (%v), want bcrypt cost 10", cache.dummy(p.costliest), cost, err)
+		t.Fatalf("dummy %T of cost %d (%v), want bcrypt cost 10", p.dummy, cost, err)
+	}
+	if err := bcrypt.CompareHashAndPassword(d, []byte("wrong")); err != bcrypt.ErrMismatchedHashAndPassword {
+		t.Fatalf("the dummy check: %v, want a mismatch after the whole computation", err)
 	}
 	rec := &costRecorder{}
 	for i := range p.users {
 		p.users[i].check = recordedMatcher{inner: p.users[i].check, w: weight(p.users[i].kind), r: rec}
 	}
-	cache.dummies[p.costliest] = recordedMatcher{inner: d, w: weight(p.costliest), r: rec}
+	p.dummy = recordedMatcher{inner: d, w: weight(p.costliest), r: rec}
 	for i, name := range []string{"bob", "alice", "ann", "mallory"} {
 		res := policytest.Run(p, authFrom("198.51.100."+strconv.Itoa(i)+":1", name, "wrong"))
 		got := rec.take()
