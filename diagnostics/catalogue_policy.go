@@ -9,6 +9,8 @@ const (
 	BadIPAllowList Code = "W052"
 	BadRateLimit   Code = "W053"
 	BadInFlight    Code = "W054"
+	WeakBasicHash  Code = "W055"
+	MixedHashCosts Code = "W056"
 )
 
 // policyEntries are the codes of traffic policies (codes 050-069); their
@@ -18,9 +20,9 @@ func policyEntries() []Entry {
 	return []Entry{
 		{
 			Code: BadBasicAuth, Severity: Warn, Title: "invalid basic auth",
-			Effect:  "The route denies every request (403, `X-Levee-Diagnostic: policy-misconfigured`) until the value is fixed: a users line that is not `name:bcrypt-hash`, a hash of another kind (`$apr1$`, `{SHA}`, crypt, plain text) or a users file that cannot be read never lets a request through. A bad `realm` falls back to `levee`, a bad `removeHeader` to false.",
-			Fix:     "Write each user as `name:hash` with a bcrypt hash (`htpasswd -nbB name password`); in a compose file escape every `$` of the hash as `$$`. Point `usersFile` at a readable file of such lines.",
-			Example: "levee.http.app.basicAuth.users=admin:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/",
+			Effect:  "The route denies every request (403, `X-Levee-Diagnostic: policy-misconfigured`) until the value is fixed: a users line that is not `name:hash`, a hash Levee does not verify (plain text, crypt, `$1$`, a malformed one), a bcrypt cost above 14, or a users file that cannot be read (missing, not a regular file, larger than 1 MiB) never lets a request through. A bad `realm` falls back to `levee`, a bad `removeHeader` to false.",
+			Fix:     "Write each user as `name:hash` with a bcrypt hash of cost 4-14 (`htpasswd -nbB name password`); in a compose file escape every `$` of the hash as `$$`. Point `usersFile` at a readable regular file of such lines, at most 1 MiB.",
+			Example: "levee.http.app.basicAuth.users=admin:$2y$31$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC",
 		},
 		{
 			Code: BadForwardAuth, Severity: Warn, Title: "invalid forward auth",
@@ -45,6 +47,18 @@ func policyEntries() []Entry {
 			Effect:  "A bad `amount` leaves the route without an in-flight limit; a bad `sourceCriterion` falls back to `ip`.",
 			Fix:     "`amount` is a whole number of requests (1-1000000) under way at once per source; `sourceCriterion` one of `ip`, `host`, `header:<name>`.",
 			Example: "levee.http.app.inFlight.amount=zero",
+		},
+		{
+			Code: WeakBasicHash, Severity: Warn, Title: "weak basic-auth hash",
+			Effect:  "The user can log in: the `$apr1$` (MD5-crypt, what `htpasswd -nb` writes) or `{SHA}` (unsalted SHA-1) hash is verified, but either is cheap to brute force once the hash leaks (a stolen users file, a backup). Failed checks still go through the process-wide password-check slots and the failure budget, and cost as much as the route's most expensive hash.",
+			Fix:     "Re-create the line with a bcrypt hash: `htpasswd -nbB name password` (in a compose file write each `$` as `$$`).",
+			Example: "levee.http.app.basicAuth.users=admin:$apr1$H6uskkkW$5ZFNT.MKp/uF5QZ.U5Pld0",
+		},
+		{
+			Code: MixedHashCosts, Severity: Warn, Title: "basic-auth hashes of different costs",
+			Effect:  "Nothing is refused. So that timing does not tell which user names exist, every failed check costs the route's most expensive hash (a wrong password for a cheap hash is followed by a dummy check of the most expensive one), so cheap hashes save no CPU on failures.",
+			Fix:     "Re-hash every user of the route with one bcrypt cost: `htpasswd -nbB -C 10 name password`.",
+			Example: "levee.http.app.basicAuth.users=alice:$2y$04$…,bob:$2y$12$…",
 		},
 	}
 }

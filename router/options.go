@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/policy/basicauth"
 )
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
@@ -64,6 +65,12 @@ type Options struct {
 	// breaker keeps (default 60: five minutes at the default interval).
 	HistoryInterval time.Duration
 	HistorySamples  int
+
+	// PasswordSlots bound the basic-auth password checks (bcrypt) under
+	// way at once over every route, so that wrong passwords on one route
+	// cannot take the cores from the others; nil = basicauth.NewSlots(0,
+	// 0): half the cores, a 1s wait.
+	PasswordSlots *basicauth.Slots
 }
 
 // Defaults of the backend connection settings, shared by the router's
@@ -103,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HistorySamples <= 0 {
 		o.HistorySamples = DefaultHistorySamples
+	}
+	if o.PasswordSlots == nil {
+		o.PasswordSlots = basicauth.NewSlots(0, 0)
 	}
 	if o.RemovedRouteGrace <= 0 {
 		o.RemovedRouteGrace = 30 * time.Second

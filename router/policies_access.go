@@ -22,7 +22,7 @@ import (
 // policies, sorted by stage. Callers hold r.mu.
 func (r *Router) compilePolicies(rt *Route) []diagnostics.Diagnostic {
 	env := policy.Env{Route: rt.ep.ID, Rec: r.refusals, Now: r.clock.Now, TrustedProxies: r.opts.TrustedProxies}
-	access, diags := accessPolicies(&rt.ep, rt.state, env, r.authTransport)
+	access, diags := accessPolicies(&rt.ep, rt.state, env, r.authTransport, r.opts.PasswordSlots)
 	ps := append(access, transformPolicies(&rt.ep, env)...)
 	rt.chain = policy.NewChain(ps)
 	names := make([]string, 0, len(ps))
@@ -39,12 +39,15 @@ func (r *Router) compilePolicies(rt *Route) []diagnostics.Diagnostic {
 // every request, with a diagnostic (the validator has reported the bad
 // value already; these are what only the router sees: a users file that
 // cannot be read, a policy without its essential field).
-func accessPolicies(ep *config.Entrypoint, rs *RouteState, env policy.Env, authRT http.RoundTripper) ([]policy.Policy, []diagnostics.Diagnostic) {
+func accessPolicies(ep *config.Entrypoint, rs *RouteState, env policy.Env, authRT http.RoundTripper, slots *basicauth.Slots) ([]policy.Policy, []diagnostics.Diagnostic) {
 	a := &ep.Access
 	var ps []policy.Policy
 	var diags []diagnostics.Diagnostic
 	report := func(code diagnostics.Code, key, fallback string, err error) {
 		diags = append(diags, diagnostics.New(code, sourceOf(*ep), key, "", fallback, err.Error(), ""))
+	}
+	warn := func(code diagnostics.Code, key, fallback, msg, hint string) {
+		diags = append(diags, diagnostics.New(code, sourceOf(*ep), key, "", fallback, msg, hint))
 	}
 	if c := a.IPAllowList; c != nil {
 		p, err := ipallow.New(c, env)
@@ -68,11 +71,17 @@ func accessPolicies(ep *config.Entrypoint, rs *RouteState, env policy.Env, authR
 		}
 	}
 	if c := a.BasicAuth; c != nil {
-		p, err := basicauth.New(c, PolicyState(rs, basicauth.Name, basicauth.NewCache), env)
+		p, notes, err := basicauth.New(c, PolicyState(rs, basicauth.Name, basicauth.NewCache), slots, env)
 		if err != nil && (c.UsersFile != "" || len(c.Users) == 0) {
 			// Bad users lines were reported by the validator; a file's
 			// contents and a missing list only show here.
 			report(diagnostics.BadBasicAuth, "basicAuth.usersFile", "route denies every request", err)
+		}
+		for _, m := range notes.Weak {
+			warn(diagnostics.WeakBasicHash, "basicAuth.usersFile", config.WeakHashFallback, m, config.WeakHashHint)
+		}
+		if notes.Mixed != "" {
+			warn(diagnostics.MixedHashCosts, "basicAuth.usersFile", config.MixedCostsFallback, notes.Mixed, config.MixedCostsHint)
 		}
 		ps = append(ps, p)
 	}

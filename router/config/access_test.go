@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,10 @@ var accessFieldCases = []fieldCase{
 	{field: "basicAuth.users", get: func(d cfgDecoded) any { return accessOf(d).BasicAuth.Users },
 		valid: []validCase{{testBcrypt, "", []string{testBcrypt}}, {testBcrypt + "," + strings.Replace(testBcrypt, "admin", "bob", 1), "", []string{testBcrypt, strings.Replace(testBcrypt, "admin", "bob", 1)}}},
 		invalid: []invalidCase{
-			{label: "admin:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:$apr…"},
+			{label: "admin:$1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:$1$H…"},
+			{label: "admin:$apr1$H6uskkkW$short", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:$apr…"},
+			{label: "admin:$2y$31$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:$2y$…"},
+			{label: "admin:$2y$15$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:$2y$…"},
 			{label: "admin:secret", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:secr…"},
 			{label: "{SHA}abc", code: diagnostics.BadBasicAuth, fallback: denies, value: "(not name:hash)"},
 			{label: "admin:$2y$03$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", code: diagnostics.BadBasicAuth, fallback: denies, value: "admin:$2y$…"},
@@ -143,12 +147,51 @@ func TestAccessPolicyNameHints(t *testing.T) {
 	}
 }
 
-func TestCheckBcryptLine(t *testing.T) {
-	if _, err := CheckBcryptLine(testBcrypt); err != nil {
+// apr1 and {SHA} lines, as htpasswd -nb and -nbs write them, are
+// accepted with W055 saying they are weak and how to make a bcrypt hash;
+// users of different costs get W056.
+func TestWeakAndMixedBasicAuthHashes(t *testing.T) {
+	apr1 := "ann:$apr1$H6uskkkW$5ZFNT.MKp/uF5QZ.U5Pld0"
+	sha := "sam:{SHA}/vNB+F2HQ559kaLUZbmHHvZrXpg="
+	cost12 := "bob:$2y$12$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC"
+	ep, ds, err := DecodeEntrypoint(FormatJSON, []byte(`{"name":"app","backends":[{"address":"10.0.0.5","port":8080}],"config":{"hostnames":["a.example.com"],`+
+		`"basic_auth":{"users":["`+apr1+`","`+sha+`","`+testBcrypt+`","`+cost12+`"]}}}`), diagnostics.Source{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"", ":x", "admin:$$2y$$05$$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", "admin", "admin:" + strings.Repeat("x", 60), "admin:$2y$05$" + strings.Repeat("!", 53), "admin:$2y$99$" + strings.Repeat("a", 53)} {
-		if _, err := CheckBcryptLine(bad); err == nil {
+	if got := ep.Access.BasicAuth.Users; len(got) != 4 {
+		t.Fatalf("users %v", got)
+	}
+	var weak []string
+	var mixed []diagnostics.Diagnostic
+	for _, d := range ds {
+		switch d.Code {
+		case diagnostics.WeakBasicHash:
+			weak = append(weak, d.Value)
+			if !strings.Contains(d.Hint, "htpasswd -nbB") {
+				t.Errorf("W055 without the bcrypt recipe: %v", d)
+			}
+		case diagnostics.MixedHashCosts:
+			mixed = append(mixed, d)
+		default:
+			t.Errorf("unexpected %v", d)
+		}
+	}
+	if !slices.Equal(weak, []string{"ann:$apr…", "sam:{SHA…"}) {
+		t.Errorf("W055 for %v, want ann and sam", weak)
+	}
+	if len(mixed) != 1 || !strings.Contains(mixed[0].Message, "admin bcrypt cost 5") || !strings.Contains(mixed[0].Message, "bob bcrypt cost 12") ||
+		!strings.Contains(mixed[0].Message, "ann apr1") {
+		t.Errorf("W056 %v", mixed)
+	}
+}
+
+func TestCheckHtpasswdLine(t *testing.T) {
+	if _, _, err := CheckHtpasswdLine(testBcrypt); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", ":x", "admin:$$2y$$05$$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", "admin", "admin:" + strings.Repeat("x", 60), "admin:$2y$05$" + strings.Repeat("!", 53), "admin:$2y$99$" + strings.Repeat("a", 53), "admin:$2y$15$" + strings.Repeat("a", 53), "admin:{SHA}abc", "admin:{SSHA}/vNB+F2HQ559kaLUZbmHHvZrXpg="} {
+		if _, _, err := CheckHtpasswdLine(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

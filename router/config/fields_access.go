@@ -17,10 +17,10 @@ func accessPolicyFields() []Field {
 	return []Field{
 		// Basic auth.
 		{Label: "basicAuth.users", JSON: "config.basic_auth.users", Kind: KindList, Default: "(none)", Code: diagnostics.BadBasicAuth,
-			Doc:     "htpasswd lines `name:hash`, comma-separated, bcrypt hashes only (`htpasswd -nbB name password`); in a compose file write each `$` of a hash as `$$`. Requests without valid credentials get 401 (`unauthorized`). A line that is not bcrypt makes the route deny every request (W050), never fail open.",
+			Doc:     "htpasswd lines `name:hash`, comma-separated: bcrypt of cost 4-14 (`htpasswd -nbB name password`), or for migration `$apr1$` and `{SHA}` (accepted with W055: weak); in a compose file write each `$` of a hash as `$$`. Requests without valid credentials get 401 (`unauthorized`). Plain text, another kind of hash or a cost above 14 makes the route deny every request (W050), never fail open.",
 			Example: "admin:$2y$05$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", set: setBasicUsers},
 		{Label: "basicAuth.usersFile", JSON: "config.basic_auth.users_file", Kind: KindString, Default: "(none)", Code: diagnostics.BadBasicAuth,
-			Doc:     "A file of more htpasswd lines (bcrypt), one per line, read when the route is (re)built. An unreadable file makes the route deny every request.",
+			Doc:     "A file of more htpasswd lines (as `users`), one per line, read when the route is (re)built. A file that is missing, not a regular file or larger than 1 MiB makes the route deny every request (W050).",
 			Example: "/etc/levee/htpasswd", set: setBasicUsersFile},
 		{Label: "basicAuth.realm", JSON: "config.basic_auth.realm", Kind: KindString, Default: DefaultRealm, Code: diagnostics.BadBasicAuth,
 			Doc:     "The realm of the `WWW-Authenticate` challenge (RFC 7617).",
@@ -147,13 +147,45 @@ func setBasicUsers(d *draft, f *Field, key string, v any) {
 		return
 	}
 	// A bad line stays in the list: the route denies until it is fixed.
+	var names []string
+	var hashes []Hash
 	for _, line := range items {
-		if _, err := CheckBcryptLine(line); err != nil {
+		name, h, err := CheckHtpasswdLine(line)
+		switch {
+		case err != nil:
 			d.add(f.Code, key, redactLine(line), "route denies every request",
 				"invalid basicAuth.users: "+err.Error(), "use bcrypt hashes (htpasswd -nbB name password); in compose write each $ as $$")
+			continue
+		case h.Kind.Weak():
+			d.add(diagnostics.WeakBasicHash, key, redactLine(line), WeakHashFallback,
+				WeakHashMessage(name, h), WeakHashHint)
 		}
+		names, hashes = append(names, name), append(hashes, h)
+	}
+	if m := MixedCosts(names, hashes); m != "" {
+		d.add(diagnostics.MixedHashCosts, key, "", MixedCostsFallback,
+			MixedCostsMessage(m), MixedCostsHint)
 	}
 	ba.Users = items
+}
+
+// The texts of W055 and W056, shared with the router (which reports them
+// for a users file).
+const (
+	WeakHashFallback   = "the weak hash: the user can log in"
+	WeakHashHint       = "create a bcrypt hash: htpasswd -nbB name password (in compose write each $ as $$)"
+	MixedCostsFallback = "the costliest check on every failure"
+	MixedCostsHint     = "re-hash every user with one bcrypt cost: htpasswd -nbB -C 10 name password"
+)
+
+// WeakHashMessage is W055's message for user's hash h.
+func WeakHashMessage(user string, h Hash) string {
+	return fmt.Sprintf("user %q has a weak %s hash: accepted for migration, cheap to brute force if it leaks", user, h.Kind)
+}
+
+// MixedCostsMessage is W056's message for MixedCosts' description m.
+func MixedCostsMessage(m string) string {
+	return "basicAuth users' hashes differ in cost (" + m + "): every failed check costs the most expensive one, so that timing does not tell names apart"
 }
 
 // redactLine keeps the user name and the kind of hash of an htpasswd line

@@ -74,7 +74,7 @@ const (
 )
 
 // BasicAuth is HTTP Basic authentication (RFC 7617) against htpasswd
-// lines whose hashes are bcrypt.
+// lines (see CheckHtpasswdLine for the hashes accepted).
 type BasicAuth struct {
 	// Users are "name:hash" lines; compose files escape each '$' of a
 	// hash as "$$".
@@ -144,39 +144,6 @@ func ParseSourceRange(s string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
-// CheckBcryptLine checks an htpasswd line "name:hash": a non-empty name
-// without ':' and a bcrypt hash ($2a$, $2b$, $2y$; cost 4-31; 53 more
-// characters of bcrypt's base64). Other htpasswd hashes (MD5-crypt
-// "$apr1$", SHA-1 "{SHA}", crypt, plain text) are refused: they are weak,
-// and Levee verifies bcrypt only.
-func CheckBcryptLine(line string) (user string, err error) {
-	user, hash, ok := strings.Cut(line, ":")
-	if !ok || user == "" {
-		return "", fmt.Errorf("want name:hash")
-	}
-	switch {
-	case strings.HasPrefix(hash, "$$"):
-		// Compose turns "$$" into "$"; a label set another way (docker run
-		// -l, the API) takes the hash as written.
-		return user, fmt.Errorf("user %q: hash starts with $$: write $$ only in a compose file, where it stands for $", user)
-	case strings.HasPrefix(hash, "$apr1$"), strings.HasPrefix(hash, "{SHA}"), strings.HasPrefix(hash, "$1$"):
-		return user, fmt.Errorf("user %q: hash is not bcrypt (%s); create it with htpasswd -B", user, hash[:min(len(hash), 5)])
-	case len(hash) != 60 || hash[0] != '$' || hash[1] != '2' || hash[3] != '$' || hash[6] != '$' ||
-		!strings.ContainsRune("aby", rune(hash[2])):
-		return user, fmt.Errorf("user %q: hash is not bcrypt; create it with htpasswd -B", user)
-	}
-	cost := int(hash[4]-'0')*10 + int(hash[5]-'0')
-	if hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9' || cost < 4 || cost > 31 {
-		return user, fmt.Errorf("user %q: bcrypt cost must be 04-31", user)
-	}
-	for _, c := range hash[7:] {
-		if !(c == '.' || c == '/' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return user, fmt.Errorf("user %q: hash is not bcrypt", user)
-		}
-	}
-	return user, nil
 }
 
 // ParseCriterion checks a sourceCriterion: ip, host or header:<name>.

@@ -13,7 +13,7 @@ func TestOperationsDocListsEveryReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{ReasonUnauthorized, ReasonForbiddenIP, ReasonRateLimited, ReasonTooManyInFlight, ReasonAuthUnavailable, ReasonPolicyMisconfigured} {
+	for _, v := range []string{ReasonUnauthorized, ReasonForbiddenIP, ReasonRateLimited, ReasonTooManyInFlight, ReasonAuthUnavailable, ReasonAuthThrottled, ReasonAuthBusy, ReasonPolicyMisconfigured} {
 		if !strings.Contains(string(doc), "| `"+v+"` |") {
 			t.Errorf("docs/operations.md has no row for X-Levee-Diagnostic %q", v)
 		}

@@ -76,8 +76,14 @@ const (
 	// ReasonBadHeader: a credential field came twice (400), so that the
 	// policy and the backend could read different ones.
 	ReasonBadHeader = "bad-header"
+	// ReasonAuthThrottled: the client address has failed basic auth too
+	// often on the route; it is refused without a password check (429).
+	ReasonAuthThrottled = "auth-throttled"
+	// ReasonAuthBusy: every password-check slot of the process stayed busy
+	// for the whole wait (503); the backend is not at fault.
+	ReasonAuthBusy = "auth-busy"
 	// ReasonPolicyMisconfigured: the policy's configuration is invalid
-	// (a bad CIDR, a non-bcrypt hash, an unreadable users file) and the
+	// (a bad CIDR, a hash Levee cannot verify, an unreadable users file) and the
 	// route denies every request rather than fail open.
 	ReasonPolicyMisconfigured = "policy-misconfigured"
 )

@@ -131,7 +131,7 @@ func TestMisconfiguredPolicyDenies(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := newBackend(t, "b1")
 	e := ep("locked", b.backend())
-	e.Access.BasicAuth = &config.BasicAuth{Users: []string{"admin:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/"}, Realm: "x"}
+	e.Access.BasicAuth = &config.BasicAuth{Users: []string{"admin:$1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/"}, Realm: "x"}
 	e.Access.RateLimit = &config.RateLimit{Average: 0, Period: time.Second, Burst: 1} // no average: off, reported
 	h.set("docker", e)
 	code, _, resp := h.get("locked.test", "/")

@@ -1,21 +1,39 @@
 // Package basicauth is the basic-auth policy: HTTP Basic authentication
-// (RFC 7617) against htpasswd lines with bcrypt hashes. A request without
-// valid credentials is refused with 401, a WWW-Authenticate challenge
-// naming the realm, and X-Levee-Diagnostic: unauthorized.
+// (RFC 7617) against htpasswd lines. A request without valid credentials
+// is refused with 401, a WWW-Authenticate challenge naming the realm, and
+// X-Levee-Diagnostic: unauthorized.
 //
-// # Failing closed
+// # Hashes, and failing closed
 //
-// A users line that is not name:bcrypt-hash (MD5-crypt, SHA-1, crypt,
-// plain text), a users file that cannot be read, or no users at all make
-// the policy refuse every request (403, policy-misconfigured). Only
-// bcrypt is verified, with golang.org/x/crypto/bcrypt.
+// bcrypt (cost config.MinBcryptCost-config.MaxBcryptCost) is verified
+// with golang.org/x/crypto/bcrypt; `$apr1$` (MD5-crypt) and `{SHA}` are
+// accepted for migration, with a warning, and verified with
+// github.com/tg123/go-htpasswd. A users line that is none of these (plain
+// text, crypt, a bcrypt cost above the maximum), a users file that cannot
+// be read (missing, not a regular file, over MaxUsersFile bytes), or no
+// users at all make the policy refuse every request (403,
+// policy-misconfigured).
+//
+// # CPU: the process-wide bound and the failure budget
+//
+// A check that the cache cannot answer runs in one of the process's
+// Slots (shared by every basic-auth route), waiting at most the Slots'
+// wait; past it the request is refused (503, auth-busy, Retry-After: 1).
+// Each client address has a failure budget per route (FailureBurst, then
+// one every FailureEvery); a client that has spent it is refused without
+// any check (429, auth-throttled, Retry-After). So a flood of wrong
+// passwords costs the flooding client, and at most the slots' share of
+// the cores, never the other routes. These refusals are Levee's own:
+// they never reach the backend or its breaker.
 //
 // # Timing
 //
 // The user name is compared with every configured name in constant time
-// (crypto/subtle), without an early exit, and an unknown name is checked
-// against a dummy hash of the same cost, so the answer's timing does not
-// tell which names exist.
+// (crypto/subtle), without an early exit. Every failed check costs the
+// route's most expensive hash: an unknown name is checked against a dummy
+// of that kind and cost, and a wrong password for a cheaper hash is
+// followed by the same dummy check, so the answer's timing does not tell
+// which names exist.
 //
 // # The verified-credentials cache
 //
@@ -29,135 +47,56 @@
 // removed user is never let in from the cache. Failures are never cached,
 // so guessing fills nothing. The cache holds at most MaxCached entries
 // (about 100 bytes each); when full, it is emptied, which costs the next
-// requests one bcrypt each. The plaintext is never stored, and the
+// requests one check each. The plaintext is never stored, and the
 // digests are useless without the process's key.
 package basicauth
 
 import (
-	"bufio"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
+	"math"
 	"net/http"
-	"os"
-	"strings"
-	"sync"
-
-	"golang.org/x/crypto/bcrypt"
+	"strconv"
+	"time"
 
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
+	"github.com/levee-proxy/levee/router/policy/ratelimit"
 )
 
 // Name is the policy's name in metrics and logs.
 const Name = "basic-auth"
 
-// MaxCached bounds a route's cache of verified credentials.
-const MaxCached = 1024
-
-// Cache remembers credentials that verified (see the package doc).
-type Cache struct {
-	key [32]byte
-	// macs are HMAC-SHA-256 states under key, reused (hash.Hash is not
-	// safe for concurrent use).
-	macs sync.Pool
-	mu   sync.Mutex
-	ok   map[[32]byte]string // HMAC(user, password) → the hash it verified against
-	// dummies are hashes by cost that unknown names are checked against,
-	// made on first use (not while the router rebuilds).
-	dummies map[int][]byte
-}
-
-func (c *Cache) dummy(cost int) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.dummies[cost]; ok {
-		return d
-	}
-	d, err := bcrypt.GenerateFromPassword([]byte("levee-dummy-password"), max(cost, bcrypt.MinCost))
-	if err != nil {
-		d = []byte("$2a$04$invalid")
-	}
-	if c.dummies == nil {
-		c.dummies = make(map[int][]byte)
-	}
-	c.dummies[cost] = d
-	return d
-}
-
-// NewCache returns an empty cache with a fresh random key.
-func NewCache() *Cache {
-	c := &Cache{ok: make(map[[32]byte]string)}
-	if _, err := rand.Read(c.key[:]); err != nil {
-		panic(fmt.Sprintf("basicauth: no randomness for the cache key: %v", err)) // crypto/rand never fails on supported platforms
-	}
-	c.macs.New = func() any { return hmac.New(sha256.New, c.key[:]) }
-	return c
-}
-
-func (c *Cache) digest(user, pass string) [32]byte {
-	m := c.macs.Get().(hash.Hash)
-	m.Reset()
-	_, _ = io.WriteString(m, user)
-	_, _ = m.Write(zero[:])
-	_, _ = io.WriteString(m, pass)
-	var d [32]byte
-	m.Sum(d[:0])
-	c.macs.Put(m)
-	return d
-}
-
-var zero [1]byte
-
-// hit reports whether d verified against current (the user's hash now).
-func (c *Cache) hit(d [32]byte, current string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, ok := c.ok[d]
-	return ok && h == current // both are configured hashes: no client secret to time
-}
-
-func (c *Cache) add(d [32]byte, verified string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.ok) >= MaxCached {
-		clear(c.ok)
-	}
-	c.ok[d] = verified
-}
-
-// Len returns the number of cached credentials.
-func (c *Cache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.ok)
-}
-
-type user struct {
-	name    [32]byte // SHA-256 of the name: every comparison has one length
-	hash    []byte
-	hashStr string // the same, as the cache's value
-}
-
 // Policy is one route's compiled basic auth.
 type Policy struct {
 	users     []user
-	cost      int // of the first user's hash: the dummy's cost
+	costliest config.Hash // the most expensive hash: the dummy's kind and cost
+	dummy     matcher     // of costliest's kind and cost
 	challenge []string
 	remove    bool
 	deny      bool
 	cache     *Cache
+	slots     *Slots
+	client    ratelimit.Criterion
+	now       func() time.Time
 	ref       policy.Refuser
 }
 
-// New compiles cfg, reading its users file. Any bad line or an unreadable
+// Notes are the warnings only New can see, about the users file's lines
+// (the validator reports the inline users').
+type Notes struct {
+	// Weak are W055 messages, one per apr1 or {SHA} line of the file.
+	Weak []string
+	// Mixed is W056's message when the file makes the costs differ.
+	Mixed string
+}
+
+// New compiles cfg, reading its users file; cache is the route's state,
+// slots the process's bound on checks. Any bad line or an unreadable
 // file gives an error and a Policy that refuses every request.
-func New(cfg *config.BasicAuth, cache *Cache, env policy.Env) (*Policy, error) {
+func New(cfg *config.BasicAuth, cache *Cache, slots *Slots, env policy.Env) (*Policy, Notes, error) {
 	realm := cfg.Realm
 	if realm == "" {
 		realm = config.DefaultRealm
@@ -166,55 +105,56 @@ func New(cfg *config.BasicAuth, cache *Cache, env policy.Env) (*Policy, error) {
 		challenge: []string{`Basic realm="` + realm + `", charset="UTF-8"`},
 		remove:    cfg.RemoveHeader,
 		cache:     cache,
+		slots:     slots,
+		client:    ratelimit.NewCriterion(config.CriterionIP, env),
+		now:       env.Clock(),
 		ref:       env.Refuser(Name),
 	}
-	lines := cfg.Users
+	var notes Notes
 	var errs []error
-	if cfg.UsersFile != "" {
-		more, err := readUsersFile(cfg.UsersFile)
-		if err != nil {
-			errs = append(errs, err)
+	var names []string
+	var hashes []config.Hash
+	add := func(lines []string, fromFile bool) {
+		for _, l := range lines {
+			name, u, err := parseUser(l)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if fromFile && u.kind.Kind.Weak() {
+				notes.Weak = append(notes.Weak, config.WeakHashMessage(name, u.kind))
+			}
+			p.users = append(p.users, u)
+			names, hashes = append(names, name), append(hashes, u.kind)
 		}
-		lines = append(lines[:len(lines):len(lines)], more...)
 	}
-	for _, l := range lines {
-		name, err := config.CheckBcryptLine(l)
+	add(cfg.Users, false)
+	inlineMixed := config.MixedCosts(names, hashes)
+	if cfg.UsersFile != "" {
+		lines, err := readUsersFile(cfg.UsersFile)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		h := l[len(name)+1:]
-		p.users = append(p.users, user{name: sha256.Sum256([]byte(name)), hash: []byte(h), hashStr: h})
+		add(lines, true)
+	}
+	if m := config.MixedCosts(names, hashes); m != "" && inlineMixed == "" {
+		notes.Mixed = config.MixedCostsMessage(m)
 	}
 	if len(p.users) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("no users: nobody can log in"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		p.deny = true
-		return p, fmt.Errorf("basicAuth: %w", err)
+		return p, notes, fmt.Errorf("basicAuth: %w", err)
 	}
-	p.cost, _ = bcrypt.Cost(p.users[0].hash)
-	return p, nil
-}
-
-// readUsersFile reads htpasswd lines, skipping blank lines and # comments.
-func readUsersFile(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("users file: %w", err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
+	p.costliest = p.users[0].kind
+	for _, u := range p.users[1:] {
+		if weight(u.kind) > weight(p.costliest) {
+			p.costliest = u.kind
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("users file %s: %w", path, err)
-	}
-	return out, nil
+	p.dummy = newDummy(p.costliest)
+	return p, notes, nil
 }
 
 // Name implements policy.Policy.
@@ -230,35 +170,94 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		return
 	}
 	name, pass, ok := r.BasicAuth()
-	if !ok || !p.verify(name, pass) {
+	v, retry := verdictWrong, time.Duration(0)
+	if ok {
+		v, retry = p.verify(r, name, pass)
+	}
+	switch v {
+	case verdictOK:
+		if p.remove {
+			r.Header.Del("Authorization")
+		}
+		next.ServeHTTP(w, r)
+	case verdictThrottled:
+		w.Header().Set("Retry-After", strconv.FormatInt(max(int64(math.Ceil(retry.Seconds())), 1), 10))
+		p.ref.Refuse(w, http.StatusTooManyRequests, policy.ReasonAuthThrottled, "too many failed logins from this address\n")
+	case verdictBusy:
+		w.Header().Set("Retry-After", "1")
+		p.ref.Refuse(w, http.StatusServiceUnavailable, policy.ReasonAuthBusy, "password checks are busy, try again\n")
+	case verdictNoClient:
+		p.ref.Refuse(w, http.StatusForbidden, policy.ReasonForbiddenIP, "client address could not be determined\n")
+	default:
 		w.Header()["Www-Authenticate"] = p.challenge
 		p.ref.Refuse(w, http.StatusUnauthorized, policy.ReasonUnauthorized, "authentication required\n")
-		return
 	}
-	if p.remove {
-		r.Header.Del("Authorization")
-	}
-	next.ServeHTTP(w, r)
 }
 
+// verdict is what verify decided.
+type verdict uint8
+
+const (
+	verdictWrong     verdict = iota // 401
+	verdictOK                       // to the backend
+	verdictThrottled                // the client's failure budget is spent: 429
+	verdictBusy                     // no check slot within the wait: 503
+	verdictNoClient                 // the client address is unknown: 403
+)
+
 // verify checks name and password: constant-time name lookup, then the
-// cache, then bcrypt.
-func (p *Policy) verify(name, pass string) bool {
+// cache, then the client's failure budget and a slot, then the hash. The
+// budget is spent before the check (concurrent guesses cannot overdraw
+// it) and given back when the password was right. retry is the wait
+// before the budget has a token again (verdictThrottled).
+func (p *Policy) verify(r *http.Request, name, pass string) (v verdict, retry time.Duration) {
 	u := p.lookup(name)
+	var d [32]byte
+	if u != nil {
+		d = p.cache.digest(name, pass)
+		if p.cache.hit(d, u.hashStr) {
+			return verdictOK, 0
+		}
+	}
+	k, ok := p.client.Of(r)
+	if !ok {
+		return verdictNoClient, 0
+	}
+	now := p.now()
+	res := p.cache.budget(k).ReserveN(now, 1)
+	if delay := res.DelayFrom(now); !res.OK() || delay > 0 {
+		res.CancelAt(now)
+		return verdictThrottled, delay
+	}
+	if err := p.slots.acquire(r.Context()); err != nil {
+		res.CancelAt(now) // not the client's failure
+		return verdictBusy, 0
+	}
+	matched := p.check(u, pass)
+	p.slots.release()
+	if !matched {
+		return verdictWrong, 0
+	}
+	res.CancelAt(now)
+	p.cache.add(d, u.hashStr)
+	return verdictOK, 0
+}
+
+// check runs u's hash (the dummy for an unknown name). A failure costs
+// the route's most expensive hash whatever the name: a wrong password
+// for a cheaper hash is followed by the dummy check.
+func (p *Policy) check(u *user, pass string) bool {
 	if u == nil {
-		// Same work as a known name: the timing does not tell.
-		_ = bcrypt.CompareHashAndPassword(p.cache.dummy(p.cost), []byte(pass))
+		_ = p.dummy.MatchesPassword(pass)
 		return false
 	}
-	d := p.cache.digest(name, pass)
-	if p.cache.hit(d, u.hashStr) {
+	if u.check.MatchesPassword(pass) {
 		return true
 	}
-	if bcrypt.CompareHashAndPassword(u.hash, []byte(pass)) != nil {
-		return false
+	if weight(u.kind) < weight(p.costliest) {
+		_ = p.dummy.MatchesPassword(pass)
 	}
-	p.cache.add(d, u.hashStr)
-	return true
+	return false
 }
 
 // lookup returns name's user, comparing with every user in constant time.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -28,15 +29,24 @@ func withAuth(user, pass string) *http.Request {
 	return r
 }
 
+// Hashes of "s3cret" as htpasswd writes them: -nb (apr1, by openssl
+// passwd -apr1) and -nbs ({SHA}).
+const (
+	apr1Line = "ann:$apr1$H6uskkkW$5ZFNT.MKp/uF5QZ.U5Pld0"
+	shaLine  = "sam:{SHA}/vNB+F2HQ559kaLUZbmHHvZrXpg="
+)
+
 func TestBasicAuth(t *testing.T) {
 	users := []string{line(t, "admin", "s3cret"), line(t, "bob", "hunter2")}
+	// A well-formed bcrypt hash of cost 31: one check would take minutes.
+	cost31 := strings.Replace(line(t, "big", "x"), "$04$", "$31$", 1)
 	dir := t.TempDir()
 	goodFile := filepath.Join(dir, "htpasswd")
 	if err := os.WriteFile(goodFile, []byte("# users\n\n"+line(t, "carol", "pw")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	badFile := filepath.Join(dir, "bad")
-	if err := os.WriteFile(badFile, []byte("dave:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/\n"), 0o600); err != nil {
+	if err := os.WriteFile(badFile, []byte("dave:$1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -59,15 +69,20 @@ func TestBasicAuth(t *testing.T) {
 		}(), want: 401, reason: policy.ReasonUnauthorized},
 		{name: "users file", cfg: config.BasicAuth{UsersFile: goodFile}, req: withAuth("carol", "pw"), want: 200},
 		{name: "users and file", cfg: config.BasicAuth{Users: users, UsersFile: goodFile}, req: withAuth("admin", "s3cret"), want: 200},
-		{name: "non-bcrypt line denies all", cfg: config.BasicAuth{Users: append([]string{"x:$apr1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/"}, users...)}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
+		{name: "md5-crypt line denies all", cfg: config.BasicAuth{Users: append([]string{"x:$1$H6uskkkW$IgXLP6ewTrSuBkTrqE8wj/"}, users...)}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
 		{name: "plain text denies all", cfg: config.BasicAuth{Users: []string{"admin:s3cret"}}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
 		{name: "non-bcrypt file denies all", cfg: config.BasicAuth{Users: users, UsersFile: badFile}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
 		{name: "missing file denies all", cfg: config.BasicAuth{Users: users, UsersFile: filepath.Join(dir, "none")}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
+		{name: "apr1", cfg: config.BasicAuth{Users: []string{apr1Line}}, req: withAuth("ann", "s3cret"), want: 200},
+		{name: "apr1 wrong password", cfg: config.BasicAuth{Users: []string{apr1Line}}, req: withAuth("ann", "s3cre"), want: 401, reason: policy.ReasonUnauthorized},
+		{name: "sha", cfg: config.BasicAuth{Users: []string{shaLine}}, req: withAuth("sam", "s3cret"), want: 200},
+		{name: "sha wrong password", cfg: config.BasicAuth{Users: []string{shaLine}}, req: withAuth("sam", "x"), want: 401, reason: policy.ReasonUnauthorized},
+		{name: "bcrypt cost above the maximum denies all", cfg: config.BasicAuth{Users: append([]string{cost31}, users...)}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
 		{name: "no users denies all", cfg: config.BasicAuth{}, req: withAuth("admin", "s3cret"), want: 403, reason: policy.ReasonPolicyMisconfigured, compile: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := &policytest.Recorder{}
-			p, err := New(&c.cfg, NewCache(), policy.Env{Route: "r", Rec: rec})
+			p, _, err := New(&c.cfg, NewCache(), NewSlots(1, 0), policy.Env{Route: "r", Rec: rec})
 			if (err != nil) != c.compile {
 				t.Fatalf("compile error %v, want error %v", err, c.compile)
 			}
@@ -86,7 +101,7 @@ func TestBasicAuth(t *testing.T) {
 }
 
 func TestRealmAndRemoveHeader(t *testing.T) {
-	p, err := New(&config.BasicAuth{Users: []string{line(t, "a", "b")}, Realm: "admin area", RemoveHeader: true}, NewCache(), policy.Env{})
+	p, _, err := New(&config.BasicAuth{Users: []string{line(t, "a", "b")}, Realm: "admin area", RemoveHeader: true}, NewCache(), NewSlots(1, 0), policy.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +118,7 @@ func TestRealmAndRemoveHeader(t *testing.T) {
 // in a password that no longer matches, and stays within its bound.
 func TestCache(t *testing.T) {
 	cache := NewCache()
-	p, _ := New(&config.BasicAuth{Users: []string{line(t, "admin", "old")}}, cache, policy.Env{})
+	p, _, _ := New(&config.BasicAuth{Users: []string{line(t, "admin", "old")}}, cache, NewSlots(1, 0), policy.Env{})
 	if res := policytest.Run(p, withAuth("admin", "old")); res.Code != 200 || cache.Len() != 1 {
 		t.Fatalf("first: %d, cache %d", res.Code, cache.Len())
 	}
@@ -112,7 +127,7 @@ func TestCache(t *testing.T) {
 	}
 	// The password changed: the same cache (route state) must not let the
 	// old one in.
-	p2, _ := New(&config.BasicAuth{Users: []string{line(t, "admin", "new")}}, cache, policy.Env{})
+	p2, _, _ := New(&config.BasicAuth{Users: []string{line(t, "admin", "new")}}, cache, NewSlots(1, 0), policy.Env{})
 	if res := policytest.Run(p2, withAuth("admin", "old")); res.Code != 401 {
 		t.Fatalf("old password let in from the cache: %d", res.Code)
 	}
@@ -120,7 +135,7 @@ func TestCache(t *testing.T) {
 		t.Fatalf("new password: %d", res.Code)
 	}
 	// The user was removed.
-	p3, _ := New(&config.BasicAuth{Users: []string{line(t, "other", "x")}}, cache, policy.Env{})
+	p3, _, _ := New(&config.BasicAuth{Users: []string{line(t, "other", "x")}}, cache, NewSlots(1, 0), policy.Env{})
 	if res := policytest.Run(p3, withAuth("admin", "new")); res.Code != 401 {
 		t.Fatalf("removed user let in from the cache: %d", res.Code)
 	}
@@ -141,7 +156,7 @@ func BenchmarkBasicAuth(b *testing.B) {
 	users := []string{"admin:" + string(h)}
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	b.Run("cached", func(b *testing.B) {
-		p, _ := New(&config.BasicAuth{Users: users}, NewCache(), policy.Env{})
+		p, _, _ := New(&config.BasicAuth{Users: users}, NewCache(), NewSlots(1, 0), policy.Env{})
 		r := withAuth("admin", "s3cret")
 		p.Serve(nil, r, next)
 		b.ReportAllocs()
@@ -150,7 +165,7 @@ func BenchmarkBasicAuth(b *testing.B) {
 		}
 	})
 	b.Run("bcrypt", func(b *testing.B) {
-		p, _ := New(&config.BasicAuth{Users: users}, NewCache(), policy.Env{})
+		p, _, _ := New(&config.BasicAuth{Users: users}, NewCache(), NewSlots(1, 0), policy.Env{})
 		r := withAuth("admin", "s3cret")
 		b.ReportAllocs()
 		for b.Loop() {
