@@ -27,7 +27,8 @@ const (
 	// Warn: a field had a bad value and fell back to its default; the
 	// service is still routed.
 	Warn
-	// Error: the service (or object) is not routed.
+	// Error: the service (or object) is not routed, or is routed denying
+	// every request (an access policy Levee cannot read).
 	Error
 )
 

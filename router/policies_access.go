@@ -10,6 +10,7 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/policy/basicauth"
+	"github.com/levee-proxy/levee/router/policy/deny"
 	"github.com/levee-proxy/levee/router/policy/forwardauth"
 	"github.com/levee-proxy/levee/router/policy/inflight"
 	"github.com/levee-proxy/levee/router/policy/ipallow"
@@ -45,6 +46,10 @@ func accessPolicies(ep *config.Entrypoint, rs *RouteState, env policy.Env, authR
 	var diags []diagnostics.Diagnostic
 	report := func(code diagnostics.Code, key, fallback string, err error) {
 		diags = append(diags, diagnostics.New(code, sourceOf(*ep), key, "", fallback, err.Error(), ""))
+	}
+	if len(a.Unread) > 0 {
+		// The validator reported each key (E005, E006).
+		ps = append(ps, deny.New(env))
 	}
 	if c := a.IPAllowList; c != nil {
 		p, err := ipallow.New(c, env)

@@ -97,7 +97,7 @@ func TestValidateDegraded(t *testing.T) {
 	}
 	for _, want := range []string{
 		`W024 warn levee.http.shop.circuitBreaker.threshold="abc"`, "(using 0.5)",
-		`W013 warn levee.http.shop.circuitbreaker.minRequests="10"`, "did you mean levee.http.shop.circuitBreaker.minRequests?",
+		`W013 warn levee.http.shop.circuitBreaker.minRequest="10"`, "did you mean levee.http.shop.circuitBreaker.minRequests?",
 		`W028 warn levee.http.shop.stripPrefix="yep"`,
 		"I002 info levee.http.shop.port", "using 8080, the container's only exposed port",
 	} {

@@ -120,9 +120,8 @@ var otherProtocols = map[string]bool{"tcp": true, "udp": true, "tls": true, "htt
 func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diagnostics.Diagnostic) {
 	diags := p.traefikOnly(prefix, c)
 	src := p.source(c, "")
-	enableKey := prefix + ".enable"
+	enableKey, enableRaw, explicit := labelFold(c.Labels, prefix+".enable")
 	enabled := p.ExposedByDefault
-	enableRaw, explicit := c.Labels[enableKey]
 	if explicit {
 		b, err := config.ParseBool(enableRaw)
 		if err != nil {
@@ -143,20 +142,24 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 
 	keys := make([]string, 0, len(c.Labels))
 	for k := range c.Labels {
-		if strings.HasPrefix(k, prefix+".") {
+		if hasPrefixFold(k, prefix+".") {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 
+	// Keys are read in any case, as Traefik reads its labels; the service
+	// name is the operator's and keeps its case (App and app are two
+	// services), as do the entry names of map fields.
 	type svcKey struct{ proto, svc string }
 	services := map[svcKey]map[string]string{}
+	written := map[svcKey]map[string]string{} // field → the key as written
 	var order []svcKey
 	networkLabel, hasNetwork := "", false
 	otherLabels := false
 	for _, k := range keys {
 		rest := k[len(prefix)+1:]
-		switch rest {
+		switch strings.ToLower(rest) {
 		case "enable":
 			continue
 		case "network":
@@ -184,12 +187,14 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 				fmt.Sprintf("unknown label: want %s.enable, %s.network or %s.<protocol>.<service>.<field>", prefix, prefix, prefix), hint))
 			continue
 		}
-		sk := svcKey{parts[0], parts[1]}
+		sk := svcKey{strings.ToLower(parts[0]), parts[1]}
 		if services[sk] == nil {
 			services[sk] = map[string]string{}
+			written[sk] = map[string]string{}
 			order = append(order, sk)
 		}
 		services[sk][parts[2]] = c.Labels[k]
+		written[sk][parts[2]] = k
 	}
 
 	if len(order) == 0 {
@@ -220,11 +225,16 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			// Key and value are those of a real label (the first field of the
 			// service), so the operator can find the line in the compose
 			// file; the protocol is named in the message.
-			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, fields[first], "",
+			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, written[sk][first], fields[first], "",
 				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}
-		keyOf := func(field string) string { return prefix + "." + sk.proto + "." + sk.svc + "." + field }
+		keyOf := func(field string) string {
+			if k, ok := written[sk][field]; ok {
+				return k
+			}
+			return prefix + "." + sk.proto + "." + sk.svc + "." + field
+		}
 		fields, vip, ds := p.swarmLB(c, fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		cfg, ds := config.DecodeLabels(fields, ssrc, keyOf)
@@ -249,7 +259,7 @@ const traefikPrefix = "traefik."
 func (p Parser) traefikOnly(prefix string, c *Container) []diagnostics.Diagnostic {
 	first := ""
 	for k := range c.Labels {
-		if strings.HasPrefix(k, prefix+".") {
+		if hasPrefixFold(k, prefix+".") {
 			return nil
 		}
 		if strings.HasPrefix(k, traefikPrefix) && (first == "" || k < first) {
@@ -267,8 +277,11 @@ func (p Parser) traefikOnly(prefix string, c *Container) []diagnostics.Diagnosti
 func (p Parser) misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
 	var out []diagnostics.Diagnostic
 	for _, k := range sortedFieldNames(c.Labels) {
-		rest, ok := strings.CutPrefix(k, prefix+".")
-		if !ok || rest == "enable" || strings.Contains(rest, ".") {
+		if !hasPrefixFold(k, prefix+".") {
+			continue
+		}
+		rest := k[len(prefix)+1:]
+		if strings.EqualFold(rest, "enable") || strings.Contains(rest, ".") {
 			continue
 		}
 		if diagnostics.DidYouMean(rest, []string{"enable"}) != "" {
@@ -277,6 +290,29 @@ func (p Parser) misspelledEnable(prefix string, c *Container) []diagnostics.Diag
 		}
 	}
 	return out
+}
+
+// hasPrefixFold reports whether s begins with prefix in any case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// labelFold finds the label key in any case: the key as written, its value
+// and whether it is there. The key in key's own spelling wins over others.
+func labelFold(labels map[string]string, key string) (string, string, bool) {
+	if v, ok := labels[key]; ok {
+		return key, v, true
+	}
+	found := ""
+	for k := range labels {
+		if strings.EqualFold(k, key) && (found == "" || k < found) {
+			found = k
+		}
+	}
+	if found == "" {
+		return key, "", false
+	}
+	return found, labels[found], true
 }
 
 func sortedFieldNames(m map[string]string) []string {

@@ -18,17 +18,17 @@ const SwarmLBField = "lb.swarm"
 // virtual IP is asked for. On a container it is ignored (W072); a value
 // that is not a boolean falls back to false (W028).
 func (p Parser) swarmLB(c *Container, fields map[string]string, src diagnostics.Source, keyOf func(string) string) (map[string]string, bool, []diagnostics.Diagnostic) {
-	raw, ok := fields[SwarmLBField]
+	name, raw, ok := labelFold(fields, SwarmLBField)
 	if !ok {
 		return fields, false, nil
 	}
 	rest := make(map[string]string, len(fields)-1)
 	for k, v := range fields {
-		if k != SwarmLBField {
+		if k != name {
 			rest[k] = v
 		}
 	}
-	key := keyOf(SwarmLBField)
+	key := keyOf(name)
 	if !c.Service {
 		return rest, false, []diagnostics.Diagnostic{diagnostics.New(diagnostics.SwarmOnlyField, src, key, raw, "",
 			"lb.swarm applies to Swarm services only (a container has no virtual IP): ignored", "")}
@@ -57,7 +57,8 @@ func (p Parser) noSharedNetwork(prefix string, c *Container, nets []Network) []d
 			}
 		}
 	}
-	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.SwarmNoSharedNetwork, p.source(c, ""), prefix+".network", c.Labels[prefix+".network"], "",
+	key, value, _ := labelFold(c.Labels, prefix+".network")
+	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.SwarmNoSharedNetwork, p.source(c, ""), key, value, "",
 		fmt.Sprintf("Levee shares no network with service %s (service: %s; Levee: %s): its tasks are not reachable",
 			c.Name, orNone(names), strings.Join(p.OwnNetworks, ", ")), "")}
 }

@@ -640,15 +640,15 @@ func TestDecodeEntrypointUnknownKeys(t *testing.T) {
 
 func TestDecodeLabelsUnknownKeys(t *testing.T) {
 	_, ds := DecodeLabels(map[string]string{
-		"host":                     "a.com",
-		"circuitbreaker.threshold": "0.5",
-		"loadbalancer":             "rr",
-		"totallyUnrelated":         "x",
+		"host":                    "a.com",
+		"circuitbreaker.treshold": "0.5",
+		"loadbalancr":             "rr",
+		"totallyUnrelated":        "x",
 	}, cfgSrc, cfgLabelKey)
 	want := map[string]string{
-		cfgLabelKey("circuitbreaker.threshold"): "did you mean " + cfgLabelKey("circuitBreaker.threshold") + "?",
-		cfgLabelKey("loadbalancer"):             "did you mean " + cfgLabelKey("loadBalancer") + "?",
-		cfgLabelKey("totallyUnrelated"):         "",
+		cfgLabelKey("circuitbreaker.treshold"): "did you mean " + cfgLabelKey("circuitBreaker.threshold") + "?",
+		cfgLabelKey("loadbalancr"):             "did you mean " + cfgLabelKey("loadBalancer") + "?",
+		cfgLabelKey("totallyUnrelated"):        "",
 	}
 	got := map[string]string{}
 	for _, d := range ds {

@@ -90,10 +90,11 @@ func (d *draft) apply(items []fieldValue) {
 	applied := map[string]string{}
 	for _, it := range items {
 		f := &fieldTable[it.field]
-		// A map field's entries are separate keys (headers.X.Name).
+		// A map field's entries are separate keys (headers.X.Name), the
+		// same in any case.
 		slot := f.Label
 		if f.Kind == KindMap {
-			slot += "\x00" + it.key
+			slot += "\x00" + strings.ToLower(it.key)
 		}
 		if first, dup := applied[slot]; dup {
 			d.add(diagnostics.DuplicateKey, it.key, displayValue(it.value), "value of "+first,
@@ -123,6 +124,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 		d.ep.HealthCheck = &hc
 	}
 	d.passiveHealth()
+	d.finishUnread()
 	d.finishTransform()
 	d.tlsRules()
 	enabled := d.cbSet
@@ -234,7 +236,10 @@ func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(fie
 	for name, value := range fields {
 		idx, alias, ok := lookupLabel(name)
 		if !ok {
-			d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), unknownLabelHint(name, key))
+			hint := unknownLabelHint(name, key)
+			if !d.unreadAccess(name, key(name), value, hint, labelGroups, accessLabelGroups) {
+				d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), hint)
+			}
 			continue
 		}
 		items = append(items, fieldValue{field: idx, alias: alias, key: key(name), value: value})
@@ -244,16 +249,25 @@ func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(fie
 	return LabelConfig{Entrypoint: ep, Port: d.port, Weight: d.weight, Routable: routable}, d.diags
 }
 
+// lookupLabel finds the field of a label name. Names are read in any case,
+// as Traefik reads its labels (basicauth.users is basicAuth.users); the
+// entry name of a map field (headers.customRequestHeaders.X-Name) is the
+// operator's and is kept as written.
 func lookupLabel(name string) (idx int, alias bool, ok bool) {
 	for i, f := range fieldTable {
-		if f.Label == name || f.Kind == KindMap && len(name) > len(f.Label)+1 && strings.HasPrefix(name, f.Label+".") {
+		if strings.EqualFold(f.Label, name) || f.Kind == KindMap && len(name) > len(f.Label)+1 && hasPrefixFold(name, f.Label+".") {
 			return i, false, true
 		}
 		for _, a := range f.LabelAliases {
-			if a == name {
+			if strings.EqualFold(a, name) {
 				return i, true, true
 			}
 		}
 	}
 	return 0, false, false
+}
+
+// hasPrefixFold reports whether s begins with prefix in any case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

@@ -41,7 +41,8 @@ const (
 // labels and API payloads and the generated part of docs/migrating.md all
 // derive from it. More specific keys come before the patterns that would
 // also match them. A key that differs from a Levee field only in case
-// (Traefik's circuitbreaker.responsecode) is left to the did-you-mean.
+// (Traefik's circuitbreaker.responsecode) is that field: keys are read in
+// any case.
 var foreignTable = []ForeignKey{
 	// Traefik routers.
 	{Key: "rule", Proxy: proxyTraefik, Fields: []string{"host", "path", "pathRegex", "methods"},
@@ -81,7 +82,8 @@ var foreignTable = []ForeignKey{
 	{Key: "addprefix.prefix", Proxy: proxyTraefik, Fields: []string{"addPrefix"}},
 	// Traefik's access middlewares: keys that differ from Levee's only in
 	// case (basicauth.users, ratelimit.average, forwardauth.address) are
-	// left to the did-you-mean.
+	// Levee's; these name an access policy, so they make the route deny
+	// (E006).
 	{Key: "ipwhitelist.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.sourceRange", "ipAllowList.depth"},
 		Note: "ipWhiteList is Traefik's former name of ipAllowList"},
 	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"}},

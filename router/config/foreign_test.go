@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -100,7 +101,7 @@ func TestForeignKeysInLabels(t *testing.T) {
 		for _, sample := range foreignSamples(fk) {
 			for _, name := range []string{sample, "web." + sample} {
 				_, ds := DecodeLabels(map[string]string{"host": "a.com", name: "x"}, cfgSrc, cfgLabelKey)
-				w := cfgWithCode(ds, diagnostics.UnknownKey)
+				w := cfgWithCode(ds, foreignCode(fk))
 				if len(w) != 1 || w[0].Key != cfgLabelKey(name) {
 					t.Errorf("%s: W013 %v", name, w)
 					continue
@@ -151,7 +152,7 @@ func TestForeignKeysInPayloads(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", body, err)
 				}
-				w := cfgWithCode(ds, diagnostics.UnknownKey)
+				w := cfgWithCode(ds, foreignCode(fk))
 				if len(w) != 1 || w[0].Key != path {
 					t.Errorf("%s: W013 %v, want one for %s", body, w, path)
 					continue
@@ -263,4 +264,16 @@ func TestMigratingTraefikRowsAgree(t *testing.T) {
 	if rows == 0 {
 		t.Fatal("no Traefik row matched the hint table")
 	}
+}
+
+// foreignCode is the code of an entry's key: W013, or E006 for another
+// proxy's name of an access policy (the route denies: the operator meant
+// to protect it).
+func foreignCode(fk ForeignKey) diagnostics.Code {
+	for _, label := range fk.Fields {
+		if g, _, _ := strings.Cut(label, "."); slices.Contains(accessLabelGroups, g) {
+			return diagnostics.MisspelledAccessPolicy
+		}
+	}
+	return diagnostics.UnknownKey
 }
