@@ -30,6 +30,7 @@ var listServices = docker.ListServices
 const (
 	statusRouted   = "routed"   // routed with no warning
 	statusDegraded = "degraded" // routed, some field fell back
+	statusDenies   = "denies"   // routed, but denies every request (an access policy Levee cannot read)
 	statusSkipped  = "skipped"  // not routed
 	statusIgnored  = "ignored"  // container not enabled: not an error
 )
@@ -64,8 +65,10 @@ const validateUsage = `Usage: levee validate [flags] [FILE...]
 Checks the labels of compose FILEs (or, with no file, of the live engine's
 containers, and of its Swarm services when it is a Swarm manager) with the
 same parser and validator as levee serve, and prints
-per service: routed, degraded (routed, some field fell back) or skipped
-(not routed), with its diagnostics (see levee explain CODE).
+per service: routed, degraded (routed, some field fell back), denies
+(routed, but denies every request: an access policy it names cannot be
+read) or skipped (not routed), with its diagnostics (see levee explain
+CODE).
 
 Compose files are read as Docker Compose reads them: variables
 (${HOST:-default}) from the environment, then --env-file or .env; anchors,
@@ -77,8 +80,13 @@ swarm provider (levee serve --swarm); rows marked [swarm] are those.
 Given serve's listeners (--listen, --http-listen), routes are checked
 against them too (W046, W047).
 
-Exit status: 0 everything routes, 1 something is skipped, 2 usage error or
-nothing could be read.
+Exit status (for CI):
+  0  no diagnostic is an error: every service is routed as written, or
+     with fields that fell back to their defaults (warnings)
+  1  some diagnostic is an error: a service is skipped (not routed), or a
+     route denies every request because an access policy cannot be read
+     (E005, E006); with --strict, also any warning
+  2  usage error, or nothing could be read
 
 Flags:
 `
@@ -100,6 +108,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	var listen []listenerSpec
 	fs.Var(listenFlag{&listen}, "listen", "levee serve's --listen (repeatable): given, it or --http-listen checks the routes against serve's listeners (W046, W047)")
 	httpListen := fs.String("http-listen", ":8080", "levee serve's --http-listen, when serve is given it")
+	strict := fs.Bool("strict", false, "exit 1 on warnings too (a field that fell back to its default), not only on errors")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, validateUsage)
 		fs.PrintDefaults()
@@ -168,7 +177,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			}
 		}
 		rep = reportBoth(parser, composeObjects{containers: containers, services: services}, listeners)
-		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}
 	}
@@ -182,8 +191,22 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	} else {
 		writeText(stdout, rep)
 	}
+	return validateExit(rep, *strict)
+}
+
+// validateExit is validate's exit status: 1 when a diagnostic is an error
+// (a service not routed, a route that denies every request) or, strict, a
+// warning; else 0.
+func validateExit(rep validateReport, strict bool) int {
 	if rep.Summary[statusSkipped] > 0 {
 		return 1
+	}
+	for _, r := range rep.Services {
+		for _, d := range r.Diagnostics {
+			if d.Severity == diagnostics.Error || strict && d.Severity == diagnostics.Warn {
+				return 1
+			}
+		}
 	}
 	return 0
 }
@@ -257,7 +280,7 @@ func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.L
 		}
 		rep.Services = kept
 	}
-	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
 		rep.Hint = prefixHint(append(append([]labels.Container(nil), objs.containers...), objs.services...), parser.Prefix)
 	}
 	return rep
@@ -366,7 +389,7 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		}
 	}
 
-	rep := validateReport{Summary: map[string]int{statusRouted: 0, statusDegraded: 0, statusSkipped: 0, statusIgnored: 0}}
+	rep := validateReport{Summary: map[string]int{statusRouted: 0, statusDegraded: 0, statusDenies: 0, statusSkipped: 0, statusIgnored: 0}}
 	for _, r := range rows {
 		if r.Status == "" {
 			r.Status = statusOf(r)
@@ -399,12 +422,18 @@ func statusOf(r *serviceReport) string {
 		}
 		return statusIgnored
 	}
+	status := statusRouted
 	for _, d := range r.Diagnostics {
-		if d.Severity >= diagnostics.Warn {
-			return statusDegraded
+		switch {
+		case d.Severity == diagnostics.Error:
+			// Routed with an error: an access policy Levee cannot read
+			// makes the route deny every request.
+			return statusDenies
+		case d.Severity == diagnostics.Warn:
+			status = statusDegraded
 		}
 	}
-	return statusRouted
+	return status
 }
 
 func writeText(w io.Writer, rep validateReport) {
@@ -433,8 +462,11 @@ func writeText(w io.Writer, rep validateReport) {
 			fmt.Fprintf(w, "%*s  %s\n", ws, "", diagnosticLine(d))
 		}
 	}
-	fmt.Fprintf(w, "\n%d routed, %d degraded, %d skipped, %d not enabled\n",
-		rep.Summary[statusRouted], rep.Summary[statusDegraded], rep.Summary[statusSkipped], rep.Summary[statusIgnored])
+	fmt.Fprintf(w, "\n%d routed, %d degraded, ", rep.Summary[statusRouted], rep.Summary[statusDegraded])
+	if n := rep.Summary[statusDenies]; n > 0 {
+		fmt.Fprintf(w, "%d denying every request, ", n)
+	}
+	fmt.Fprintf(w, "%d skipped, %d not enabled\n", rep.Summary[statusSkipped], rep.Summary[statusIgnored])
 	if rep.Swarm {
 		fmt.Fprintln(w, "labels are read by the docker provider (levee serve); deploy.labels, the rows marked [swarm], by the swarm provider (levee serve --swarm)")
 	}
