@@ -109,15 +109,16 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.Var(listenFlag{&listen}, "listen", "levee serve's --listen (repeatable): given, it or --http-listen checks the routes against serve's listeners (W046, W047)")
 	httpListen := fs.String("http-listen", ":8080", "levee serve's --http-listen, when serve is given it")
 	strict := fs.Bool("strict", false, "exit 1 on warnings too (a field that fell back to its default), not only on errors")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, validateUsage)
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, validateUsage)
 		fs.PrintDefaults()
 	}
-	files, err := parseInterspersed(fs, args)
+	files, err := parseInterspersed(fs, args, stderr, usage)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "levee validate: %v\n", err)
 		return 2
 	}
 	if err := applyEnv(fs, getenv); err != nil {
@@ -288,10 +289,10 @@ func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.L
 
 // parseInterspersed parses flags that may come after file names
 // (`levee validate compose.yml --label-prefix sozune`).
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterspersed(fs *flag.FlagSet, args []string, out io.Writer, usage func(io.Writer)) ([]string, error) {
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args, out, usage); err != nil {
 			return nil, err
 		}
 		args = fs.Args()

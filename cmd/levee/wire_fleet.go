@@ -49,7 +49,7 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
 	}
 	log.Info().Str("event", "breaker_store").Str("prefix", cfg.BreakerStorePrefix).Str("replica", st.Replica()).
-		Dur("flush_interval", cfg.BreakerStoreFlushInterval).Msg("breakers are shared through the breaker store")
+		Dur("flush_interval_ms", cfg.BreakerStoreFlushInterval).Msg("breakers are shared through the breaker store")
 	return st, rtRef, nil
 }
 

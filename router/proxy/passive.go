@@ -111,6 +111,6 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed, refused b
 		msg = "backend ejected: it refused a connection"
 	}
 	p.log.Warn().Str("event", "backend_ejected").Str("route", rt.Config().ID).Str("backend", b.HostPort()).
-		Int("after_failures", pol.after).Bool("refused", refused).Dur("for", d).Int32("ejections_in_a_row", n+1).
+		Int("after_failures", pol.after).Bool("refused", refused).Dur("for_ms", d).Int32("ejections_in_a_row", n+1).
 		Msg(msg)
 }
