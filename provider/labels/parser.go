@@ -469,8 +469,14 @@ func (p Parser) port(m, win candidate, keyOf func(string) string) (int, []diagno
 		// engine may choose differently.
 		why += "; offline, the image's EXPOSE is not known"
 	}
-	return port, []diagnostics.Diagnostic{diagnostics.New(diagnostics.PortDefaulted, p.source(m.c, m.svc), keyOf("port"), "", strconv.Itoa(port),
-		fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose")}
+	// A port label that was given but is invalid (W001 says why) is not
+	// a missing one.
+	what, value, hint := "no port label", "", "set "+keyOf("port")+" to choose"
+	if _, raw, given := labelFold(win.fields, "port"); given {
+		what, value, hint = "invalid port label (W001)", raw, "fix "+keyOf("port")
+	}
+	return port, []diagnostics.Diagnostic{diagnostics.New(diagnostics.PortDefaulted, p.source(m.c, m.svc), keyOf("port"), value, strconv.Itoa(port),
+		fmt.Sprintf("%s: using %d, %s", what, port, why), hint)}
 }
 
 // choosePort applies the port rule: the only exposed port, else the lowest

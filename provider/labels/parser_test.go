@@ -430,3 +430,21 @@ func TestParseForeignKeyHints(t *testing.T) {
 		}
 	}
 }
+
+// A port label that is given but invalid is W001, and the port chosen
+// instead (I002) says so rather than "no port label".
+func TestInvalidPortLabelIsNotAMissingOne(t *testing.T) {
+	c := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com", "levee.http.app.port=99999")
+	c.ExposedPorts = []int{8080}
+	_, ds := Parser{}.Parse([]Container{c})
+	var i002 *diagnostics.Diagnostic
+	for i := range ds {
+		if ds[i].Code == diagnostics.PortDefaulted {
+			i002 = &ds[i]
+		}
+	}
+	if i002 == nil || strings.Contains(i002.Message, "no port label") || !strings.Contains(i002.Message, "invalid port label (W001): using 8080") ||
+		i002.Value != "99999" || i002.Key != "levee.http.app.port" {
+		t.Fatalf("I002 %+v in %v", i002, ds)
+	}
+}

@@ -94,3 +94,25 @@ func TestUnknownNonAccessKeyIsWarning(t *testing.T) {
 		}
 	}
 }
+
+// A diagnostic names the fallback of a bad value as prose: "(using none)",
+// "(using 0, no header)", never "(using (required))".
+func TestFallbackTextReadsNaturally(t *testing.T) {
+	for _, f := range Fields() {
+		fb := fallbackText(f.Default)
+		if strings.ContainsAny(fb, "()") {
+			t.Errorf("%s: default %q renders as (using %s)", f.Label, f.Default, fb)
+		}
+	}
+	for def, want := range map[string]string{"(required)": "", "(none)": "none", "0 (no header)": "0, no header", "5s": "5s"} {
+		if got := fallbackText(def); got != want {
+			t.Errorf("fallbackText(%q) = %q, want %q", def, got, want)
+		}
+	}
+	_, ds := DecodeLabels(map[string]string{"host": "a.com", "tls": "true", "tls.hsts": "forever", "rateLimit.average": "x"}, cfgSrc, cfgLabelKey)
+	for _, d := range ds {
+		if s := d.String(); strings.Contains(s, "((") || strings.Contains(s, "))") || strings.Contains(s, "(using (") {
+			t.Errorf("%s", s)
+		}
+	}
+}

@@ -124,6 +124,12 @@ var fieldCases = []fieldCase{
 		valid: []validCase{{"31536000", "31536000", 365 * 24 * time.Hour}, {"0", "0", time.Duration(0)}, {"8760h", "", 365 * 24 * time.Hour}},
 		invalid: []invalidCase{{label: "forever", code: diagnostics.BadTLS}, {label: "63072001", json: "63072001", code: diagnostics.BadTLS},
 			{label: "1.5s", code: diagnostics.BadTLS}, {label: "-1", json: "-1", code: diagnostics.BadTLS}}},
+	{field: "tls.hsts.includeSubDomains", get: func(d cfgDecoded) any { return d.ep.TLS.HSTSIncludeSubdomains },
+		valid:   []validCase{{"true", "true", true}, {"off", "false", false}},
+		invalid: []invalidCase{{label: "all", code: diagnostics.BadTLS}}},
+	{field: "tls.hsts.preload", get: func(d cfgDecoded) any { return d.ep.TLS.HSTSPreload },
+		valid:   []validCase{{"true", "true", true}, {"no", "", false}},
+		invalid: []invalidCase{{label: "please", code: diagnostics.BadTLS}}},
 	{field: "listeners", get: func(d cfgDecoded) any { return d.ep.Listeners },
 		valid:   []validCase{{"websecure", `["websecure"]`, []string{"websecure"}}, {"web, web-2", "", []string{"web", "web-2"}}},
 		invalid: []invalidCase{{label: "web,Web Secure", json: `["web","Web Secure"]`, code: diagnostics.BadListeners, fallback: "-", value: "Web Secure"}}},
@@ -420,7 +426,7 @@ func TestFieldTable(t *testing.T) {
 				wantFallback := ic.fallback
 				switch wantFallback {
 				case "":
-					wantFallback = f.Default
+					wantFallback = fallbackText(f.Default)
 				case "-":
 					wantFallback = ""
 				}

@@ -72,7 +72,24 @@ func (d *draft) add(code diagnostics.Code, key, value, fallback, msg, hint strin
 func (d *draft) bad(f *Field, key string, v any, reason string) {
 	// The default applies, so the cross-field rules see no given value.
 	delete(d.given, f.Label)
-	d.add(f.Code, key, displayValue(v), f.Default, fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
+	d.add(f.Code, key, displayValue(v), fallbackText(f.Default), fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
+}
+
+// fallbackText is a field's default as a diagnostic names what applies
+// instead of a bad value, after "using": the table's "(none)" reads
+// "none" and "0 (no header)" reads "0, no header"; a required field has
+// no default, and names none.
+func fallbackText(def string) string {
+	switch {
+	case def == "(required)":
+		return ""
+	case strings.HasPrefix(def, "(") && strings.HasSuffix(def, ")"):
+		return def[1 : len(def)-1]
+	}
+	if v, note, ok := strings.Cut(def, " ("); ok && strings.HasSuffix(note, ")") {
+		return v + ", " + strings.TrimSuffix(note, ")")
+	}
+	return def
 }
 
 // apply runs the setters of items in table order. A field given twice (by
@@ -127,6 +144,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 	d.finishUnread()
 	d.finishTransform()
 	d.tlsRules()
+	d.hstsRules()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled
@@ -143,7 +161,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 					g.key = d.keyOf(f)
 				}
 			}
-			d.add(diagnostics.BadCircuitBreaker, g.key, g.value, fe.Default,
+			d.add(diagnostics.BadCircuitBreaker, g.key, g.value, fallbackText(fe.Default),
 				fmt.Sprintf("invalid circuitBreaker.%s: %s", fe.Field, fe.Reason), "")
 		}
 		cb.Params = p

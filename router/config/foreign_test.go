@@ -174,6 +174,10 @@ func TestForeignHintText(t *testing.T) {
 		{"s.loadbalancer.server.port", "loadbalancer.server.port is a Traefik key: Levee calls this " + cfgLabelKey("port") + " (see docs/migrating.md)", "", ""},
 		{"circuitbreaker.fallbackduration", "circuitbreaker.fallbackduration is a Traefik key: Levee calls this " + cfgLabelKey("circuitBreaker.cooldown") + " (see docs/migrating.md)",
 			"config.circuit_breaker.fallback_duration", "circuit_breaker.fallback_duration is a Traefik key: Levee calls this config.circuit_breaker.cooldown (see docs/migrating.md)"},
+		{"headers.forceSTSHeader", "headers.forceSTSHeader is a Traefik key: Levee calls this " + cfgLabelKey("tls.hsts") + "; Levee sends Strict-Transport-Security on HTTPS answers only, never over plain HTTP (RFC 6797 7.2) (see docs/migrating.md)", "", ""},
+		{"headers.stspreload", "headers.stspreload is a Traefik key: Levee calls this " + cfgLabelKey("tls.hsts.preload") + " (see docs/migrating.md)", "", ""},
+		{"headers.stsIncludeSubdomains", "headers.stsIncludeSubdomains is a Traefik key: Levee calls this " + cfgLabelKey("tls.hsts.includeSubDomains") + " (see docs/migrating.md)", "", ""},
+		{"web.service", "service is a Traefik key: not supported by Levee; a Levee service is the <service> part of the label key and is its own route: there is no router to point at it; write the router's rule and the service's port under one service name (see docs/migrating.md)", "", ""},
 		{"stickySession", "stickySession is a Sōzune key: Levee calls this " + cfgLabelKey("sticky.cookie") + " (see docs/migrating.md)",
 			"config.sticky_session", "sticky_session is a Sōzune key: Levee calls this config.sticky.enabled (see docs/migrating.md)"},
 	}

@@ -75,7 +75,11 @@ func setHeaderMap(ptr func(*Headers) *map[string]string) func(d *draft, f *Field
 				if *m == nil {
 					*m = map[string]string{}
 				}
-				(*m)[textproto.CanonicalMIMEHeaderKey(name)] = value
+				canon := textproto.CanonicalMIMEHeaderKey(name)
+				(*m)[canon] = value
+				if canon == "Strict-Transport-Security" {
+					d.tr.sts = givenValue{key, value}
+				}
 			}
 		}
 	}
