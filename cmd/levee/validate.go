@@ -22,6 +22,11 @@ import (
 // would. Tests replace it.
 var listContainers = docker.ListContainers
 
+// imageExposedPorts reads the ports images EXPOSE from the engine at host,
+// for compose services without ports (a variable so that tests can
+// replace it).
+var imageExposedPorts = docker.ImageExposedPorts
+
 // listServices reads the live engine's Swarm services (none when it is not
 // a manager); a variable so that tests can replace it.
 var listServices = docker.ListServices
@@ -78,7 +83,9 @@ A service's labels are container labels, read by the docker provider
 (levee serve); its deploy.labels are Swarm service labels, read by the
 swarm provider (levee serve --swarm); rows marked [swarm] are those.
 Given serve's listeners (--listen, --http-listen), routes are checked
-against them too (W046, W047).
+against them too (W046, W047). A service without a port label, ports or
+expose gets the ports its image EXPOSEs from the engine (--docker-host),
+when it is reachable and has the image, as levee serve would.
 
 Exit status (for CI):
   0  no diagnostic is an error: every service is routed as written, or
@@ -153,6 +160,11 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "levee validate: note: required variable %s is not set; values that use it are checked as written\n", v)
 		}
 		parser.Offline = true
+		if imageExposedPorts != nil {
+			fillExposedPorts(ctx, &objs, func(ctx context.Context, images []string) (map[string][]int, error) {
+				return imageExposedPorts(ctx, *host, images)
+			})
+		}
 		rep = reportBoth(parser, objs, listeners)
 	} else {
 		if len(envFiles) > 0 || len(profiles) > 0 {
