@@ -81,13 +81,29 @@ func accessGroupFor(name string, groups, access []string) (group string, exact, 
 		}
 	}
 	if fk, _, found := lookupForeign(name); found {
-		for _, label := range fk.Fields {
-			if g, _, _ := strings.Cut(label, "."); slices.Contains(accessLabelGroups, g) {
-				return g, false, true
-			}
+		if g, ok := accessGroupOfForeign(fk); ok {
+			return g, false, true
 		}
 	}
 	return "", false, false
+}
+
+// accessGroupOfForeign is the access policy a foreign key configures: the
+// group it is under (Traefik's basicauth.headerfield) or of the Levee
+// field it stands for (ipwhitelist.* is ipAllowList's).
+func accessGroupOfForeign(fk ForeignKey) (string, bool) {
+	seg, _, _ := strings.Cut(fk.Key, ".")
+	for _, g := range accessLabelGroups {
+		if foldKey(g) == foldKey(seg) {
+			return g, true
+		}
+	}
+	for _, label := range fk.Fields {
+		if g, _, _ := strings.Cut(label, "."); slices.Contains(accessLabelGroups, g) {
+			return g, true
+		}
+	}
+	return "", false
 }
 
 // unreadAccess reports an unknown key meant for an access policy (E005 for

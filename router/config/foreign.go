@@ -86,6 +86,23 @@ var foreignTable = []ForeignKey{
 	// case (basicauth.users, ratelimit.average, forwardauth.address) are
 	// Levee's; these name an access policy, so they make the route deny
 	// (E006).
+	{Key: "ipallowlist.ipstrategy.depth", Proxy: proxyTraefik, Fields: []string{"ipAllowList.depth"}},
+	{Key: "ipallowlist.ipstrategy.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.depth"},
+		Note: "the client address is the peer's, or X-Forwarded-For's from --trusted-proxies; depth picks an entry"},
+	{Key: "ipallowlist.rejectstatuscode", Proxy: proxyTraefik,
+		Note: "a client outside the list always gets 403"},
+	{Key: "ratelimit.sourcecriterion.requestheadername", Proxy: proxyTraefik, Fields: []string{"rateLimit.sourceCriterion"},
+		Note: "rateLimit.sourceCriterion=header:<name>"},
+	{Key: "ratelimit.sourcecriterion.requesthost", Proxy: proxyTraefik, Fields: []string{"rateLimit.sourceCriterion"},
+		Note: "rateLimit.sourceCriterion=host"},
+	{Key: "ratelimit.sourcecriterion.ipstrategy.*", Proxy: proxyTraefik, Fields: []string{"rateLimit.sourceCriterion"},
+		Note: "rateLimit.sourceCriterion=ip takes the client address by the --trusted-proxies rule"},
+	{Key: "forwardauth.authresponseheadersregex", Proxy: proxyTraefik, Fields: []string{"forwardAuth.authResponseHeaders"},
+		Note: "list the headers by name"},
+	{Key: "forwardauth.tls.*", Proxy: proxyTraefik,
+		Note: "Levee checks an https:// auth service against the system roots"},
+	{Key: "basicauth.headerfield", Proxy: proxyTraefik,
+		Note: "Levee does not pass the user name to the backend in a header"},
 	{Key: "ipwhitelist.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.sourceRange", "ipAllowList.depth"},
 		Note: "ipWhiteList is Traefik's former name of ipAllowList"},
 	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"}},
