@@ -129,7 +129,9 @@ func (d Diagnostic) String() string {
 		fmt.Fprintf(&b, "=%q", d.Value)
 	}
 	fmt.Fprintf(&b, ": %s", d.Message)
-	if d.Fallback != "" {
+	// A message that already names what applies ("using 8080, the
+	// container's only exposed port") is not followed by it again.
+	if d.Fallback != "" && !strings.Contains(d.Message, "using "+d.Fallback) {
 		fmt.Fprintf(&b, " (using %s)", d.Fallback)
 	}
 	if d.Hint != "" {
