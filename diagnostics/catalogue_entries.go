@@ -55,9 +55,9 @@ func entries() []Entry {
 		},
 		{
 			Code: UnknownKey, Severity: Warn, Title: "unknown key",
-			Effect:  "The label or JSON field is ignored; everything else applies. The hint suggests the closest known key; for a Traefik or Sōzune key (`tls`, `loadbalancer.server.port`) it says what Levee calls it, or that Levee does not support it (see docs/migrating.md).",
-			Fix:     "Correct the key: keys are camelCase in labels (`circuitBreaker.minRequests`) and snake_case in the API (`config.circuit_breaker.min_requests`), and match exactly.",
-			Example: "levee.http.app.circuitbreaker.threshold=0.5   # did you mean circuitBreaker.threshold?",
+			Effect:  "The label or JSON field is ignored; everything else applies. The hint suggests the closest known key; for a Traefik or Sōzune key (`tls`, `loadbalancer.server.port`) it says what Levee calls it, or that Levee does not support it (see docs/migrating.md). An unknown key under an access policy is not W013 but E005 (or E006), and the route denies.",
+			Fix:     "Correct the key: keys are camelCase in labels (`circuitBreaker.minRequests`) and snake_case in the API (`config.circuit_breaker.min_requests`); they are read in any case, so only the spelling matters.",
+			Example: "levee.http.app.circuitBreaker.treshold=0.5   # did you mean circuitBreaker.threshold?",
 		},
 		{
 			Code: BadMethod, Severity: Warn, Title: "invalid HTTP method",

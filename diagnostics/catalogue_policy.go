@@ -11,6 +11,10 @@ const (
 	BadInFlight    Code = "W054"
 	WeakBasicHash  Code = "W055"
 	MixedHashCosts Code = "W056"
+	// UnreadAccessKey and MisspelledAccessPolicy are errors: the route is
+	// routed, but denies every request until the key is fixed.
+	UnreadAccessKey        Code = "E005"
+	MisspelledAccessPolicy Code = "E006"
 )
 
 // policyEntries are the codes of traffic policies (codes 050-069); their
@@ -18,6 +22,18 @@ const (
 // (050-059) comes first; the transform policies' (060-069) follows.
 func policyEntries() []Entry {
 	return []Entry{
+		{
+			Code: UnreadAccessKey, Severity: Error, Title: "unknown key in an access policy",
+			Effect:  "The route denies every request (403, `X-Levee-Diagnostic: policy-misconfigured`) until the key is fixed: a key under basicAuth, forwardAuth, ipAllowList, rateLimit or inFlight that Levee does not know may be the setting that protects the route, so the route is never served without it. Keys are read in any case (`basicauth.users` is `basicAuth.users`); this is a key that is not a field in any case.",
+			Fix:     "Write the field's name as docs/labels.md lists it (the hint names the closest one), or remove the key.",
+			Example: "levee.http.app.basicAuth.userz=admin:$2y$05$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC",
+		},
+		{
+			Code: MisspelledAccessPolicy, Severity: Error, Title: "misspelled access policy",
+			Effect:  "The route denies every request (403, `X-Levee-Diagnostic: policy-misconfigured`) until the key is fixed: the key's group is not a Levee policy but is close to an access policy's name (`basicAuh`), or is another proxy's name of one (Traefik's `ipWhiteList`, `inFlightReq`, `digestAuth`), so the operator meant to protect the route.",
+			Fix:     "Write the policy's name as docs/labels.md lists it (the hint names it): basicAuth, forwardAuth, ipAllowList, rateLimit or inFlight.",
+			Example: "levee.http.app.basicAuh.users=admin:$2y$05$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC",
+		},
 		{
 			Code: BadBasicAuth, Severity: Warn, Title: "invalid basic auth",
 			Effect:  "The route denies every request (403, `X-Levee-Diagnostic: policy-misconfigured`) until the value is fixed: a users line that is not `name:hash`, a hash Levee does not verify (plain text, crypt, `$1$`, a malformed one), a bcrypt cost above 14, or a users file that cannot be read (missing, not a regular file, larger than 1 MiB) never lets a request through. A bad `realm` falls back to `levee`, a bad `removeHeader` to false.",

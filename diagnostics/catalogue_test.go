@@ -131,3 +131,17 @@ func TestNewUsesTheCatalogueSeverity(t *testing.T) {
 		}
 	}
 }
+
+// The fallback is named once: after a message that does not say it, and
+// not again after one that does.
+func TestStringNamesTheFallbackOnce(t *testing.T) {
+	src := Source{Provider: "docker", ObjectName: "web-1"}
+	said := New(PortDefaulted, src, "levee.http.app.port", "", "8080", "no port label: using 8080, the container's only exposed port", "")
+	if s := said.String(); strings.Count(s, "8080") != 1 {
+		t.Errorf("%s", s)
+	}
+	unsaid := New(BadTimeout, src, "levee.http.app.backendTimeout", "x", "30s", "invalid backendTimeout: want a duration", "")
+	if s := unsaid.String(); !strings.HasSuffix(s, "(using 30s)") {
+		t.Errorf("%s", s)
+	}
+}

@@ -8,6 +8,11 @@ const (
 	BadListeners Code = "W041"
 	// TLSFieldIgnored is tls.redirect or tls.hsts on a route without tls.
 	TLSFieldIgnored Code = "W042"
+	// HSTSHeaderOverride is a Strict-Transport-Security header set by
+	// the headers policy; HSTSPreloadUnmet is tls.hsts.preload without
+	// what the preload list requires.
+	HSTSHeaderOverride Code = "W084"
+	HSTSPreloadUnmet   Code = "W085"
 	// BadCertificate is a static certificate file Levee cannot use.
 	BadCertificate Code = "W043"
 	// ACMEFailed is a certificate order or renewal that failed.
@@ -42,6 +47,18 @@ func tlsEntries() []Entry {
 			Effect:  "`tls.redirect` and `tls.hsts` only apply to a route with `tls=true`; on this route they are ignored.",
 			Fix:     "Add `tls=true` to serve the route over HTTPS, or remove the field.",
 			Example: "levee.http.app.tls.hsts=31536000   # without levee.http.app.tls=true",
+		},
+		{
+			Code: HSTSHeaderOverride, Severity: Warn, Title: "Strict-Transport-Security set as a custom header",
+			Effect:  "The header is sent as set, on every answer: it replaces the one `tls.hsts` writes, and it goes over plain HTTP too, where RFC 6797 7.2 says a host must not send it (an attacker can strip or forge it there).",
+			Fix:     "Remove `headers.customResponseHeaders.Strict-Transport-Security` (or `addResponseHeaders`) and set `tls.hsts` with `tls.hsts.includeSubDomains` and `tls.hsts.preload`: Levee then sends the header on HTTPS answers only.",
+			Example: "levee.http.app.headers.customResponseHeaders.Strict-Transport-Security=max-age=31536000",
+		},
+		{
+			Code: HSTSPreloadUnmet, Severity: Warn, Title: "HSTS preload without its requirements",
+			Effect:  "The header is sent as configured, with `preload`, but the browsers' preload list (hstspreload.org) refuses a host whose header lacks `includeSubDomains` or has a max-age under a year.",
+			Fix:     "Set `tls.hsts.includeSubDomains=true` and `tls.hsts` to at least 31536000 (one year), or drop `tls.hsts.preload`.",
+			Example: "levee.http.app.tls.hsts=86400 with levee.http.app.tls.hsts.preload=true",
 		},
 		{
 			Code: BadCertificate, Severity: Warn, Title: "unusable certificate file",

@@ -27,7 +27,8 @@ const (
 	// Warn: a field had a bad value and fell back to its default; the
 	// service is still routed.
 	Warn
-	// Error: the service (or object) is not routed.
+	// Error: the service (or object) is not routed, or is routed denying
+	// every request (an access policy Levee cannot read).
 	Error
 )
 
@@ -128,7 +129,9 @@ func (d Diagnostic) String() string {
 		fmt.Fprintf(&b, "=%q", d.Value)
 	}
 	fmt.Fprintf(&b, ": %s", d.Message)
-	if d.Fallback != "" {
+	// A message that already names what applies ("using 8080, the
+	// container's only exposed port") is not followed by it again.
+	if d.Fallback != "" && !strings.Contains(d.Message, "using "+d.Fallback) {
 		fmt.Fprintf(&b, " (using %s)", d.Fallback)
 	}
 	if d.Hint != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/policy/basicauth"
+	"github.com/levee-proxy/levee/router/policy/deny"
 	"github.com/levee-proxy/levee/router/policy/forwardauth"
 	"github.com/levee-proxy/levee/router/policy/inflight"
 	"github.com/levee-proxy/levee/router/policy/ipallow"
@@ -48,6 +49,10 @@ func accessPolicies(ep *config.Entrypoint, rs *RouteState, env policy.Env, authR
 	}
 	warn := func(code diagnostics.Code, key, fallback, msg, hint string) {
 		diags = append(diags, diagnostics.New(code, sourceOf(*ep), key, "", fallback, msg, hint))
+	}
+	if len(a.Unread) > 0 {
+		// The validator reported each key (E005, E006).
+		ps = append(ps, deny.New(env))
 	}
 	if c := a.IPAllowList; c != nil {
 		p, err := ipallow.New(c, env)

@@ -15,6 +15,7 @@ import (
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/fleet"
 )
 
@@ -125,19 +126,19 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.ACMEEmail, "acme-email", "", "contact of the ACME account; with it (or --acme-ca) Levee obtains certificates for the hosts of tls=true routes")
 	fs.StringVar(&cfg.ACMECA, "acme-ca", "", "ACME directory URL (default: Let's Encrypt; its staging CA or a private CA for tests)")
 	fs.StringVar(&cfg.ACMECARoot, "acme-ca-root", "", "PEM file of the root that signs the ACME directory's HTTPS certificate (a private CA)")
-	fs.DurationVar(&cfg.ACMERenewInterval, "acme-renew-interval", 10*time.Minute, "how often ACME certificates are checked for renewal (a certificate is renewed once a third of its lifetime is left)")
+	durationVar(fs, &cfg.ACMERenewInterval, "acme-renew-interval", 10*time.Minute, "how often ACME certificates are checked for renewal (a certificate is renewed once a third of its lifetime is left)")
 	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
 	fs.StringVar(&cfg.DockerHost, "docker-host", "", "Docker Engine address (default: $DOCKER_HOST, else the local socket)")
 	fs.BoolVar(&cfg.ExposedByDefault, "docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
-	fs.DurationVar(&cfg.DockerDebounce, "docker-debounce", 100*time.Millisecond, "window in which Docker changes that follow a route rebuild are collected into one rebuild (a change after a quiet period applies at once)")
-	fs.DurationVar(&cfg.DockerResync, "docker-resync", 5*time.Minute, "interval of the safety-net full resync with the Docker Engine")
-	fs.DurationVar(&cfg.DockerCallTimeout, "docker-call-timeout", docker.DefaultCallTimeout, "deadline of each Docker Engine call (ping, list, inspect, opening the event stream)")
-	fs.DurationVar(&cfg.DockerPingInterval, "docker-ping-interval", docker.DefaultPingInterval, "how often the Docker Engine is pinged while connected; a failed ping reconnects and resyncs")
-	fs.DurationVar(&cfg.DockerBackoffMax, "docker-backoff-max", docker.DefaultRetryMax, "longest wait between attempts to reconnect to the Docker Engine (the wait doubles from 250ms, with jitter)")
+	durationVar(fs, &cfg.DockerDebounce, "docker-debounce", 100*time.Millisecond, "window in which Docker changes that follow a route rebuild are collected into one rebuild (a change after a quiet period applies at once)")
+	durationVar(fs, &cfg.DockerResync, "docker-resync", 5*time.Minute, "interval of the safety-net full resync with the Docker Engine")
+	durationVar(fs, &cfg.DockerCallTimeout, "docker-call-timeout", docker.DefaultCallTimeout, "deadline of each Docker Engine call (ping, list, inspect, opening the event stream)")
+	durationVar(fs, &cfg.DockerPingInterval, "docker-ping-interval", docker.DefaultPingInterval, "how often the Docker Engine is pinged while connected; a failed ping reconnects and resyncs")
+	durationVar(fs, &cfg.DockerBackoffMax, "docker-backoff-max", docker.DefaultRetryMax, "longest wait between attempts to reconnect to the Docker Engine (the wait doubles from 250ms, with jitter)")
 	fs.BoolVar(&cfg.SwarmEnabled, "swarm", false, "watch the Swarm services of the Docker Engine (a manager) for labelled services (deploy.labels); runs beside --docker")
-	fs.DurationVar(&cfg.SwarmPoll, "swarm-poll", docker.DefaultSwarmPoll, "how often the swarm's tasks are re-listed while nothing happens (a task stopping on another node sends no event); after an event and while a service scales, every 250ms")
+	durationVar(fs, &cfg.SwarmPoll, "swarm-poll", docker.DefaultSwarmPoll, "how often the swarm's tasks are re-listed while nothing happens (a task stopping on another node sends no event); after an event and while a service scales, every 250ms")
 	fs.Var(constraintFlag{&cfg.DockerConstraints}, "docker-constraints", dockerConstraintsUsage)
 	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -148,30 +149,46 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.APIReadToken, "api-read-token", "", "bearer token for the API (GET only)")
 	fs.BoolVar(&cfg.AccessLog, "access-log", true, "log one line per proxied request")
 	fs.BoolVar(&cfg.RouteLatency, "metrics-route-latency", false, "a latency histogram per route (17 series each) instead of one for all routes")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests to finish")
-	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", router.DefaultDialTimeout, "timeout for connecting to a backend (a connect that fails is retried on another backend)")
-	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
+	durationVar(fs, &cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests to finish")
+	durationVar(fs, &cfg.DialTimeout, "dial-timeout", router.DefaultDialTimeout, "timeout for connecting to a backend (a connect that fails is retried on another backend)")
+	durationVar(fs, &cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
 	fs.BoolVar(&cfg.StrictPaths, "strict-paths", false, "refuse (400 bad-path) a request path with a run of slashes or a ; parameter instead of normalising it (docs/operations.md, safety rules)")
 	fs.StringVar(&cfg.UnderscoreHeaders, "underscore-headers", "delete", "request header fields whose name has an underscore or another byte than a letter, digit or dash (read as dashes by CGI, FastCGI, Rack, WSGI): delete, keep or reject (400); such spellings of the fields Levee sets or trusts are deleted whatever this says")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listeners, plain and TLS: levee (router/httpx/server, the fast one) or stdlib (net/http's)")
 	fs.StringVar(&cfg.BackendClient, "backend-client", "levee", "HTTP/1.1 client to backends: levee (Levee's own, the fast one) or stdlib (net/http's Transport)")
-	fs.DurationVar(&cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")
+	durationVar(fs, &cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")
 	fs.IntVar(&cfg.RequestBodyMinRate, "request-body-min-rate", 512, "bytes per second a request body must average once --request-body-timeout has passed (0: no rate)")
-	fs.DurationVar(&cfg.ResponseWriteTimeout, "response-write-timeout", 60*time.Second, "longest wait for a client to accept the next bytes of a response; then the connection is closed")
-	fs.DurationVar(&cfg.BackendBodyTimeout, "backend-body-timeout", 60*time.Second, "longest wait for the next bytes of a backend's response body; then the response is cut short")
-	fs.DurationVar(&cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
+	durationVar(fs, &cfg.ResponseWriteTimeout, "response-write-timeout", 60*time.Second, "longest wait for a client to accept the next bytes of a response; then the connection is closed")
+	durationVar(fs, &cfg.BackendBodyTimeout, "backend-body-timeout", 60*time.Second, "longest wait for the next bytes of a backend's response body; then the response is cut short")
+	durationVar(fs, &cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
 	fs.IntVar(&cfg.GCHeapFloor, "gc-heap-floor", 12, "MiB the heap may reach before the garbage collector runs; above twice its live part it is paced as Go's default, GOGC=100 (0: Go's pacing; ignored when GOGC is set)")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
 	fs.StringVar(&cfg.BreakerStorePrefix, "breaker-store-prefix", fleet.DefaultPrefix, "prefix of the breaker store's keys and event channel; replicas of one fleet use the same, fleets sharing a Redis use different ones")
-	fs.DurationVar(&cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline, after which a flush has failed")
+	durationVar(fs, &cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline, after which a flush has failed")
 	fs.IntVar(&cfg.BreakerStoreFallbackFlushes, "breaker-store-fallback-flushes", fleet.DefaultFallbackFlushes, "failed flushes in a row after which, with none good for --breaker-store-fallback-after, the breakers judge locally; until then they keep the fleet's last state")
-	fs.DurationVar(&cfg.BreakerStoreFallbackAfter, "breaker-store-fallback-after", fleet.DefaultFallbackAfter, "how long the breaker store must have failed every flush before the breakers judge locally (with --breaker-store-fallback-flushes)")
+	durationVar(fs, &cfg.BreakerStoreFallbackAfter, "breaker-store-fallback-after", fleet.DefaultFallbackAfter, "how long the breaker store must have failed every flush before the breakers judge locally (with --breaker-store-fallback-flushes)")
 	fs.IntVar(&cfg.BreakerStoreRejoinFlushes, "breaker-store-rejoin-flushes", fleet.DefaultRejoinFlushes, "good flushes in a row after which breakers that judged locally follow the fleet again")
-	fs.DurationVar(&cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
+	durationVar(fs, &cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
+}
+
+// serveUsageHead introduces serve's flags (printServeUsage).
+const serveUsageHead = `Usage: levee serve [flags]
+
+Runs the proxy. Every flag is also the environment variable shown beside it
+(a flag given on the command line wins over its variable, the variable over
+the default). Durations are whole seconds (5) or Go durations (250ms, 2m),
+as in labels. See docs/operations.md.
+`
+
+// printServeUsage writes serve's usage: the flags by group, each with its
+// LEVEE_* variable.
+func printServeUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, serveUsageHead)
+	printGroupedFlags(w, fs, serveFlagGroups)
 }
 
 // parseServeFlags parses args, then fills every flag not given on the
@@ -179,7 +196,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
 	var cfg serveConfig
 	fs := newServeFlags(&cfg, out)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, out, func(w io.Writer) { printServeUsage(w, fs) }); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
@@ -372,8 +389,8 @@ func valueError(f *flag.Flag, v string, err error) error {
 	}
 	switch getter.Get().(type) {
 	case time.Duration:
-		if _, perr := time.ParseDuration(v); perr != nil {
-			return fmt.Errorf("invalid duration (want e.g. 250ms, 5s, 2m)")
+		if _, perr := config.ParseDuration(v); perr != nil {
+			return fmt.Errorf("invalid duration (want whole seconds, e.g. 5, or a Go duration, e.g. 250ms, 2m)")
 		}
 	case bool:
 		return fmt.Errorf("invalid boolean (want true or false)")

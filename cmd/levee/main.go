@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 )
 
@@ -91,6 +92,16 @@ func command(args []string) (string, []string) {
 // versionLine is what `levee version` prints: the release, the commit it was
 // built from and the Go toolchain, which together identify a binary.
 func versionLine() string {
+	return formatVersion(version, commit)
+}
+
+// formatVersion names the commit once: a version from git describe
+// already holds it (0123abc, v1.2.0-3-g0123abc, 0123abc-dirty), and is
+// then not followed by "commit 0123abc" again.
+func formatVersion(version, commit string) string {
+	if commit != "" && commit != "unknown" && strings.Contains(version, commit) {
+		return fmt.Sprintf("levee %s (%s, %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	}
 	return fmt.Sprintf("levee %s (commit %s, %s, %s/%s)", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 

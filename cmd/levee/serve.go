@@ -198,7 +198,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		log.Info().Dur("timeout", cfg.ShutdownTimeout).Msg("shutting down: draining in-flight requests")
+		log.Info().Dur("timeout_ms", cfg.ShutdownTimeout).Msg("shutting down: draining in-flight requests")
 	case serveErr = <-errc:
 	}
 	cancel()

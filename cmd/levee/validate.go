@@ -23,6 +23,11 @@ import (
 // would. Tests replace it.
 var listContainers = docker.ListContainers
 
+// imageExposedPorts reads the ports images EXPOSE from the engine at host,
+// for compose services without ports (a variable so that tests can
+// replace it).
+var imageExposedPorts = docker.ImageExposedPorts
+
 // listServices reads the live engine's Swarm services (none when it is not
 // a manager); a variable so that tests can replace it.
 var listServices = docker.ListServices
@@ -31,6 +36,7 @@ var listServices = docker.ListServices
 const (
 	statusRouted   = "routed"   // routed with no warning
 	statusDegraded = "degraded" // routed, some field fell back
+	statusDenies   = "denies"   // routed, but denies every request (an access policy Levee cannot read)
 	statusSkipped  = "skipped"  // not routed
 	statusIgnored  = "ignored"  // container not enabled: not an error
 )
@@ -65,8 +71,10 @@ const validateUsage = `Usage: levee validate [flags] [FILE...]
 Checks the labels of compose FILEs (or, with no file, of the live engine's
 containers, and of its Swarm services when it is a Swarm manager) with the
 same parser and validator as levee serve, and prints
-per service: routed, degraded (routed, some field fell back) or skipped
-(not routed), with its diagnostics (see levee explain CODE).
+per service: routed, degraded (routed, some field fell back), denies
+(routed, but denies every request: an access policy it names cannot be
+read) or skipped (not routed), with its diagnostics (see levee explain
+CODE).
 
 Compose files are read as Docker Compose reads them: variables
 (${HOST:-default}) from the environment, then --env-file or .env; anchors,
@@ -76,10 +84,17 @@ A service's labels are container labels, read by the docker provider
 (levee serve); its deploy.labels are Swarm service labels, read by the
 swarm provider (levee serve --swarm); rows marked [swarm] are those.
 Given serve's listeners (--listen, --http-listen), routes are checked
-against them too (W046, W047).
+against them too (W046, W047). A service without a port label, ports or
+expose gets the ports its image EXPOSEs from the engine (--docker-host),
+when it is reachable and has the image, as levee serve would.
 
-Exit status: 0 everything routes, 1 something is skipped, 2 usage error or
-nothing could be read.
+Exit status (for CI):
+  0  no diagnostic is an error: every service is routed as written, or
+     with fields that fell back to their defaults (warnings)
+  1  some diagnostic is an error: a service is skipped (not routed), or a
+     route denies every request because an access policy cannot be read
+     (E005, E006); with --strict, also any warning
+  2  usage error, or nothing could be read
 
 Flags:
 `
@@ -103,15 +118,17 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	var listen []listenerSpec
 	fs.Var(listenFlag{&listen}, "listen", "levee serve's --listen (repeatable): given, it or --http-listen checks the routes against serve's listeners (W046, W047)")
 	httpListen := fs.String("http-listen", ":8080", "levee serve's --http-listen, when serve is given it")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, validateUsage)
+	strict := fs.Bool("strict", false, "exit 1 on warnings too (a field that fell back to its default), not only on errors")
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, validateUsage)
 		fs.PrintDefaults()
 	}
-	files, err := parseInterspersed(fs, args)
+	files, err := parseInterspersed(fs, args, stderr, usage)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "levee validate: %v\n", err)
 		return 2
 	}
 	if err := applyEnv(fs, getenv); err != nil {
@@ -146,6 +163,11 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "levee validate: note: required variable %s is not set; values that use it are checked as written\n", v)
 		}
 		parser.Offline = true
+		if imageExposedPorts != nil {
+			fillExposedPorts(ctx, &objs, func(ctx context.Context, images []string) (map[string][]int, error) {
+				return imageExposedPorts(ctx, *host, images)
+			})
+		}
 		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners)
 	} else {
 		if len(envFiles) > 0 || len(profiles) > 0 {
@@ -171,7 +193,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			}
 		}
 		rep = reportBoth(parser, constrained(composeObjects{containers: containers, services: services}, constraints, stderr), listeners)
-		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}
 	}
@@ -185,10 +207,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	} else {
 		writeText(stdout, rep)
 	}
-	if rep.Summary[statusSkipped] > 0 {
-		return 1
-	}
-	return 0
+	return validateExit(rep, *strict)
 }
 
 // listFlag is a repeatable string flag.
@@ -260,7 +279,7 @@ func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.L
 		}
 		rep.Services = kept
 	}
-	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusSkipped] == 0 {
+	if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
 		rep.Hint = prefixHint(append(append([]labels.Container(nil), objs.containers...), objs.services...), parser.Prefix)
 	}
 	return rep
@@ -268,10 +287,10 @@ func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.L
 
 // parseInterspersed parses flags that may come after file names
 // (`levee validate compose.yml --label-prefix sozune`).
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterspersed(fs *flag.FlagSet, args []string, out io.Writer, usage func(io.Writer)) ([]string, error) {
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args, out, usage); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -369,7 +388,7 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		}
 	}
 
-	rep := validateReport{Summary: map[string]int{statusRouted: 0, statusDegraded: 0, statusSkipped: 0, statusIgnored: 0}}
+	rep := validateReport{Summary: map[string]int{statusRouted: 0, statusDegraded: 0, statusDenies: 0, statusSkipped: 0, statusIgnored: 0}}
 	for _, r := range rows {
 		if r.Status == "" {
 			r.Status = statusOf(r)
@@ -389,61 +408,6 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		return a.Service < b.Service
 	})
 	return rep
-}
-
-func statusOf(r *serviceReport) string {
-	if r.Entrypoint == "" {
-		// A row with information only (I003: a container labelled for
-		// Traefik) is a container Levee does not route, not a failure.
-		for _, d := range r.Diagnostics {
-			if d.Severity >= diagnostics.Warn {
-				return statusSkipped
-			}
-		}
-		return statusIgnored
-	}
-	for _, d := range r.Diagnostics {
-		if d.Severity >= diagnostics.Warn {
-			return statusDegraded
-		}
-	}
-	return statusRouted
-}
-
-func writeText(w io.Writer, rep validateReport) {
-	ws, wc, wv := 0, 0, 1
-	for _, r := range rep.Services {
-		ws, wc, wv = max(ws, len(r.Status)), max(wc, len(r.Container)), max(wv, len(r.Service))
-	}
-	for _, r := range rep.Services {
-		svc := r.Service
-		if svc == "" {
-			svc = "-"
-		}
-		detail := strings.Join(r.Hosts, ",")
-		if r.Backend != "" {
-			detail += " -> " + r.Backend
-		}
-		if r.Status == statusIgnored {
-			detail = "(not enabled)"
-		}
-		if r.Provider == config.SourceSwarm {
-			detail += " [swarm]"
-		}
-		line := fmt.Sprintf("%-*s  %-*s  %-*s  %s", ws, r.Status, wc, r.Container, wv, svc, detail)
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-		for _, d := range r.Diagnostics {
-			fmt.Fprintf(w, "%*s  %s\n", ws, "", diagnosticLine(d))
-		}
-	}
-	fmt.Fprintf(w, "\n%d routed, %d degraded, %d skipped, %d not enabled\n",
-		rep.Summary[statusRouted], rep.Summary[statusDegraded], rep.Summary[statusSkipped], rep.Summary[statusIgnored])
-	if rep.Swarm {
-		fmt.Fprintln(w, "labels are read by the docker provider (levee serve); deploy.labels, the rows marked [swarm], by the swarm provider (levee serve --swarm)")
-	}
-	if rep.Hint != "" {
-		fmt.Fprintf(w, "hint: %s\n", rep.Hint)
-	}
 }
 
 // prefixHint looks for containers labelled with another prefix in Levee's
@@ -477,10 +441,4 @@ func prefixHint(containers []labels.Container, prefix string) string {
 		return ""
 	}
 	return fmt.Sprintf("no container is enabled under the prefix %q, but %d carry %q labels: try --label-prefix %s", prefix, n, best+".*", best)
-}
-
-// diagnosticLine renders a diagnostic without its object (the row names it).
-func diagnosticLine(d diagnostics.Diagnostic) string {
-	d.Source.ObjectName = ""
-	return d.String()
 }

@@ -39,6 +39,9 @@ type composeInput struct {
 type composeObjects struct {
 	containers []labels.Container
 	services   []labels.Container
+	// images are the services' images by object name, for the ports
+	// the images EXPOSE (fillExposedPorts).
+	images map[string]string
 	// unset are required variables (${VAR:?…}) without a value: the
 	// values that use them were kept as written.
 	unset []string
@@ -224,7 +227,7 @@ func projectObjects(p *types.Project, order []string) composeObjects {
 	names = append(names, rest...)
 
 	base := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	var out composeObjects
+	out := composeObjects{images: map[string]string{}}
 	for i, name := range names {
 		s := p.Services[name]
 		created := base.Add(time.Duration(i) * time.Second)
@@ -234,6 +237,7 @@ func projectObjects(p *types.Project, order []string) composeObjects {
 			cname = name
 		}
 		exposed := append(exposedPorts(s.Expose), targets...)
+		out.images[cname], out.images[name] = s.Image, s.Image
 		out.containers = append(out.containers, labels.Container{ID: name, Name: cname, Created: created,
 			Labels: copyLabels(s.Labels), ExposedPorts: exposed})
 		if s.Deploy != nil && len(s.Deploy.Labels) > 0 {
@@ -293,4 +297,34 @@ func portRange(s string) []int {
 		out = append(out, p)
 	}
 	return out
+}
+
+// fillExposedPorts gives the objects that publish and expose no port in
+// the compose file the ports their image EXPOSEs, read from the engine by
+// lookup, so that the port rule chooses as levee serve will (the only
+// exposed port, else the lowest). Without an engine, or without the image
+// on it, they keep none and the port rule says the EXPOSE is not known.
+func fillExposedPorts(ctx context.Context, objs *composeObjects, lookup func(ctx context.Context, images []string) (map[string][]int, error)) {
+	var want []string
+	for _, list := range [][]labels.Container{objs.containers, objs.services} {
+		for _, c := range list {
+			if img := objs.images[c.Name]; len(c.ExposedPorts) == 0 && img != "" && !slices.Contains(want, img) {
+				want = append(want, img)
+			}
+		}
+	}
+	if len(want) == 0 || lookup == nil {
+		return
+	}
+	ports, err := lookup(ctx, want)
+	if err != nil {
+		return // no engine: offline it is
+	}
+	for _, list := range [][]labels.Container{objs.containers, objs.services} {
+		for i := range list {
+			if len(list[i].ExposedPorts) == 0 {
+				list[i].ExposedPorts = slices.Clone(ports[objs.images[list[i].Name]])
+			}
+		}
+	}
 }

@@ -97,12 +97,58 @@ func TestValidateDegraded(t *testing.T) {
 	}
 	for _, want := range []string{
 		`W024 warn levee.http.shop.circuitBreaker.threshold="abc"`, "(using 0.5)",
-		`W013 warn levee.http.shop.circuitbreaker.minRequests="10"`, "did you mean levee.http.shop.circuitBreaker.minRequests?",
+		`W013 warn levee.http.shop.circuitBreaker.minRequest="10"`, "did you mean levee.http.shop.circuitBreaker.minRequests?",
 		`W028 warn levee.http.shop.stripPrefix="yep"`,
 		"I002 info levee.http.shop.port", "using 8080, the container's only exposed port",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A route that denies every request because an access policy cannot be
+// read (E005, E006) is an error: validate exits 1, in text and JSON.
+func TestValidateExitsOneOnErrors(t *testing.T) {
+	out, _, code := validate(t, "testdata/lostpolicy.yml")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	for _, r := range [][3]string{{"denies", "admin", "admin"}, {"denies", "ops", "ops"}} {
+		if !hasRow(out, r[0], r[1], r[2]) {
+			t.Errorf("no row %v in\n%s", r, out)
+		}
+	}
+	for _, want := range []string{"E005 error levee.http.admin.basicAuth.userz", "E006 error levee.http.ops.basicauh.users",
+		"0 routed, 0 degraded, 2 denying every request, 0 skipped"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = validate(t, "--format", "json", "testdata/lostpolicy.yml")
+	var rep validateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.Summary["denies"] != 2 {
+		t.Fatalf("json: exit %d, %v, summary %v", code, err, rep.Summary)
+	}
+}
+
+// --strict fails on warnings too; infos never fail.
+func TestValidateStrict(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		strict bool
+		want   int
+	}{
+		{"testdata/degraded.yml", false, 0},
+		{"testdata/degraded.yml", true, 1},
+		{"testdata/good.yml", true, 0},
+	} {
+		args := []string{c.file}
+		if c.strict {
+			args = append([]string{"--strict"}, args...)
+		}
+		if out, _, code := validate(t, args...); code != c.want {
+			t.Errorf("validate %v: exit %d, want %d\n%s", args, code, c.want, out)
 		}
 	}
 }

@@ -52,8 +52,8 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 		return nil, nil, fmt.Errorf("--breaker-store: %w", err)
 	}
 	log.Info().Str("event", "breaker_store").Str("prefix", cfg.BreakerStorePrefix).Str("replica", st.Replica()).
-		Dur("flush_interval", cfg.BreakerStoreFlushInterval).Int("fallback_flushes", cfg.BreakerStoreFallbackFlushes).
-		Dur("fallback_after", cfg.BreakerStoreFallbackAfter).Int("rejoin_flushes", cfg.BreakerStoreRejoinFlushes).Msg("breakers are shared through the breaker store")
+		Dur("flush_interval_ms", cfg.BreakerStoreFlushInterval).Int("fallback_flushes", cfg.BreakerStoreFallbackFlushes).
+		Dur("fallback_after_ms", cfg.BreakerStoreFallbackAfter).Int("rejoin_flushes", cfg.BreakerStoreRejoinFlushes).Msg("breakers are shared through the breaker store")
 	return st, rtRef, nil
 }
 

@@ -62,15 +62,15 @@ func (p *Provider) Run(ctx context.Context, sink Sink) error {
 func (p *Provider) logEnding(end ending, err error, delay time.Duration) {
 	switch {
 	case end == lost:
-		p.log.Warn().Err(err).Dur("retry_in", delay).
+		p.log.Warn().Err(err).Dur("retry_in_ms", delay).
 			Msgf("%s: lost the connection to the engine at %s; reconnecting and resyncing", p.name, p.host)
 		p.announced = true
 	case !p.announced:
-		p.log.Error().Err(err).Dur("retry_in", delay).
+		p.log.Error().Err(err).Dur("retry_in_ms", delay).
 			Msgf("%s: cannot reach the Docker engine at %s; other sources keep serving, retrying in the background", p.name, p.host)
 		p.announced = true
 	default:
-		p.log.Debug().Err(err).Dur("retry_in", delay).Msgf("%s: engine at %s still unreachable", p.name, p.host)
+		p.log.Debug().Err(err).Dur("retry_in_ms", delay).Msgf("%s: engine at %s still unreachable", p.name, p.host)
 	}
 }
 

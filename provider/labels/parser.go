@@ -130,9 +130,8 @@ var otherProtocols = map[string]bool{"tcp": true, "udp": true, "tls": true, "htt
 func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diagnostics.Diagnostic) {
 	diags := p.traefikOnly(prefix, c)
 	src := p.source(c, "")
-	enableKey := prefix + ".enable"
+	enableKey, enableRaw, explicit := labelFold(c.Labels, prefix+".enable")
 	enabled := p.ExposedByDefault
-	enableRaw, explicit := c.Labels[enableKey]
 	if explicit {
 		b, err := config.ParseBool(enableRaw)
 		if err != nil {
@@ -153,20 +152,24 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 
 	keys := make([]string, 0, len(c.Labels))
 	for k := range c.Labels {
-		if strings.HasPrefix(k, prefix+".") {
+		if hasPrefixFold(k, prefix+".") {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 
+	// Keys are read in any case, as Traefik reads its labels; the service
+	// name is the operator's and keeps its case (App and app are two
+	// services), as do the entry names of map fields.
 	type svcKey struct{ proto, svc string }
 	services := map[svcKey]map[string]string{}
+	written := map[svcKey]map[string]string{} // field → the key as written
 	var order []svcKey
 	networkLabel, hasNetwork := "", false
 	otherLabels := false
 	for _, k := range keys {
 		rest := k[len(prefix)+1:]
-		switch rest {
+		switch strings.ToLower(rest) {
 		case "enable":
 			continue
 		case "network":
@@ -194,12 +197,14 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 				fmt.Sprintf("unknown label: want %s.enable, %s.network or %s.<protocol>.<service>.<field>", prefix, prefix, prefix), hint))
 			continue
 		}
-		sk := svcKey{parts[0], parts[1]}
+		sk := svcKey{strings.ToLower(parts[0]), parts[1]}
 		if services[sk] == nil {
 			services[sk] = map[string]string{}
+			written[sk] = map[string]string{}
 			order = append(order, sk)
 		}
 		services[sk][parts[2]] = c.Labels[k]
+		written[sk][parts[2]] = k
 	}
 
 	if len(order) == 0 {
@@ -230,11 +235,16 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			// Key and value are those of a real label (the first field of the
 			// service), so the operator can find the line in the compose
 			// file; the protocol is named in the message.
-			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, prefix+"."+sk.proto+"."+sk.svc+"."+first, fields[first], "",
+			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, written[sk][first], fields[first], "",
 				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}
-		keyOf := func(field string) string { return prefix + "." + sk.proto + "." + sk.svc + "." + field }
+		keyOf := func(field string) string {
+			if k, ok := written[sk][field]; ok {
+				return k
+			}
+			return prefix + "." + sk.proto + "." + sk.svc + "." + field
+		}
 		fields, vip, ds := p.swarmLB(c, fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		cfg, ds := config.DecodeLabels(fields, ssrc, keyOf)
@@ -259,7 +269,7 @@ const traefikPrefix = "traefik."
 func (p Parser) traefikOnly(prefix string, c *Container) []diagnostics.Diagnostic {
 	first := ""
 	for k := range c.Labels {
-		if strings.HasPrefix(k, prefix+".") {
+		if hasPrefixFold(k, prefix+".") {
 			return nil
 		}
 		if strings.HasPrefix(k, traefikPrefix) && (first == "" || k < first) {
@@ -277,8 +287,11 @@ func (p Parser) traefikOnly(prefix string, c *Container) []diagnostics.Diagnosti
 func (p Parser) misspelledEnable(prefix string, c *Container) []diagnostics.Diagnostic {
 	var out []diagnostics.Diagnostic
 	for _, k := range sortedFieldNames(c.Labels) {
-		rest, ok := strings.CutPrefix(k, prefix+".")
-		if !ok || rest == "enable" || strings.Contains(rest, ".") {
+		if !hasPrefixFold(k, prefix+".") {
+			continue
+		}
+		rest := k[len(prefix)+1:]
+		if strings.EqualFold(rest, "enable") || strings.Contains(rest, ".") {
 			continue
 		}
 		if diagnostics.DidYouMean(rest, []string{"enable"}) != "" {
@@ -429,47 +442,6 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 		eps = append(eps, ep)
 	}
 	return eps, diags
-}
-
-// port is the backend port of member m: the port label, else the port
-// rule's choice (I002 says which).
-func (p Parser) port(m, win candidate, keyOf func(string) string) (int, []diagnostics.Diagnostic) {
-	if win.cfg.Port != 0 {
-		return win.cfg.Port, nil
-	}
-	port, why := choosePort(m.c.ExposedPorts)
-	if p.Offline && len(m.c.ExposedPorts) == 0 {
-		// A compose file does not say what the image EXPOSEs; the live
-		// engine may choose differently.
-		why += "; offline, the image's EXPOSE is not known"
-	}
-	return port, []diagnostics.Diagnostic{diagnostics.New(diagnostics.PortDefaulted, p.source(m.c, m.svc), keyOf("port"), "", strconv.Itoa(port),
-		fmt.Sprintf("no port label: using %d, %s", port, why), "set "+keyOf("port")+" to choose")}
-}
-
-// choosePort applies the port rule: the only exposed port, else the lowest
-// exposed port, else 80.
-func choosePort(exposed []int) (int, string) {
-	var ports []int
-	seen := map[int]bool{}
-	for _, pt := range exposed {
-		if pt >= 1 && pt <= 65535 && !seen[pt] {
-			seen[pt] = true
-			ports = append(ports, pt)
-		}
-	}
-	sort.Ints(ports)
-	switch len(ports) {
-	case 0:
-		return config.DefaultPort, "the default (the container exposes no port)"
-	case 1:
-		return ports[0], "the container's only exposed port"
-	}
-	strs := make([]string, len(ports))
-	for i, pt := range ports {
-		strs[i] = strconv.Itoa(pt)
-	}
-	return ports[0], "the lowest of the exposed ports " + strings.Join(strs, ", ")
 }
 
 // differingKeys names the fields where two replicas' labels differ. Hosts

@@ -75,7 +75,8 @@ func TestParseEnable(t *testing.T) {
 		{"not enabled with bad labels: silent", false, []string{"levee.http.app.port=x"}, false, nil},
 		{"unrelated container by default: silent", true, []string{"com.example=1"}, false, nil},
 		{"enabled without service", false, []string{"levee.enable=true"}, false, []string{"E004 levee.enable"}},
-		{"misspelled enable", false, []string{"levee.Enable=true", svc, port}, false, []string{"W013 levee.Enable"}},
+		{"enable in another case", false, []string{"levee.Enable=true", svc, port}, true, nil},
+		{"misspelled enable", false, []string{"levee.enabel=true", svc, port}, false, []string{"W013 levee.enabel"}},
 		{"misspelled enable, other prefix", false, []string{"traefik.enable=true", "levee.enabled=true", svc, port}, false, []string{"W013 levee.enabled"}},
 	}
 	for _, c := range cases {
@@ -130,7 +131,7 @@ func TestParseIsolation(t *testing.T) {
 
 func TestParseGrammarErrors(t *testing.T) {
 	c := ctr("1", 0, "levee.enable=true", "levee.enabel=true", "levee.http.app", "levee.http.app.host=a.com",
-		"levee.http.app.port=80", "levee.http.app.circuitbreaker.threshold=0.5", "levee.tcp.db.port=5432",
+		"levee.http.app.port=80", "levee.http.app.circuitbreaker.treshold=0.5", "levee.tcp.db.port=5432",
 		"levee.htp.web.host=w.com", "levee.http..host=x.com")
 	eps, ds := Parser{}.Parse([]Container{c})
 	if len(eps) != 1 {
@@ -141,12 +142,12 @@ func TestParseGrammarErrors(t *testing.T) {
 		hints[string(d.Code)+" "+d.Key] = d.Hint
 	}
 	want := map[string]string{
-		"W013 levee.enabel":                            "did you mean levee.enable?",
-		"W013 levee.http.app":                          "",
-		"W013 levee.http..host":                        "",
-		"W013 levee.http.app.circuitbreaker.threshold": "did you mean levee.http.app.circuitBreaker.threshold?",
-		"W012 levee.tcp.db.port":                       "",
-		"W012 levee.htp.web.host":                      "did you mean levee.http.web.host?",
+		"W013 levee.enabel":                           "did you mean levee.enable?",
+		"W013 levee.http.app":                         "",
+		"W013 levee.http..host":                       "",
+		"W013 levee.http.app.circuitbreaker.treshold": "did you mean levee.http.app.circuitBreaker.threshold?",
+		"W012 levee.tcp.db.port":                      "",
+		"W012 levee.htp.web.host":                     "did you mean levee.http.web.host?",
 	}
 	if !reflect.DeepEqual(hints, want) {
 		t.Errorf("diagnostics:\n got %v\nwant %v", hints, want)
@@ -483,5 +484,23 @@ func TestParseContainerSharingNoNetworkWithLevee(t *testing.T) {
 		if _, ds := p.Parse([]Container{c}); len(only(ds, diagnostics.NoSharedNetwork)) != 0 {
 			t.Errorf("%s: %v, want no W091", name, ds)
 		}
+	}
+}
+
+// A port label that is given but invalid is W001, and the port chosen
+// instead (I002) says so rather than "no port label".
+func TestInvalidPortLabelIsNotAMissingOne(t *testing.T) {
+	c := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com", "levee.http.app.port=99999")
+	c.ExposedPorts = []int{8080}
+	_, ds := Parser{}.Parse([]Container{c})
+	var i002 *diagnostics.Diagnostic
+	for i := range ds {
+		if ds[i].Code == diagnostics.PortDefaulted {
+			i002 = &ds[i]
+		}
+	}
+	if i002 == nil || strings.Contains(i002.Message, "no port label") || !strings.Contains(i002.Message, "invalid port label (W001): using 8080") ||
+		i002.Value != "99999" || i002.Key != "levee.http.app.port" {
+		t.Fatalf("I002 %+v in %v", i002, ds)
 	}
 }

@@ -22,7 +22,7 @@ func (p Parser) Relevant(labels map[string]string) bool {
 		prefix = DefaultPrefix
 	}
 	for k := range labels {
-		if strings.HasPrefix(k, prefix+".") || strings.HasPrefix(k, traefikPrefix) {
+		if hasPrefixFold(k, prefix+".") || strings.HasPrefix(k, traefikPrefix) {
 			return true
 		}
 	}

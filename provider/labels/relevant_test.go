@@ -18,6 +18,7 @@ func TestRelevant(t *testing.T) {
 		{"other prefix", Parser{Prefix: "edge"}, map[string]string{"levee.enable": "true"}, false},
 		{"own prefix", Parser{Prefix: "edge"}, map[string]string{"edge.enable": "true"}, true},
 		{"prefix without dot is another label", Parser{}, map[string]string{"leveeish": "1"}, false},
+		{"prefix in another case", Parser{}, map[string]string{"Levee.enable": "true"}, true},
 		{"event attributes", Parser{}, map[string]string{"name": "db", "image": "postgres", "exitCode": "0"}, false},
 		{"exposed by default", Parser{ExposedByDefault: true}, nil, true},
 	}
@@ -35,7 +36,6 @@ func TestIrrelevantContainersParseToNothing(t *testing.T) {
 	for _, lbls := range []map[string]string{
 		nil,
 		{"com.docker.compose.service": "db"},
-		{"Levee.enable": "true"}, // another prefix: case matters in label keys
 		{"app.levee.enable": "true"},
 	} {
 		p := Parser{}

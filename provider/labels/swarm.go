@@ -20,17 +20,17 @@ const SwarmLBField = "lb.swarm"
 // virtual IP is asked for. On a container it is ignored (W072); a value
 // that is not a boolean falls back to false (W028).
 func (p Parser) swarmLB(c *Container, fields map[string]string, src diagnostics.Source, keyOf func(string) string) (map[string]string, bool, []diagnostics.Diagnostic) {
-	raw, ok := fields[SwarmLBField]
+	name, raw, ok := labelFold(fields, SwarmLBField)
 	if !ok {
 		return fields, false, nil
 	}
 	rest := make(map[string]string, len(fields)-1)
 	for k, v := range fields {
-		if k != SwarmLBField {
+		if k != name {
 			rest[k] = v
 		}
 	}
-	key := keyOf(SwarmLBField)
+	key := keyOf(name)
 	if !c.Service {
 		return rest, false, []diagnostics.Diagnostic{diagnostics.New(diagnostics.SwarmOnlyField, src, key, raw, "",
 			"lb.swarm applies to Swarm services only (a container has no virtual IP): ignored", "")}
@@ -61,11 +61,12 @@ func (p Parser) noSharedNetwork(prefix string, c *Container, nets []Network) []d
 			}
 		}
 	}
+	key, value, _ := labelFold(c.Labels, prefix+".network")
 	code, kind, effect := diagnostics.NoSharedNetwork, "container", "it is not reachable: connections to it time out or are refused"
 	if c.Service {
 		code, kind, effect = diagnostics.SwarmNoSharedNetwork, "service", "its tasks are not reachable"
 	}
-	return []diagnostics.Diagnostic{diagnostics.New(code, p.source(c, ""), prefix+".network", c.Labels[prefix+".network"], "",
+	return []diagnostics.Diagnostic{diagnostics.New(code, p.source(c, ""), key, value, "",
 		fmt.Sprintf("Levee shares no network with %s %s (%s: %s; Levee: %s): %s",
 			kind, c.Name, kind, orNone(names), strings.Join(p.OwnNetworks, ", "), effect),
 		"attach Levee and the "+kind+" to one network, and name it with "+prefix+".network if there are several")}

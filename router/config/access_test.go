@@ -129,20 +129,26 @@ func TestAccessPoliciesRoundTrip(t *testing.T) {
 	}
 }
 
-// A misspelled policy name gets a did-you-mean; Traefik's spellings get
-// Levee's name.
+// A misspelled access policy, or another proxy's name of one, is an error
+// that makes the route deny (E006), with a hint naming Levee's field.
 func TestAccessPolicyNameHints(t *testing.T) {
 	for name, want := range map[string]string{
-		"basicauth.users":         "did you mean levee.http.app.basicAuth.users?",
+		"basicAuh.users":          "did you mean levee.http.app.basicAuth.users?",
 		"rateLimt.average":        "did you mean levee.http.app.rateLimit.average?",
-		"ipallowlist.sourcerange": "did you mean levee.http.app.ipAllowList.sourceRange?",
+		"ipalowlist.sourcerange":  "did you mean levee.http.app.ipAllowList.sourceRange?",
 		"inflightreq.amount":      "levee.http.app.inFlight.amount",
 		"ipwhitelist.sourcerange": "levee.http.app.ipAllowList.sourceRange",
 	} {
-		_, ds := DecodeLabels(map[string]string{"host": "a.com", name: "x"}, cfgSrc, cfgLabelKey)
-		w := cfgWithCode(ds, diagnostics.UnknownKey)
-		if len(w) != 1 || !strings.Contains(w[0].Hint, want) {
-			t.Errorf("%s: %v, want a hint with %q", name, w, want)
+		ep, ds := DecodeLabels(map[string]string{"host": "a.com", name: "x"}, cfgSrc, cfgLabelKey)
+		e := cfgWithCode(ds, diagnostics.MisspelledAccessPolicy)
+		if len(e) != 1 || !strings.Contains(e[0].Hint, want) || e[0].Severity != diagnostics.Error {
+			t.Errorf("%s: %v, want an error with a hint %q", name, ds, want)
+		}
+		if len(cfgWithCode(ds, diagnostics.UnknownKey)) != 0 {
+			t.Errorf("%s: also W013: %v", name, ds)
+		}
+		if got := ep.Entrypoint.Access.Unread; !slices.Equal(got, []string{cfgLabelKey(name)}) {
+			t.Errorf("%s: unread %q, want the key as written", name, got)
 		}
 	}
 }
@@ -197,15 +203,19 @@ func TestCheckHtpasswdLine(t *testing.T) {
 	}
 }
 
-// The API gets the same did-you-mean for a misspelled policy group.
+// The API gets the same error and did-you-mean for a misspelled policy
+// group.
 func TestAccessPolicyNameHintsJSON(t *testing.T) {
 	body := `{"name":"app","backends":[{"address":"10.0.0.5","port":8080}],"config":{"hostnames":["a.example.com"],"rate_limt":{"average":5}}}`
-	_, ds, err := DecodeEntrypoint(FormatJSON, []byte(body), diagnostics.Source{})
+	ep, ds, err := DecodeEntrypoint(FormatJSON, []byte(body), diagnostics.Source{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := cfgWithCode(ds, diagnostics.UnknownKey)
-	if len(w) != 1 || w[0].Key != "config.rate_limt" || !strings.Contains(w[0].Hint, "config.rate_limit") {
+	e := cfgWithCode(ds, diagnostics.MisspelledAccessPolicy)
+	if len(e) != 1 || e[0].Key != "config.rate_limt" || !strings.Contains(e[0].Hint, "config.rate_limit") {
 		t.Fatalf("%v", ds)
+	}
+	if !slices.Equal(ep.Access.Unread, []string{"config.rate_limt"}) {
+		t.Fatalf("unread %q", ep.Access.Unread)
 	}
 }

@@ -130,6 +130,12 @@ var fieldCases = []fieldCase{
 		valid: []validCase{{"31536000", "31536000", 365 * 24 * time.Hour}, {"0", "0", time.Duration(0)}, {"8760h", "", 365 * 24 * time.Hour}},
 		invalid: []invalidCase{{label: "forever", code: diagnostics.BadTLS}, {label: "63072001", json: "63072001", code: diagnostics.BadTLS},
 			{label: "1.5s", code: diagnostics.BadTLS}, {label: "-1", json: "-1", code: diagnostics.BadTLS}}},
+	{field: "tls.hsts.includeSubDomains", get: func(d cfgDecoded) any { return d.ep.TLS.HSTSIncludeSubdomains },
+		valid:   []validCase{{"true", "true", true}, {"off", "false", false}},
+		invalid: []invalidCase{{label: "all", code: diagnostics.BadTLS}}},
+	{field: "tls.hsts.preload", get: func(d cfgDecoded) any { return d.ep.TLS.HSTSPreload },
+		valid:   []validCase{{"true", "true", true}, {"no", "", false}},
+		invalid: []invalidCase{{label: "please", code: diagnostics.BadTLS}}},
 	{field: "listeners", get: func(d cfgDecoded) any { return d.ep.Listeners },
 		valid:   []validCase{{"websecure", `["websecure"]`, []string{"websecure"}}, {"web, web-2", "", []string{"web", "web-2"}}},
 		invalid: []invalidCase{{label: "web,Web Secure", json: `["web","Web Secure"]`, code: diagnostics.BadListeners, fallback: "-", value: "Web Secure"}}},
@@ -426,7 +432,7 @@ func TestFieldTable(t *testing.T) {
 				wantFallback := ic.fallback
 				switch wantFallback {
 				case "":
-					wantFallback = f.Default
+					wantFallback = fallbackText(f.Default)
 				case "-":
 					wantFallback = ""
 				}
@@ -646,15 +652,15 @@ func TestDecodeEntrypointUnknownKeys(t *testing.T) {
 
 func TestDecodeLabelsUnknownKeys(t *testing.T) {
 	_, ds := DecodeLabels(map[string]string{
-		"host":                     "a.com",
-		"circuitbreaker.threshold": "0.5",
-		"loadbalancer":             "rr",
-		"totallyUnrelated":         "x",
+		"host":                    "a.com",
+		"circuitbreaker.treshold": "0.5",
+		"loadbalancr":             "rr",
+		"totallyUnrelated":        "x",
 	}, cfgSrc, cfgLabelKey)
 	want := map[string]string{
-		cfgLabelKey("circuitbreaker.threshold"): "did you mean " + cfgLabelKey("circuitBreaker.threshold") + "?",
-		cfgLabelKey("loadbalancer"):             "did you mean " + cfgLabelKey("loadBalancer") + "?",
-		cfgLabelKey("totallyUnrelated"):         "",
+		cfgLabelKey("circuitbreaker.treshold"): "did you mean " + cfgLabelKey("circuitBreaker.threshold") + "?",
+		cfgLabelKey("loadbalancr"):             "did you mean " + cfgLabelKey("loadBalancer") + "?",
+		cfgLabelKey("totallyUnrelated"):        "",
 	}
 	got := map[string]string{}
 	for _, d := range ds {

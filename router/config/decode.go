@@ -72,7 +72,24 @@ func (d *draft) add(code diagnostics.Code, key, value, fallback, msg, hint strin
 func (d *draft) bad(f *Field, key string, v any, reason string) {
 	// The default applies, so the cross-field rules see no given value.
 	delete(d.given, f.Label)
-	d.add(f.Code, key, displayValue(v), f.Default, fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
+	d.add(f.Code, key, displayValue(v), fallbackText(f.Default), fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
+}
+
+// fallbackText is a field's default as a diagnostic names what applies
+// instead of a bad value, after "using": the table's "(none)" reads
+// "none" and "0 (no header)" reads "0, no header"; a required field has
+// no default, and names none.
+func fallbackText(def string) string {
+	switch {
+	case def == "(required)":
+		return ""
+	case strings.HasPrefix(def, "(") && strings.HasSuffix(def, ")"):
+		return def[1 : len(def)-1]
+	}
+	if v, note, ok := strings.Cut(def, " ("); ok && strings.HasSuffix(note, ")") {
+		return v + ", " + strings.TrimSuffix(note, ")")
+	}
+	return def
 }
 
 // apply runs the setters of items in table order. A field given twice (by
@@ -90,10 +107,11 @@ func (d *draft) apply(items []fieldValue) {
 	applied := map[string]string{}
 	for _, it := range items {
 		f := &fieldTable[it.field]
-		// A map field's entries are separate keys (headers.X.Name).
+		// A map field's entries are separate keys (headers.X.Name), the
+		// same in any case.
 		slot := f.Label
 		if f.Kind == KindMap {
-			slot += "\x00" + it.key
+			slot += "\x00" + strings.ToLower(it.key)
 		}
 		if first, dup := applied[slot]; dup {
 			d.add(diagnostics.DuplicateKey, it.key, displayValue(it.value), "value of "+first,
@@ -123,8 +141,10 @@ func (d *draft) finish() (Entrypoint, bool) {
 		d.ep.HealthCheck = &hc
 	}
 	d.passiveHealth()
+	d.finishUnread()
 	d.finishTransform()
 	d.tlsRules()
+	d.hstsRules()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled
@@ -141,7 +161,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 					g.key = d.keyOf(f)
 				}
 			}
-			d.add(diagnostics.BadCircuitBreaker, g.key, g.value, fe.Default,
+			d.add(diagnostics.BadCircuitBreaker, g.key, g.value, fallbackText(fe.Default),
 				fmt.Sprintf("invalid circuitBreaker.%s: %s", fe.Field, fe.Reason), "")
 		}
 		cb.Params = p
@@ -235,7 +255,10 @@ func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(fie
 	for name, value := range fields {
 		idx, alias, ok := lookupLabel(name)
 		if !ok {
-			d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), unknownLabelHint(name, key))
+			hint := unknownLabelHint(name, key)
+			if !d.unreadAccess(name, key(name), value, hint, labelGroups, accessLabelGroups) {
+				d.add(diagnostics.UnknownKey, key(name), value, "", fmt.Sprintf("unknown field %q", name), hint)
+			}
 			continue
 		}
 		items = append(items, fieldValue{field: idx, alias: alias, key: key(name), value: value})
@@ -245,13 +268,17 @@ func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(fie
 	return LabelConfig{Entrypoint: ep, Port: d.port, Weight: d.weight, Routable: routable}, d.diags
 }
 
+// lookupLabel finds the field of a label name. Names are read in any case,
+// as Traefik reads its labels (basicauth.users is basicAuth.users); the
+// entry name of a map field (headers.customRequestHeaders.X-Name) is the
+// operator's and is kept as written.
 func lookupLabel(name string) (idx int, alias bool, ok bool) {
 	for i, f := range fieldTable {
-		if f.Label == name || f.Kind == KindMap && len(name) > len(f.Label)+1 && strings.HasPrefix(name, f.Label+".") {
+		if strings.EqualFold(f.Label, name) || f.Kind == KindMap && len(name) > len(f.Label)+1 && hasPrefixFold(name, f.Label+".") {
 			return i, false, true
 		}
 		for _, a := range f.LabelAliases {
-			if a == name {
+			if strings.EqualFold(a, name) {
 				return i, true, true
 			}
 		}
@@ -280,4 +307,9 @@ func (d *draft) staleRules() {
 			"serveStaleForCredentials keeps no answer on a forward-auth route without forwardAuth.authRequestHeaders: its auth service reads every field",
 			"list the fields the auth service reads in forwardAuth.authRequestHeaders")
 	}
+}
+
+// hasPrefixFold reports whether s begins with prefix in any case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

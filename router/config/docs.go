@@ -29,8 +29,18 @@ Both go through one field table and one validator, so the same mistake gives the
 
 - ` + "`<prefix>`" + ` is ` + "`levee`" + ` by default (` + "`--label-prefix`" + `), so a compose file written for Sōzune works with ` + "`--label-prefix sozune`" + `.
 - ` + "`<protocol>`" + ` is ` + "`http`" + ` (others are W012 and ignored). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
-- Keys are camelCase and match exactly; a near miss is W013 with a did-you-mean, and a Traefik or Sōzune key is W013 with what Levee
-  calls it or that Levee does not support it ([migrating.md](migrating.md#keys-levee-names-differently-or-does-not-have)).
+- Keys are read in any case, as Traefik reads its labels: ` + "`levee.http.app.basicauth.users`" + ` is ` + "`basicAuth.users`" + `, and
+  ` + "`Levee.HTTP.app.Host`" + ` is ` + "`levee.http.app.host`" + `. Two things keep their case: the ` + "`<service>`" + ` name (it is the route's name, and
+  ` + "`App`" + ` and ` + "`app`" + ` are two services, as Traefik's router names are) and the name after a map field
+  (` + "`headers.customRequestHeaders.X-Name`" + `, a header name, which HTTP compares in any case anyway). Diagnostics quote the key
+  as written. One field written in two spellings is given twice (W035).
+- An unknown key is W013 with a did-you-mean, and a Traefik or Sōzune key is W013 with what Levee calls it or that Levee does not
+  support it ([migrating.md](migrating.md#keys-levee-names-differently-or-does-not-have)).
+- **Access policies fail closed.** An unknown key under an access policy (` + "`basicAuth`" + `, ` + "`forwardAuth`" + `, ` + "`ipAllowList`" + `,
+  ` + "`rateLimit`" + `, ` + "`inFlight`" + `: ` + "`basicAuth.userz`" + `) is E005, and a policy name misspelled (` + "`basicAuh.users`" + `) or another
+  proxy's name of one (` + "`ipWhiteList.sourceRange`" + `) is E006: the route is routed but denies every request (403,
+  ` + "`X-Levee-Diagnostic: policy-misconfigured`" + `) until the key is fixed, never served without the policy. The same holds in
+  API payloads (` + "`config.basic_auth.userz`" + `).
 - ` + "`<prefix>.enable`" + ` accepts the booleans below (W028 when invalid: the --docker-exposed-by-default setting applies).
   A container that is not enabled produces no diagnostic, except I003 (info, once) when it carries ` + "`traefik.*`" + ` labels and no ` + "`<prefix>.*`" + ` label
   (see [migrating.md](migrating.md)).
@@ -66,7 +76,10 @@ A bad value falls back to the field's default with the field's code; every other
 
 ` + "`name`" + ` (the id, ` + "`[a-z0-9][a-z0-9_-]*`" + `) and ` + "`config.hostnames`" + ` are required (else 422); ` + "`protocol`" + ` defaults to ` + "`Http`" + `.
 Without ` + "`backends`" + ` the entrypoint answers 503 until backends are given (W034). A backend without ` + "`port`" + ` uses 80 (I002);
-one without ` + "`address`" + ` is dropped (W010). Unknown fields are W013, never silently dropped.
+one without ` + "`address`" + ` is dropped (W010). Unknown fields are W013, never silently dropped; under an access policy
+(` + "`basic_auth`" + `, ` + "`forward_auth`" + `, ` + "`ip_allow_list`" + `, ` + "`rate_limit`" + `, ` + "`in_flight`" + `) they are E005 and the route denies.
+Keys are read in any case (` + "`Basic_Auth`" + ` is ` + "`basic_auth`" + `). A stored entrypoint keeps such keys in
+` + "`config.unread_access_keys`" + `, so that it still denies after a restart.
 
 ## Fields
 

@@ -50,7 +50,9 @@ type wireTLS struct {
 	Enabled  bool `json:"enabled"`
 	Redirect bool `json:"redirect"`
 	// HSTS is the max-age in seconds, as the header writes it.
-	HSTS int64 `json:"hsts"`
+	HSTS                  int64 `json:"hsts"`
+	HSTSIncludeSubdomains bool  `json:"hsts_include_subdomains,omitempty"`
+	HSTSPreload           bool  `json:"hsts_preload,omitempty"`
 }
 
 type wireRetry struct {
@@ -159,7 +161,8 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 	}
 	w.Config.wireAccess = encodeAccess(ep.Access)
 	if !ep.TLS.IsZero() {
-		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second)}
+		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second),
+			HSTSIncludeSubdomains: ep.TLS.HSTSIncludeSubdomains, HSTSPreload: ep.TLS.HSTSPreload}
 	}
 	w.Config.Listeners = ep.Listeners
 	out, err := json.Marshal(w)

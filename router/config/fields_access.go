@@ -74,15 +74,6 @@ func accessPolicyFields() []Field {
 	}
 }
 
-// The policies' groups in the API payload.
-var accessGroups = map[string]diagnostics.Code{
-	"config.basic_auth":    diagnostics.BadBasicAuth,
-	"config.forward_auth":  diagnostics.BadForwardAuth,
-	"config.ip_allow_list": diagnostics.BadIPAllowList,
-	"config.rate_limit":    diagnostics.BadRateLimit,
-	"config.in_flight":     diagnostics.BadInFlight,
-}
-
 // enableAccessGroup turns on the policy a group configures (a payload
 // that gives the group at all, even as a bad value).
 func enableAccessGroup(d *draft, path string) {

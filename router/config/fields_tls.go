@@ -28,6 +28,12 @@ func tlsFields() []Field {
 		{Label: "tls.hsts", JSON: "config.tls.hsts", Kind: KindDuration, Default: "0 (no header)", Code: diagnostics.BadTLS,
 			Doc:     fmt.Sprintf("Strict-Transport-Security max-age sent on the route's HTTPS responses (RFC 6797), in whole seconds or a duration, at most %d (two years). Never sent over plain HTTP.", int(MaxHSTS/time.Second)),
 			Example: "31536000", set: setTLSHSTS},
+		{Label: "tls.hsts.includeSubDomains", JSON: "config.tls.hsts_include_subdomains", Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
+			Doc:     "Adds `includeSubDomains` to the Strict-Transport-Security header: browsers then reach every sub-domain of the host over HTTPS only (Traefik's `stsIncludeSubdomains`).",
+			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSIncludeSubdomains })},
+		{Label: "tls.hsts.preload", JSON: "config.tls.hsts_preload", Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
+			Doc:     "Adds `preload` to the Strict-Transport-Security header, asking to be put in the browsers' preload list (Traefik's `stsPreload`). The list also wants `includeSubDomains` and a max-age of at least a year (W085 says when one is missing).",
+			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSPreload })},
 		{Label: "listeners", JSON: "config.listeners", Kind: KindList, Default: "every plain listener, or every TLS listener with tls=true", Code: diagnostics.BadListeners,
 			Doc:     "Names of the listeners (`--listen name=addr[,tls]`) the route serves on, comma-separated; Traefik calls them entry points. A route that names a plain listener serves there even with tls=true (and is not redirected there); with tls=true, a plain listener it does not name redirects to the first TLS listener it names (see tls.redirect).",
 			Example: "websecure", set: setListeners},
@@ -61,6 +67,14 @@ func setTLSHSTS(d *draft, f *Field, key string, v any) {
 	}
 }
 
+func setTLSBool(ptr func(*TLS) *bool) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		if b, ok := decode(d, f, key, v, toBool, nil); ok {
+			*ptr(&d.ep.TLS) = b
+		}
+	}
+}
+
 func setListeners(d *draft, f *Field, key string, v any) {
 	items, err := toList(v)
 	if err != nil {
@@ -84,13 +98,52 @@ func (d *draft) tlsRules() {
 		}
 		return
 	}
-	for _, label := range []string{"tls.redirect", "tls.hsts"} {
+	for _, label := range []string{"tls.redirect", "tls.hsts", "tls.hsts.includeSubDomains", "tls.hsts.preload"} {
 		g, given := d.given[label]
-		if !given || (label == "tls.redirect" && !t.Redirect) || (label == "tls.hsts" && t.HSTS == 0) {
+		if !given || (label == "tls.redirect" && !t.Redirect) || (label == "tls.hsts" && t.HSTS == 0) ||
+			(label == "tls.hsts.includeSubDomains" && !t.HSTSIncludeSubdomains) || (label == "tls.hsts.preload" && !t.HSTSPreload) {
 			continue
 		}
 		d.add(diagnostics.TLSFieldIgnored, g.key, g.value, "ignored",
 			label+" applies only to a route with tls=true: ignored", "add tls=true or remove "+g.key)
 	}
-	t.Redirect, t.HSTS = false, 0
+	*t = TLS{Enabled: t.Enabled}
+}
+
+// hstsRules checks the HSTS directives against the max-age they qualify
+// (RFC 6797 6.1) and the preload list's requirements (hstspreload.org),
+// and reports a Strict-Transport-Security header set by the headers
+// policy, which replaces tls.hsts's and is sent over plain HTTP too.
+func (d *draft) hstsRules() {
+	t := &d.ep.TLS
+	if t.HSTS == 0 {
+		for _, label := range []string{"tls.hsts.includeSubDomains", "tls.hsts.preload"} {
+			if g, given := d.given[label]; given && t.Enabled && (t.HSTSIncludeSubdomains || t.HSTSPreload) {
+				d.add(diagnostics.TLSFieldIgnored, g.key, g.value, "ignored",
+					label+" qualifies the Strict-Transport-Security header, which tls.hsts=0 does not send: ignored", "set tls.hsts to a max-age")
+			}
+		}
+		t.HSTSIncludeSubdomains, t.HSTSPreload = false, false
+	}
+	if t.HSTSPreload && (!t.HSTSIncludeSubdomains || t.HSTS < MinHSTSPreload) {
+		g := d.givenOr("tls.hsts.preload", "true")
+		d.add(diagnostics.HSTSPreloadUnmet, g.key, g.value, "sent as written",
+			fmt.Sprintf("tls.hsts.preload: the preload list wants includeSubDomains and a max-age of at least %d seconds (here: includeSubDomains %t, max-age %d): it will refuse the host",
+				int64(MinHSTSPreload/time.Second), t.HSTSIncludeSubdomains, int64(t.HSTS/time.Second)),
+			"set tls.hsts.includeSubDomains=true and tls.hsts to 31536000 or more")
+	}
+	if h := d.ep.Transform.Headers; h != nil {
+		for _, m := range []map[string]string{h.Response, h.ResponseAdd} {
+			v, set := m["Strict-Transport-Security"]
+			if !set {
+				continue
+			}
+			g := d.tr.sts
+			msg := "Strict-Transport-Security set by the headers policy is sent over plain HTTP too, which RFC 6797 7.2 forbids"
+			if t.HSTS > 0 {
+				msg = "Strict-Transport-Security set by the headers policy replaces the header of tls.hsts (" + t.HSTSHeader() + ") and is sent over plain HTTP too"
+			}
+			d.add(diagnostics.HSTSHeaderOverride, g.key, v, "the header as set", msg, "remove the header and use tls.hsts (with tls.hsts.includeSubDomains and tls.hsts.preload)")
+		}
+	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
 )
@@ -22,6 +23,25 @@ func TestTLSRules(t *testing.T) {
 		{"hsts without tls", map[string]string{"tls.hsts": "60"}, `"tls":{"hsts":60}`, TLS{}, diagnostics.TLSFieldIgnored},
 		{"redirect without tls", map[string]string{"tls.redirect": "true"}, `"tls":{"redirect":true}`, TLS{}, diagnostics.TLSFieldIgnored},
 		{"redirect=false without tls says nothing", map[string]string{"tls.redirect": "false"}, `"tls":{"redirect":false}`, TLS{}, ""},
+		{"hsts directives", map[string]string{"tls": "true", "tls.hsts": "31536000", "tls.hsts.includeSubDomains": "true", "tls.hsts.preload": "true"},
+			`"tls":{"enabled":true,"hsts":31536000,"hsts_include_subdomains":true,"hsts_preload":true}`,
+			TLS{Enabled: true, Redirect: true, HSTS: year, HSTSIncludeSubdomains: true, HSTSPreload: true}, ""},
+		{"Traefik's case", map[string]string{"TLS": "true", "tls.HSTS": "31536000", "tls.hsts.includesubdomains": "true"},
+			`"TLS":{"Enabled":true,"hsts":31536000,"HSTS_Include_Subdomains":true}`,
+			TLS{Enabled: true, Redirect: true, HSTS: year, HSTSIncludeSubdomains: true}, ""},
+		{"preload without includeSubDomains", map[string]string{"tls": "true", "tls.hsts": "31536000", "tls.hsts.preload": "true"},
+			`"tls":{"enabled":true,"hsts":31536000,"hsts_preload":true}`,
+			TLS{Enabled: true, Redirect: true, HSTS: year, HSTSPreload: true}, diagnostics.HSTSPreloadUnmet},
+		{"preload with a short max-age", map[string]string{"tls": "true", "tls.hsts": "86400", "tls.hsts.includeSubDomains": "true", "tls.hsts.preload": "true"},
+			`"tls":{"enabled":true,"hsts":86400,"hsts_include_subdomains":true,"hsts_preload":true}`,
+			TLS{Enabled: true, Redirect: true, HSTS: 24 * time.Hour, HSTSIncludeSubdomains: true, HSTSPreload: true}, diagnostics.HSTSPreloadUnmet},
+		{"directives without max-age", map[string]string{"tls": "true", "tls.hsts.includeSubDomains": "true"},
+			`"tls":{"enabled":true,"hsts_include_subdomains":true}`, TLS{Enabled: true, Redirect: true}, diagnostics.TLSFieldIgnored},
+		{"directives without tls", map[string]string{"tls.hsts.preload": "true"}, `"tls":{"hsts_preload":true}`, TLS{}, diagnostics.TLSFieldIgnored},
+		{"custom Strict-Transport-Security header", map[string]string{"tls": "true", "tls.hsts": "31536000",
+			"headers.customResponseHeaders.Strict-Transport-Security": "max-age=60"},
+			`"tls":{"enabled":true,"hsts":31536000},"headers":{"custom_response_headers":{"Strict-Transport-Security":"max-age=60"}}`,
+			TLS{Enabled: true, Redirect: true, HSTS: year}, diagnostics.HSTSHeaderOverride},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,10 +74,28 @@ func checkOneCode(t *testing.T, how string, ds []diagnostics.Diagnostic, code di
 	}
 }
 
+const year = 365 * 24 * time.Hour
+
+func TestHSTSHeader(t *testing.T) {
+	for _, c := range []struct {
+		tls  TLS
+		want string
+	}{
+		{TLS{Enabled: true}, ""},
+		{TLS{Enabled: true, HSTS: year}, "max-age=31536000"},
+		{TLS{Enabled: true, HSTS: 60 * time.Second, HSTSIncludeSubdomains: true}, "max-age=60; includeSubDomains"},
+		{TLS{Enabled: true, HSTS: year, HSTSIncludeSubdomains: true, HSTSPreload: true}, "max-age=31536000; includeSubDomains; preload"},
+	} {
+		if got := c.tls.HSTSHeader(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.tls, got, c.want)
+		}
+	}
+}
+
 // The TLS fields and listeners survive the canonical encoding.
 func TestEncodeTLSRoundTrip(t *testing.T) {
 	cfg, ds := DecodeLabels(map[string]string{"host": "a.example.com", "tls": "true", "tls.redirect": "false",
-		"tls.hsts": "31536000", "listeners": "websecure,web"}, cfgSrc, cfgLabelKey)
+		"tls.hsts": "31536000", "tls.hsts.includeSubDomains": "true", "tls.hsts.preload": "true", "listeners": "websecure,web"}, cfgSrc, cfgLabelKey)
 	if len(ds) != 0 {
 		t.Fatal(ds)
 	}

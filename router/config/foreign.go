@@ -41,13 +41,16 @@ const (
 // labels and API payloads and the generated part of docs/migrating.md all
 // derive from it. More specific keys come before the patterns that would
 // also match them. A key that differs from a Levee field only in case
-// (Traefik's circuitbreaker.responsecode) is left to the did-you-mean.
+// (Traefik's circuitbreaker.responsecode) is that field: keys are read in
+// any case.
 var foreignTable = []ForeignKey{
 	// Traefik routers.
 	{Key: "rule", Proxy: proxyTraefik, Fields: []string{"host", "path", "pathRegex", "methods"},
 		Note: "Host(`a`) is host=a, PathPrefix(`/p`) is path=/p, PathRegexp is pathRegex, Method is methods"},
 	{Key: "entrypoints", Proxy: proxyTraefik, Fields: []string{"listeners"},
 		Note: "Traefik's entry points are Levee's listeners (levee serve --listen name=addr[,tls])"},
+	{Key: "service", Proxy: proxyTraefik,
+		Note: "a Levee service is the <service> part of the label key and is its own route: there is no router to point at it; write the router's rule and the service's port under one service name"},
 	{Key: "middlewares", Proxy: proxyTraefik,
 		Note: "what the common middlewares do are fields of the service: stripPrefix, addPrefix, replacePath, replacePathRegex.*, redirectScheme.*, redirectRegex.*, headers.*, cors.*, compress, retry.attempts, circuitBreaker.*"},
 	{Key: "tls.certresolver", Proxy: proxyTraefik, Fields: []string{"tls"},
@@ -81,7 +84,25 @@ var foreignTable = []ForeignKey{
 	{Key: "addprefix.prefix", Proxy: proxyTraefik, Fields: []string{"addPrefix"}},
 	// Traefik's access middlewares: keys that differ from Levee's only in
 	// case (basicauth.users, ratelimit.average, forwardauth.address) are
-	// left to the did-you-mean.
+	// Levee's; these name an access policy, so they make the route deny
+	// (E006).
+	{Key: "ipallowlist.ipstrategy.depth", Proxy: proxyTraefik, Fields: []string{"ipAllowList.depth"}},
+	{Key: "ipallowlist.ipstrategy.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.depth"},
+		Note: "the client address is the peer's, or X-Forwarded-For's from --trusted-proxies; depth picks an entry"},
+	{Key: "ipallowlist.rejectstatuscode", Proxy: proxyTraefik,
+		Note: "a client outside the list always gets 403"},
+	{Key: "ratelimit.sourcecriterion.requestheadername", Proxy: proxyTraefik, Fields: []string{"rateLimit.sourceCriterion"},
+		Note: "rateLimit.sourceCriterion=header:<name>"},
+	{Key: "ratelimit.sourcecriterion.requesthost", Proxy: proxyTraefik, Fields: []string{"rateLimit.sourceCriterion"},
+		Note: "rateLimit.sourceCriterion=host"},
+	{Key: "ratelimit.sourcecriterion.ipstrategy.*", Proxy: proxyTraefik, Fields: []string{"rateLimit.sourceCriterion"},
+		Note: "rateLimit.sourceCriterion=ip takes the client address by the --trusted-proxies rule"},
+	{Key: "forwardauth.authresponseheadersregex", Proxy: proxyTraefik, Fields: []string{"forwardAuth.authResponseHeaders"},
+		Note: "list the headers by name"},
+	{Key: "forwardauth.tls.*", Proxy: proxyTraefik,
+		Note: "Levee checks an https:// auth service against the system roots"},
+	{Key: "basicauth.headerfield", Proxy: proxyTraefik,
+		Note: "Levee does not pass the user name to the backend in a header"},
 	{Key: "ipwhitelist.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.sourceRange", "ipAllowList.depth"},
 		Note: "ipWhiteList is Traefik's former name of ipAllowList"},
 	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"}},
@@ -94,6 +115,10 @@ var foreignTable = []ForeignKey{
 		Note: "browsers dropped X-XSS-Protection; use headers.contentTypeNosniff and a Content-Security-Policy in headers.customResponseHeaders"},
 	{Key: "headers.stsseconds", Proxy: proxyTraefik, Fields: []string{"tls.hsts"},
 		Note: "sent on the HTTPS answers of a tls=true route"},
+	{Key: "headers.stsIncludeSubdomains", Proxy: proxyTraefik, Fields: []string{"tls.hsts.includeSubDomains"}},
+	{Key: "headers.stsPreload", Proxy: proxyTraefik, Fields: []string{"tls.hsts.preload"}},
+	{Key: "headers.forceSTSHeader", Proxy: proxyTraefik, Fields: []string{"tls.hsts"},
+		Note: "Levee sends Strict-Transport-Security on HTTPS answers only, never over plain HTTP (RFC 6797 7.2)"},
 	{Key: "headers.customFrameOptionsValue", Proxy: proxyTraefik, Fields: []string{"headers.frameDeny", "headers.customResponseHeaders"},
 		Note: "frameDeny=true sends DENY; another value is headers.customResponseHeaders.X-Frame-Options"},
 	{Key: "headers.accessControlAllowOriginListRegex", Proxy: proxyTraefik, Fields: []string{"cors.allowOrigins"},

@@ -100,7 +100,7 @@ func TestForeignKeysInLabels(t *testing.T) {
 		for _, sample := range foreignSamples(fk) {
 			for _, name := range []string{sample, "web." + sample} {
 				_, ds := DecodeLabels(map[string]string{"host": "a.com", name: "x"}, cfgSrc, cfgLabelKey)
-				w := cfgWithCode(ds, diagnostics.UnknownKey)
+				w := cfgWithCode(ds, foreignCode(fk, name))
 				if len(w) != 1 || w[0].Key != cfgLabelKey(name) {
 					t.Errorf("%s: W013 %v", name, w)
 					continue
@@ -138,8 +138,11 @@ func jsonPayload(key string) (body []byte, path string, ok bool) {
 // (YAML is a superset of JSON): the hint names Levee's JSON paths.
 func TestForeignKeysInPayloads(t *testing.T) {
 	render := func(f *Field) string { return f.JSON }
-	tested := 0
+	tested, writable := 0, 0
 	for _, fk := range foreignTable {
+		if _, access := accessGroupOfForeign(fk); !access || !strings.Contains(fk.Key, ".") {
+			writable++ // keys under an access group are nested deeper than jsonPayload writes
+		}
 		for _, sample := range foreignSamples(fk) {
 			body, path, ok := jsonPayload(sample)
 			if !ok {
@@ -151,7 +154,7 @@ func TestForeignKeysInPayloads(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", body, err)
 				}
-				w := cfgWithCode(ds, diagnostics.UnknownKey)
+				w := cfgWithCode(ds, foreignCode(fk, strings.TrimPrefix(path, "config.")))
 				if len(w) != 1 || w[0].Key != path {
 					t.Errorf("%s: W013 %v, want one for %s", body, w, path)
 					continue
@@ -160,7 +163,7 @@ func TestForeignKeysInPayloads(t *testing.T) {
 			}
 		}
 	}
-	if tested < len(foreignTable)/2 {
+	if tested < writable/2 {
 		t.Errorf("only %d samples could be written as a payload", tested)
 	}
 }
@@ -173,6 +176,10 @@ func TestForeignHintText(t *testing.T) {
 		{"s.loadbalancer.server.port", "loadbalancer.server.port is a Traefik key: Levee calls this " + cfgLabelKey("port") + " (see docs/migrating.md)", "", ""},
 		{"circuitbreaker.fallbackduration", "circuitbreaker.fallbackduration is a Traefik key: Levee calls this " + cfgLabelKey("circuitBreaker.cooldown") + " (see docs/migrating.md)",
 			"config.circuit_breaker.fallback_duration", "circuit_breaker.fallback_duration is a Traefik key: Levee calls this config.circuit_breaker.cooldown (see docs/migrating.md)"},
+		{"headers.forceSTSHeader", "headers.forceSTSHeader is a Traefik key: Levee calls this " + cfgLabelKey("tls.hsts") + "; Levee sends Strict-Transport-Security on HTTPS answers only, never over plain HTTP (RFC 6797 7.2) (see docs/migrating.md)", "", ""},
+		{"headers.stspreload", "headers.stspreload is a Traefik key: Levee calls this " + cfgLabelKey("tls.hsts.preload") + " (see docs/migrating.md)", "", ""},
+		{"headers.stsIncludeSubdomains", "headers.stsIncludeSubdomains is a Traefik key: Levee calls this " + cfgLabelKey("tls.hsts.includeSubDomains") + " (see docs/migrating.md)", "", ""},
+		{"web.service", "service is a Traefik key: not supported by Levee; a Levee service is the <service> part of the label key and is its own route: there is no router to point at it; write the router's rule and the service's port under one service name (see docs/migrating.md)", "", ""},
 		{"stickySession", "stickySession is a Sōzune key: Levee calls this " + cfgLabelKey("sticky.cookie") + " (see docs/migrating.md)",
 			"config.sticky_session", "sticky_session is a Sōzune key: Levee calls this config.sticky.enabled (see docs/migrating.md)"},
 	}
@@ -263,4 +270,21 @@ func TestMigratingTraefikRowsAgree(t *testing.T) {
 	if rows == 0 {
 		t.Fatal("no Traefik row matched the hint table")
 	}
+}
+
+// foreignCode is the code of a label field naming an entry: W013, or for an
+// entry that configures an access policy (the route denies: the operator
+// meant to protect it) E005 when the field is under the policy's own
+// group and E006 otherwise (ipwhitelist.*, or behind a router name).
+func foreignCode(fk ForeignKey, name string) diagnostics.Code {
+	if _, ok := accessGroupOfForeign(fk); !ok {
+		return diagnostics.UnknownKey
+	}
+	seg, _, _ := strings.Cut(name, ".")
+	for _, g := range accessLabelGroups {
+		if foldKey(g) == foldKey(seg) {
+			return diagnostics.UnreadAccessKey
+		}
+	}
+	return diagnostics.MisspelledAccessPolicy
 }

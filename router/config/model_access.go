@@ -19,10 +19,18 @@ type AccessPolicies struct {
 	IPAllowList *IPAllowList `json:"ip_allow_list,omitempty"`
 	RateLimit   *RateLimit   `json:"rate_limit,omitempty"`
 	InFlight    *InFlight    `json:"in_flight,omitempty"`
+	// Unread are the keys, as written, that named an access policy but
+	// that Levee could not read (an unknown field under basicAuth, a
+	// misspelled policy name such as basicAuh). While any is set the
+	// route denies every request: a policy Levee cannot read is never
+	// dropped, so the route is never served without it.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // IsZero reports whether no access policy is on.
-func (a AccessPolicies) IsZero() bool { return a == AccessPolicies{} }
+func (a AccessPolicies) IsZero() bool {
+	return a.BasicAuth == nil && a.ForwardAuth == nil && a.IPAllowList == nil && a.RateLimit == nil && a.InFlight == nil && len(a.Unread) == 0
+}
 
 // Equal compares two sets of access policies field by field.
 func (a AccessPolicies) Equal(b AccessPolicies) bool {
@@ -34,7 +42,8 @@ func (a AccessPolicies) Equal(b AccessPolicies) bool {
 	}) && eqPtr(a.IPAllowList, b.IPAllowList, func(x, y *IPAllowList) bool {
 		return x.Depth == y.Depth && equalStrings(x.SourceRange, y.SourceRange)
 	}) && eqPtr(a.RateLimit, b.RateLimit, func(x, y *RateLimit) bool { return *x == *y }) &&
-		eqPtr(a.InFlight, b.InFlight, func(x, y *InFlight) bool { return *x == *y })
+		eqPtr(a.InFlight, b.InFlight, func(x, y *InFlight) bool { return *x == *y }) &&
+		equalStrings(a.Unread, b.Unread)
 }
 
 func eqPtr[T any](a, b *T, eq func(a, b *T) bool) bool {
@@ -187,6 +196,9 @@ type wireAccess struct {
 	IPAllowList *IPAllowList     `json:"ip_allow_list,omitempty"`
 	RateLimit   *wireRateLimit   `json:"rate_limit,omitempty"`
 	InFlight    *InFlight        `json:"in_flight,omitempty"`
+	// Unread keeps a route that named a policy Levee could not read
+	// denying after it is stored and read back.
+	Unread []string `json:"unread_access_keys,omitempty"`
 }
 
 type wireBasicAuth struct {
@@ -232,6 +244,7 @@ func encodeAccess(a AccessPolicies) wireAccess {
 		c := *f
 		w.InFlight = &c
 	}
+	w.Unread = a.Unread
 	return w
 }
 

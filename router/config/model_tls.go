@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Listener kinds a route serves on by default: a route without tls serves
 // on every plain listener, a route with tls on every TLS listener. Named
@@ -8,6 +11,9 @@ import "time"
 // "entrypoint", so its listening sockets are "listeners") are declared by
 // `levee serve --listen name=addr[,tls]`.
 const (
+	// MinHSTSPreload is the least max-age the preload list accepts (one
+	// year, hstspreload.org).
+	MinHSTSPreload = 365 * 24 * time.Hour
 	// MaxHSTS is the largest Strict-Transport-Security max-age accepted:
 	// two years, the preload list's own recommendation (hstspreload.org).
 	MaxHSTS = 2 * 365 * 24 * time.Hour
@@ -24,6 +30,27 @@ type TLS struct {
 	// HSTS is the Strict-Transport-Security max-age sent on the route's
 	// HTTPS responses; 0 sends none (RFC 6797).
 	HSTS time.Duration `json:"hsts"`
+	// HSTSIncludeSubdomains and HSTSPreload add the includeSubDomains
+	// and preload directives to the header (RFC 6797 6.1.2; preload is
+	// the browsers' preload list's, hstspreload.org).
+	HSTSIncludeSubdomains bool `json:"hsts_include_subdomains,omitempty"`
+	HSTSPreload           bool `json:"hsts_preload,omitempty"`
+}
+
+// HSTSHeader is the Strict-Transport-Security value of the route's HTTPS
+// answers, "" when it sends none.
+func (t TLS) HSTSHeader() string {
+	if t.HSTS <= 0 {
+		return ""
+	}
+	v := "max-age=" + strconv.FormatInt(int64(t.HSTS/time.Second), 10)
+	if t.HSTSIncludeSubdomains {
+		v += "; includeSubDomains"
+	}
+	if t.HSTSPreload {
+		v += "; preload"
+	}
+	return v
 }
 
 // IsZero reports whether no TLS field is set.

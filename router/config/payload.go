@@ -101,6 +101,7 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	if !ok {
 		return Entrypoint{}, nil, &InputError{Status: statusBadRequest, Message: "payload must be an object"}
 	}
+	obj = canonicalKeys(obj, topLevelKeys)
 
 	name, err := decodeName(obj["name"])
 	if err != nil {
@@ -268,17 +269,19 @@ func decodeName(v any) (string, error) {
 
 // flattenConfig walks the config object and collects leaf fields; objects
 // recurse only where the table has a group (retry, health_check,
-// circuit_breaker). Unknown keys are W013 with a hint: what Levee calls a
-// Traefik or Sōzune key, else a did-you-mean.
+// circuit_breaker). Keys are read in any case (Basic_Auth is basic_auth),
+// and reported as written. An unknown key meant for an access policy makes
+// the route deny (unreadAccess); any other unknown key is W013 with a
+// hint: what Levee calls a Traefik or Sōzune key, else a did-you-mean.
 func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValue) {
 	for _, k := range sortedConfigKeys(obj) {
 		v := obj[k]
 		p := path + "." + k
-		code, isGroup := jsonGroups[p]
-		if !isGroup {
-			code, isGroup = accessGroups[p]
+		if strings.EqualFold(p, unreadJSONKey) {
+			d.setUnread(p, v)
+			continue
 		}
-		if isGroup {
+		if group, code, isGroup := lookupJSONGroup(p); isGroup {
 			sub, ok := v.(map[string]any)
 			if idx, alias, leaf := lookupJSON(p); !ok && leaf {
 				// A group that is also a field ("tls": true) is that field.
@@ -290,7 +293,7 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 					// Giving the group at all turns the feature on, as any
 					// of its fields would; the message promises defaults.
 					d.add(code, p, displayValue(v), "defaults", p+" must be an object", "")
-					d.enableGroup(p)
+					d.enableGroup(group)
 				}
 				continue
 			}
@@ -299,11 +302,28 @@ func flattenConfig(d *draft, path string, obj map[string]any, items *[]fieldValu
 		}
 		idx, alias, ok := lookupJSON(p)
 		if !ok {
-			d.add(diagnostics.UnknownKey, p, displayValue(v), "", fmt.Sprintf("unknown field %q", p), unknownJSONHint(p, jsonNames))
+			hint := unknownJSONHint(p, jsonNames)
+			name := strings.TrimPrefix(p, "config.")
+			if !d.unreadAccess(name, p, displayValue(v), hint, labelGroups, accessLabelGroups) {
+				d.add(diagnostics.UnknownKey, p, displayValue(v), "", fmt.Sprintf("unknown field %q", p), hint)
+			}
 			continue
 		}
 		*items = append(*items, fieldValue{field: idx, alias: alias, key: p, value: v})
 	}
+}
+
+// lookupJSONGroup finds the config group of a payload path in any case,
+// returning its canonical path and the code of a bad value.
+func lookupJSONGroup(path string) (string, diagnostics.Code, bool) {
+	for _, groups := range []map[string]diagnostics.Code{jsonGroups, accessGroups} {
+		for g, code := range groups {
+			if strings.EqualFold(g, path) {
+				return g, code, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // enableGroup turns on the feature a config group configures.
@@ -327,11 +347,11 @@ func lookupJSON(path string) (idx int, alias bool, ok bool) {
 		return 0, false, false
 	}
 	for i, f := range fieldTable {
-		if f.JSON == path {
+		if strings.EqualFold(f.JSON, path) {
 			return i, false, true
 		}
 		for _, a := range f.JSONAliases {
-			if a == path {
+			if strings.EqualFold(a, path) {
 				return i, true, true
 			}
 		}
@@ -360,6 +380,7 @@ func decodeBackends(d *draft, v any) ([]Backend, error) {
 			d.add(diagnostics.NoAddress, prefix, displayValue(raw), "", "a backend must be an object with an address", "")
 			continue
 		}
+		obj = canonicalKeys(obj, backendKeys)
 		for _, k := range sortedConfigKeys(obj) {
 			if !hasString(backendKeys, k) {
 				d.add(diagnostics.UnknownKey, prefix+"."+k, displayValue(obj[k]), "", fmt.Sprintf("unknown field %q", k),
@@ -412,6 +433,33 @@ func decodeBackends(d *draft, v any) ([]Backend, error) {
 
 func didYouMean(got string, candidates []string) string {
 	return diagnostics.DidYouMean(got, candidates)
+}
+
+// canonicalKeys returns obj with each key that is one of known in another
+// case (Name, BACKENDS) under known's spelling: payload keys are read in any
+// case. A key also given in known's own spelling is left as it is (and so
+// reported unknown): the canonical spelling wins.
+func canonicalKeys(obj map[string]any, known []string) map[string]any {
+	var out map[string]any
+	for k, v := range obj {
+		for _, c := range known {
+			if k == c || !strings.EqualFold(k, c) {
+				continue
+			}
+			if _, both := obj[c]; both {
+				break
+			}
+			if out == nil {
+				out = maps.Clone(obj)
+			}
+			delete(out, k)
+			out[c] = v
+		}
+	}
+	if out == nil {
+		return obj
+	}
+	return out
 }
 
 func sortedConfigKeys(m map[string]any) []string {

@@ -34,7 +34,9 @@ func mapEntries(f *Field, key string, v any) ([][2]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("want an object of header names and values")
 	}
-	if i := strings.LastIndex(key, f.Label+"."); i >= 0 {
+	// The field part of the key is read in any case; the header name after
+	// it is kept as written.
+	if i := strings.LastIndex(asciiLower(key), strings.ToLower(f.Label)+"."); i >= 0 {
 		return [][2]string{{key[i+len(f.Label)+1:], strings.TrimSpace(s)}}, nil
 	}
 	var out [][2]string
@@ -73,7 +75,11 @@ func setHeaderMap(ptr func(*Headers) *map[string]string) func(d *draft, f *Field
 				if *m == nil {
 					*m = map[string]string{}
 				}
-				(*m)[textproto.CanonicalMIMEHeaderKey(name)] = value
+				canon := textproto.CanonicalMIMEHeaderKey(name)
+				(*m)[canon] = value
+				if canon == "Strict-Transport-Security" {
+					d.tr.sts = givenValue{key, value}
+				}
 			}
 		}
 	}
@@ -193,4 +199,16 @@ func setCORSMaxAge(d *draft, f *Field, key string, v any) {
 	if ok {
 		d.ep.Transform.cors().MaxAge = t.Truncate(time.Second)
 	}
+}
+
+// asciiLower lower-cases the ASCII letters of s and keeps every other byte,
+// so that an index into the result is an index into s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

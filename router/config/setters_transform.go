@@ -21,6 +21,7 @@ type transformDraft struct {
 	stickySet       bool
 	stickyEnabled   *bool
 	corsCredentials givenValue // the allowCredentials key and value, for W061
+	sts             givenValue // the key that set Strict-Transport-Security, for W084
 	// seen holds the labels of the fields given, valid or not, so that a
 	// half-given pair is reported once: by its bad half, or as incomplete.
 	seen map[string]bool

@@ -25,6 +25,8 @@ var fieldCompanions = map[string]map[string]string{
 	"replacePathRegex.regex":       {"replacePathRegex.replacement": "/v2/$1"},
 	"replacePathRegex.replacement": {"replacePathRegex.regex": "^/api/(.*)"},
 	"sticky.cookie.sameSite":       {"sticky.cookie.secure": "true"},
+	"tls.hsts.includeSubDomains":   {"tls.hsts": "31536000"},
+	"tls.hsts.preload":             {"tls.hsts": "31536000", "tls.hsts.includeSubDomains": "true"},
 }
 
 // jsonCompanions are fieldCompanions as JSON paths and values.

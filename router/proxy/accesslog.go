@@ -29,7 +29,7 @@ func (p *Handler) finish(x *exchange) {
 		ev = ev.Str("route", x.route.Config().ID)
 	}
 	ev = ev.Str("proto", x.req.Proto).Str("method", x.req.Method).Str("host", x.req.Host).Str("path", x.req.URL.Path).
-		Int("status", status).Dur("duration", time.Since(x.start)).Int("attempts", x.attempts)
+		Int("status", status).Dur("duration_ms", time.Since(x.start)).Int("attempts", x.attempts)
 	if x.backend != nil {
 		ev = ev.Str("backend", x.backend.HostPort())
 	}

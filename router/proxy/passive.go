@@ -116,7 +116,7 @@ func (p *Handler) passive(rt *router.Route, b *router.Backend, failed, refused b
 	}
 	p.log.Warn().Str("event", "backend_ejected").Str("route", rt.Config().ID).Str("backend", b.HostPort()).
 		Int("after_failures", pol.after).Bool("refused", connect == connectRefused).Str("connect", connect).
-		Dur("for", d).Int32("ejections_in_a_row", n+1).Msg(msg)
+		Dur("for_ms", d).Int32("ejections_in_a_row", n+1).Msg(msg)
 }
 
 // Why a connect failed, as the ejection log's connect field says it.

@@ -191,3 +191,24 @@ func benchRouterWith(b *testing.B, edit func(e *config.Entrypoint)) *Handler {
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{e}})
 	return p
 }
+
+// An access policy Levee could not read (an unknown key, Access.Unread)
+// denies every request, even where the rest of the policy would admit it,
+// and the refusal is counted as the deny policy's.
+func TestUnreadAccessKeyDenies(t *testing.T) {
+	h := newHarness(t, Options{})
+	b := newBackend(t, "b1")
+	e := ep("unread", b.backend())
+	e.Access.IPAllowList = &config.IPAllowList{SourceRange: []string{"0.0.0.0/0", "::/0"}} // admits everyone
+	e.Access.Unread = []string{"levee.http.unread.ipAllowList.sourcerang"}
+	h.set("docker", e)
+	code, _, resp := h.get("unread.test", "/")
+	if code != http.StatusForbidden || resp.Header.Get(HeaderDiagnostic) != policy.ReasonPolicyMisconfigured || b.hits.Load() != 0 {
+		t.Fatalf("%d %v, backend hits %d", code, resp.Header, b.hits.Load())
+	}
+	e.Access.Unread = nil
+	h.set("docker", e)
+	if code, _, _ := h.get("unread.test", "/"); code != http.StatusOK || b.hits.Load() != 1 {
+		t.Fatalf("fixed: %d, backend hits %d", code, b.hits.Load())
+	}
+}

@@ -779,8 +779,8 @@ func TestAccessLogLines(t *testing.T) {
 			t.Errorf("access field %s = %v, want %v", k, l[k], want)
 		}
 	}
-	if _, ok := l["duration"]; !ok {
-		t.Error("no duration")
+	if _, ok := l["duration_ms"]; !ok {
+		t.Error("no duration_ms")
 	}
 	if lines[1]["status"] != 404.0 || lines[1]["diagnostic"] != DiagnosticNoRoute {
 		t.Errorf("short-circuited line %v", lines[1])

@@ -61,7 +61,7 @@ func (x *exchange) setHSTS() {
 	if x.req.TLS == nil {
 		return
 	}
-	if maxAge := x.route.Config().TLS.HSTS; maxAge > 0 {
-		x.w.Header()["Strict-Transport-Security"] = []string{"max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)}
+	if v := x.route.Config().TLS.HSTSHeader(); v != "" {
+		x.w.Header()["Strict-Transport-Security"] = []string{v}
 	}
 }

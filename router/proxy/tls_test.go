@@ -221,6 +221,20 @@ func TestHSTSOnlyOverTLS(t *testing.T) {
 	}
 }
 
+// tls.hsts.includeSubDomains and tls.hsts.preload add their directives
+// to the header (RFC 6797 6.1.2).
+func TestHSTSDirectives(t *testing.T) {
+	th := newTLSHarness(t)
+	a := newBackend(t, "a")
+	e := tlsRoute("shop", a.backend())
+	e.TLS.HSTSIncludeSubdomains, e.TLS.HSTSPreload = true, true
+	th.set(config.SourceDocker, e)
+	resp := th.send(th.h2, th.secure.URL, http.MethodGet, "shop.test", "/")
+	if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=31536000; includeSubDomains; preload" {
+		t.Errorf("HSTS %q", got)
+	}
+}
+
 // WebSocket keeps working over HTTP/1.1 on a TLS listener (ALPN
 // http/1.1): the upgrade is tunnelled through net/http's TLS server.
 func TestWebSocketOverTLSListener(t *testing.T) {
