@@ -31,6 +31,7 @@ func allVectors() []vector {
 		{"back", backSuite()},
 		{"limits", limitSuite()},
 		{"forwarded", forwardedSuite()},
+		{"hostkey", hostKeySuite()},
 	} {
 		for _, v := range group.vectors {
 			v.name = group.name + "/" + v.name
