@@ -50,8 +50,11 @@ type serveConfig struct {
 	IdleConnTimeout time.Duration
 	RouteGrace      time.Duration
 	TrustedProxies  string
-	HTTPServer      string
-	BackendClient   string
+	// StickySecret keys sticky cookies' backend ids; empty: a random
+	// secret of the process.
+	StickySecret  string
+	HTTPServer    string
+	BackendClient string
 
 	// Limits of the data plane (docs/operations.md, "Timeouts and limits").
 	RequestBodyTimeout   time.Duration
@@ -135,6 +138,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", router.DefaultDialTimeout, "timeout for connecting to a backend (a connect that fails is retried on another backend)")
 	fs.DurationVar(&cfg.IdleConnTimeout, "idle-conn-timeout", 90*time.Second, "how long an idle keep-alive connection to a backend is kept")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
+	fs.StringVar(&cfg.StickySecret, "sticky-secret", "", "secret that keys the sticky cookie's backend ids (HMAC-SHA256), at least 16 characters; replicas behind one load balancer give the same (default: a random one at start, so cookies do not outlive a restart)")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listeners, plain and TLS: levee (router/httpx/server, the fast one) or stdlib (net/http's)")
 	fs.StringVar(&cfg.BackendClient, "backend-client", "levee", "HTTP/1.1 client to backends: levee (Levee's own, the fast one) or stdlib (net/http's Transport)")
 	fs.DurationVar(&cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")

@@ -86,6 +86,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		TrustedProxies:    trusted,
 		StandardTransport: cfg.BackendClient == "stdlib",
+		StickySecret:      []byte(cfg.StickySecret),
 
 		RequestBodyTimeout:   cfg.RequestBodyTimeout,
 		RequestBodyMinRate:   cfg.RequestBodyMinRate,
