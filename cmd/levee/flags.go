@@ -14,6 +14,7 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/fleet"
+	"github.com/levee-proxy/levee/router/policy/compress"
 )
 
 // serveConfig is everything `levee serve` is configured with. Each field is a
@@ -64,6 +65,9 @@ type serveConfig struct {
 	TunnelIdleTimeout    time.Duration
 	MaxClientConns       int
 	UpgradeProtocols     string
+	// CompressMemory is the MiB that compression encoders of every route
+	// may hold together (compress.Encoders); 0 compresses nothing.
+	CompressMemory int
 
 	// GCHeapFloor is the heap, in MiB, below which the garbage collector
 	// does not run (heapFloor); 0 leaves Go's pacing. gogc is GOGC from
@@ -148,6 +152,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
 	fs.IntVar(&cfg.GCHeapFloor, "gc-heap-floor", 12, "MiB the heap may reach before the garbage collector runs; above twice its live part it is paced as Go's default, GOGC=100 (0: Go's pacing; ignored when GOGC is set)")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
+	fs.IntVar(&cfg.CompressMemory, "compress-memory", compress.DefaultBudget>>20, "MiB that the compression encoders of all routes may hold together (about 1 MiB a gzip stream, 2 MiB a brotli or zstd one); past it responses are sent uncompressed (0: never compress)")
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
 	fs.StringVar(&cfg.BreakerStorePrefix, "breaker-store-prefix", fleet.DefaultPrefix, "prefix of the breaker store's keys and event channel; replicas of one fleet use the same, fleets sharing a Redis use different ones")
@@ -211,6 +216,9 @@ func (c serveConfig) check() error {
 	}
 	if c.GCHeapFloor < 0 || c.GCHeapFloor > 1<<20 {
 		errs = append(errs, fmt.Errorf("--gc-heap-floor (LEVEE_GC_HEAP_FLOOR) %d: want MiB from 0 (off) to %d", c.GCHeapFloor, 1<<20))
+	}
+	if c.CompressMemory < 0 || c.CompressMemory > 1<<20 {
+		errs = append(errs, fmt.Errorf("--compress-memory (LEVEE_COMPRESS_MEMORY) %d: want MiB from 0 (never compress) to %d", c.CompressMemory, 1<<20))
 	}
 	if c.MaxClientConns <= 0 {
 		errs = append(errs, fmt.Errorf("--max-client-conns (LEVEE_MAX_CLIENT_CONNS) %d: must be positive", c.MaxClientConns))

@@ -17,6 +17,7 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/proxy"
 	"github.com/levee-proxy/levee/router/status"
 )
@@ -69,6 +70,9 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
 		TrustedProxies:    trusted,
+		// One encoder budget for the process: a route cannot add memory
+		// by being another compress route.
+		Encoders: compress.NewEncoders(int64(cfg.CompressMemory) << 20),
 	}
 	if breakers != nil {
 		ropts.BreakerStore = breakers
