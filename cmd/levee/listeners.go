@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -188,6 +189,12 @@ func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.List
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          errorLog,
 		BaseContext:       listenerContext(l),
+	}
+	if err := guardStdlibH2(srv); err != nil {
+		// The TLS policy (router/certs) has what HTTP/2 requires; without
+		// it, HTTP/2 is not offered rather than served unguarded.
+		errorLog.Printf("http2: not served on listener %s: %v", spec.Name, err)
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	return tlsServer{srv}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/h2guard"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/httpx/tlsmux"
 )
@@ -97,7 +98,38 @@ func (s *splitTLSServer) serveH2(c *tls.Conn) {
 		delete(s.h2conns, c)
 		s.mu.Unlock()
 	}()
-	s.h2.ServeConn(c, &http2.ServeConnOpts{Context: s.ctx, BaseConfig: s.base, Handler: s.handler})
+	s.h2.ServeConn(guardH2(c, s.base.ErrorLog), &http2.ServeConnOpts{Context: s.ctx, BaseConfig: s.base, Handler: s.handler})
+}
+
+// guardH2 bounds the control frames of an HTTP/2 connection (h2guard:
+// SETTINGS, WINDOW_UPDATE, PRIORITY, PING and unknown frames, which no
+// HTTP/2 server refuses), and logs a connection cut for a flood.
+func guardH2(c *tls.Conn, errorLog *stdlog.Logger) *h2guard.Conn {
+	remote := c.RemoteAddr().String()
+	return h2guard.New(c, h2guard.Options{OnFlood: func(frameType uint8) {
+		errorLog.Printf("http2: connection from %s cut: %s frames past its budget (ENHANCE_YOUR_CALM)", remote, h2guard.FrameName(frameType))
+	}})
+}
+
+// guardStdlibH2 has srv (net/http's server, --http-server=stdlib) serve
+// HTTP/2 with golang.org/x/net/http2 behind guardH2. ConfigureServer
+// registers the graceful shutdown (GOAWAY) that srv.Shutdown starts; its
+// TLSNextProto entry is then replaced by one that guards the connection.
+func guardStdlibH2(srv *http.Server) error {
+	h2 := &http2.Server{}
+	if err := http2.ConfigureServer(srv, h2); err != nil {
+		return err
+	}
+	srv.TLSNextProto[http2.NextProtoTLS] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
+		// net/http hands the connection's base context over through the
+		// handler, as it does to its own HTTP/2 server.
+		var ctx context.Context
+		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+			ctx = bc.BaseContext()
+		}
+		h2.ServeConn(guardH2(c, hs.ErrorLog), &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs})
+	}
+	return nil
 }
 
 // stop marks the server shut down and closes its listeners.
