@@ -124,6 +124,11 @@ func TestHostCriterionSpellings(t *testing.T) {
 	if got := policytest.Run(p, r).Code; got != 200 {
 		t.Errorf("another host: %d, want 200", got)
 	}
+	crit := NewCriterion(config.CriterionHost, policy.Env{})
+	r.Host = "App.Example.COM.:8443"
+	if n := testing.AllocsPerRun(100, func() { _, _ = crit.Of(r) }); n != 0 {
+		t.Errorf("keying by host: %v allocations, want 0", n)
+	}
 }
 
 // Buckets outlive a recompile (a new snapshot), and new parameters apply
