@@ -71,6 +71,12 @@ func TestCompressMemoryIsOneBudget(t *testing.T) {
 	if err != nil || enc != "" || n != 12000 {
 		t.Fatalf("route cb while route ca holds the budget: Content-Encoding %q, %d bytes, %v; want the 12000 bytes as they are", enc, n, err)
 	}
+	waitFor(t, "levee_compress_budget_exhausted_total counted", func() error {
+		if m := metrics(t, p); !strings.Contains(m, "\nlevee_compress_budget_exhausted_total 1\n") {
+			return fmt.Errorf("%s", grepLines(m, "levee_compress"))
+		}
+		return nil
+	})
 	stalled.Close()
 	waitFor(t, "route cb compressing again", func() error {
 		if enc, _, err := get("cb"); err != nil || enc != "zstd" {

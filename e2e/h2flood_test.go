@@ -97,6 +97,9 @@ func TestHTTP2ControlFrameFloods(t *testing.T) {
 			if !strings.Contains(p.Output(), "past its budget") {
 				t.Error("no cut connection was logged")
 			}
+			for _, frame := range []string{"SETTINGS", "WINDOW_UPDATE", "PRIORITY", "PING", "unknown"} {
+				waitForMetric(t, p, `levee_http2_connections_cut_total{frame="`+frame+`"}`, 1)
+			}
 		})
 	}
 }

@@ -62,6 +62,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	encoders := compress.NewEncoders(int64(cfg.CompressMemory) << 20)
+	registerCompressMetrics(reg, encoders)
 	ropts := router.Options{
 		Logger:            routerLog,
 		Registerer:        reg,
@@ -72,7 +74,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		TrustedProxies:    trusted,
 		// One encoder budget for the process: a route cannot add memory
 		// by being another compress route.
-		Encoders: compress.NewEncoders(int64(cfg.CompressMemory) << 20),
+		Encoders: encoders,
 	}
 	if breakers != nil {
 		ropts.BreakerStore = breakers
@@ -241,4 +243,20 @@ func (a *app) certificates() []status.CertificateStatus {
 		return nil
 	}
 	return a.certs.Certificates()
+}
+
+// registerCompressMetrics exports the compression budget's use: what the
+// encoders hold, and how many responses went out uncompressed for want of
+// it (a budget too small for the traffic, or clients stalling answers).
+func registerCompressMetrics(reg prometheus.Registerer, e *compress.Encoders) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "levee_compress_memory_bytes",
+			Help: "Memory held by compression encoders (in use or idle), of --compress-memory.",
+		}, func() float64 { return float64(e.Used()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "levee_compress_budget_exhausted_total",
+			Help: "Responses sent uncompressed because the compression encoders' memory budget (--compress-memory) was spent.",
+		}, func() float64 { return float64(e.Refused()) }),
+	)
 }

@@ -295,6 +295,9 @@ func TestBudgetIsSharedAcrossRoutes(t *testing.T) {
 			t.Fatalf("route %s past the budget: Vary %q", name, rec.Header().Get("Vary"))
 		}
 	}
+	if encs.Refused() != 2 {
+		t.Fatalf("%d responses counted as past the budget, want 2", encs.Refused())
+	}
 	// Route A gives one back: route B compresses with it.
 	routeA.pools["gzip"].put(held[0])
 	rec := get(routeB)

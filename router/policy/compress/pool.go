@@ -49,9 +49,10 @@ type zstdEncoder struct{ *zstd.Encoder }
 // response lasts, so the budget, not the number of routes or of
 // connections, bounds what stalled compressed responses can pin.
 type Encoders struct {
-	budget int64
-	used   atomic.Int64
-	pools  map[string]*pool // read-only after NewEncoders
+	budget  int64
+	used    atomic.Int64
+	refused atomic.Int64
+	pools   map[string]*pool // read-only after NewEncoders
 }
 
 // NewEncoders returns encoders sharing budget bytes (0 or less: none, so
@@ -69,6 +70,10 @@ func (s *Encoders) Budget() int64 { return s.budget }
 
 // Used is the memory of the encoders in existence, by their cost.
 func (s *Encoders) Used() int64 { return s.used.Load() }
+
+// Refused counts the responses that found the budget spent, and so were
+// sent uncompressed.
+func (s *Encoders) Refused() int64 { return s.refused.Load() }
 
 // reserve charges cost to the budget, dropping idle encoders of other
 // pools while that makes room; false when it cannot.
@@ -140,6 +145,7 @@ func (p *pool) get(w io.Writer) encoder {
 	default:
 	}
 	if !p.set.reserve(p.cost, p) {
+		p.set.refused.Add(1)
 		return nil
 	}
 	e, err := p.make()
