@@ -1,9 +1,9 @@
 // Command compressrss measures the resident memory that stalled readers
 // pin in a levee binary: it starts `levee serve` (no Docker, free loopback
 // ports), a backend that streams a large, poorly compressible text body,
-// two API routes on that backend (one with compress=true, one plain), and
-// then opens -conns connections to each route in turn with a tiny receive
-// window (SO_RCVBUF 1 KiB) that read the answer's head and then nothing.
+// API routes on that backend (a plain one, and -compress-routes with
+// compress=true), and then opens -conns connections to the plain route,
+// then to every compress route at once, with a tiny receive window (SO_RCVBUF 1 KiB) that read the answer's head and then nothing.
 // It prints the process's VmRSS before and once it has settled with the
 // stalled readers, per route. Give several binaries (-bin a=PATH -bin
 // b=PATH) to compare builds side by side on one machine.
@@ -45,6 +45,7 @@ func main() {
 	conns := flag.Int("conns", 768, "stalled readers per route")
 	enc := flag.String("encoding", "zstd, br, gzip", "Accept-Encoding of the stalled readers")
 	extra := flag.String("args", "", "extra levee serve flags, space-separated")
+	routes := flag.Int("compress-routes", 1, "compress routes, each given -conns stalled readers at once")
 	flag.Parse()
 	if len(bins) == 0 {
 		fmt.Fprintln(os.Stderr, "compressrss: give at least one -bin name=path")
@@ -55,14 +56,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "compressrss:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("%-10s %-9s %6s %12s %12s %12s\n", "binary", "route", "conns", "rss before", "rss stalled", "delta")
+	fmt.Printf("%-10s %-12s %6s %12s %12s %12s\n", "binary", "routes", "conns", "rss before", "rss stalled", "delta")
 	for _, b := range bins {
 		name, path, ok := strings.Cut(b, "=")
 		if !ok {
 			fmt.Fprintf(os.Stderr, "compressrss: -bin %q: want name=path\n", b)
 			os.Exit(2)
 		}
-		if err := measure(name, path, backend, *conns, *enc, strings.Fields(*extra)); err != nil {
+		if err := measure(name, path, backend, *conns, *routes, *enc, strings.Fields(*extra)); err != nil {
 			fmt.Fprintf(os.Stderr, "compressrss: %s: %v\n", name, err)
 			os.Exit(1)
 		}
@@ -71,7 +72,7 @@ func main() {
 
 // measure runs one binary: for each route, fresh stalled readers, then
 // the RSS they hold, then they close.
-func measure(name, path, backend string, conns int, enc string, extra []string) error {
+func measure(name, path, backend string, conns, routes int, enc string, extra []string) error {
 	proxyAddr, apiAddr := freeAddr(), freeAddr()
 	dir, err := os.MkdirTemp("", "compressrss")
 	if err != nil {
@@ -90,26 +91,36 @@ func measure(name, path, backend string, conns int, enc string, extra []string) 
 	if err := waitReady("http://" + apiAddr + "/health"); err != nil {
 		return err
 	}
-	for _, r := range []struct {
-		route string
-		cfg   map[string]any
-	}{
-		{"plain", map[string]any{}},
-		{"compress", map[string]any{"compress": map[string]any{"enabled": true}}},
-	} {
-		if err := createRoute(apiAddr, r.route, backend, r.cfg); err != nil {
+	compressed := []string{}
+	for i := range routes {
+		compressed = append(compressed, fmt.Sprintf("compress%d", i+1))
+	}
+	if err := createRoute(apiAddr, "plain", backend, map[string]any{}); err != nil {
+		return err
+	}
+	for _, r := range compressed {
+		if err := createRoute(apiAddr, r, backend, map[string]any{"compress": map[string]any{"enabled": true}}); err != nil {
 			return err
 		}
 	}
-	for _, route := range []string{"plain", "compress"} {
+	// The plain route alone, then every compress route at once.
+	for _, group := range [][]string{{"plain"}, compressed} {
 		before := settledRSS(cmd.Process.Pid)
-		readers, err := stall(proxyAddr, route+".rss.test", conns, enc)
-		if err != nil {
-			closeAll(readers)
-			return err
+		var readers []net.Conn
+		for _, route := range group {
+			rs, err := stall(proxyAddr, route+".rss.test", conns, enc)
+			readers = append(readers, rs...)
+			if err != nil {
+				closeAll(readers)
+				return err
+			}
 		}
 		during := settledRSS(cmd.Process.Pid)
-		fmt.Printf("%-10s %-9s %6d %9.1f MiB %9.1f MiB %+9.1f MiB\n", name, route, len(readers), mib(before), mib(during), mib(during-before))
+		label := group[0]
+		if len(group) > 1 {
+			label = fmt.Sprintf("compress×%d", len(group))
+		}
+		fmt.Printf("%-10s %-12s %6d %9.1f MiB %9.1f MiB %+9.1f MiB\n", name, label, len(readers), mib(before), mib(during), mib(during-before))
 		closeAll(readers)
 	}
 	return nil
