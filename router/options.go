@@ -9,6 +9,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/policy/basicauth"
+	"github.com/levee-proxy/levee/router/policy/compress"
 )
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
@@ -60,6 +61,11 @@ type Options struct {
 	// in-flight limits keyed by client address apply the same rule as the
 	// proxy's X-Forwarded-For (router/policy.ClientIP).
 	TrustedProxies []netip.Prefix
+	// Encoders are the compression encoders every route's compress
+	// policy shares, under one memory budget (levee serve
+	// --compress-memory); nil: a set of the router's own with
+	// compress.DefaultBudget.
+	Encoders *compress.Encoders
 	// HistoryInterval is how often RunHistory samples every breaker's
 	// counters (default 5s); HistorySamples is how many samples each
 	// breaker keeps (default 60: five minutes at the default interval).
@@ -92,6 +98,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Diagnostics == nil {
 		o.Diagnostics = diagnostics.NewStore()
+	}
+	if o.Encoders == nil {
+		o.Encoders = compress.NewEncoders(compress.DefaultBudget)
 	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()

@@ -24,7 +24,7 @@ import (
 func (r *Router) compilePolicies(rt *Route) []diagnostics.Diagnostic {
 	env := policy.Env{Route: rt.ep.ID, Rec: r.refusals, Now: r.clock.Now, TrustedProxies: r.opts.TrustedProxies}
 	access, diags := accessPolicies(&rt.ep, rt.state, env, r.authTransport, r.opts.PasswordSlots)
-	ps := append(access, transformPolicies(&rt.ep, env)...)
+	ps := append(access, transformPolicies(&rt.ep, env, r.opts.Encoders)...)
 	rt.chain = policy.NewChain(ps)
 	names := make([]string, 0, len(ps))
 	for _, p := range ps {

@@ -12,8 +12,8 @@ import (
 
 // transformPolicies compiles the route's policies that change a request or
 // its response (headers and CORS, redirects, path rewrites, compression).
-// They hold no state across snapshots (compression's encoder pool is the
-// route's for one snapshot). A policy the route does not have, or one the
+// They hold no state across snapshots; compression draws its encoders
+// from the process's shared, budgeted pools (Options.Encoders). A policy the route does not have, or one the
 // validator refused (its config is then nil), is left out. Sticky
 // sessions are not a chain policy: the balancer's pick reads them from
 // the route's config (router/proxy).
@@ -21,7 +21,7 @@ import (
 // The list is in Stage order; the chain sorts it again with the access
 // policies, stably, so that CORS (whose preflight is an answer) runs
 // before the headers policy at their shared stage.
-func transformPolicies(ep *config.Entrypoint, env policy.Env) []policy.Policy {
+func transformPolicies(ep *config.Entrypoint, env policy.Env, encoders *compress.Encoders) []policy.Policy {
 	t := ep.Transform
 	var out []policy.Policy
 	add := func(p policy.Policy, ok bool) {
@@ -48,7 +48,7 @@ func transformPolicies(ep *config.Entrypoint, env policy.Env) []policy.Policy {
 	add(h, h != nil)
 	rw := rewrite.New(t)
 	add(rw, rw != nil)
-	z := compress.New(t.Compress)
+	z := compress.New(t.Compress, encoders)
 	add(z, z != nil)
 	return out
 }

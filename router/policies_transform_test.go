@@ -10,6 +10,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
+	"github.com/levee-proxy/levee/router/policy/compress"
 )
 
 func names(ps []policy.Policy) []string {
@@ -48,7 +49,7 @@ func TestTransformPolicies(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ep := decodeTransform(t, c.labels)
-			ps := transformPolicies(&ep, policy.Env{})
+			ps := transformPolicies(&ep, policy.Env{}, compress.NewEncoders(compress.DefaultBudget))
 			if got := names(ps); !slices.Equal(got, c.want) {
 				t.Fatalf("policies %v, want %v", got, c.want)
 			}
@@ -69,7 +70,7 @@ func TestTransformPoliciesChained(t *testing.T) {
 		"headers.customRequestHeaders.X-From": "levee", "headers.customResponseHeaders.Server": "", "headers.contentTypeNosniff": "true",
 		"redirectRegex.regex": "^http://a\\.com/old$", "redirectRegex.replacement": "http://a.com/new",
 	})
-	ps := transformPolicies(&ep, policy.Env{})
+	ps := transformPolicies(&ep, policy.Env{}, compress.NewEncoders(compress.DefaultBudget))
 	var seen *http.Request
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = r
@@ -107,7 +108,7 @@ func TestTransformPoliciesChained(t *testing.T) {
 func TestRedirectSchemeTrustsForwardedProtoOnlyFromTrustedProxies(t *testing.T) {
 	ep := decodeTransform(t, map[string]string{"redirectScheme.scheme": "https"})
 	env := policy.Env{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
-	ps := transformPolicies(&ep, env)
+	ps := transformPolicies(&ep, env, compress.NewEncoders(compress.DefaultBudget))
 	if len(ps) != 1 {
 		t.Fatalf("policies = %v, want the redirectScheme alone", names(ps))
 	}

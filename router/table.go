@@ -554,19 +554,7 @@ func (s *Snapshot) Match(method, host, path string) *Route {
 // nil).
 func (s *Snapshot) matchWith(method, host, path string, l *Listener, on listenerFilter) *Route {
 	var buf [256]byte
-	host = stripPort(host)
-	if len(host) > len(buf) {
-		return s.match(method, []byte(strings.ToLower(host)), path, l, on)
-	}
-	b := buf[:len(host)]
-	for i := 0; i < len(host); i++ {
-		c := host[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	return s.match(method, b, path, l, on)
+	return s.match(method, config.AppendRequestHost(buf[:0], host), path, l, on)
 }
 
 // match looks host up with m[string(b)] expressions, which the compiler
@@ -604,21 +592,6 @@ func (s *Snapshot) Route(id string) (*Route, bool) {
 
 // Routes returns every route, ghosts included, sorted by id.
 func (s *Snapshot) Routes() []*Route { return slices.Clone(s.routes) }
-
-// stripPort removes a port, IPv6 brackets and a trailing dot from a Host
-// header value.
-func stripPort(host string) string {
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
-		host = host[:i]
-	}
-	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
-		host = host[1 : len(host)-1]
-	}
-	if len(host) > 1 && host[len(host)-1] == '.' {
-		host = host[:len(host)-1]
-	}
-	return host
-}
 
 func sortDiagnostics(ds []diagnostics.Diagnostic) {
 	slices.SortStableFunc(ds, func(a, b diagnostics.Diagnostic) int {

@@ -17,6 +17,7 @@ import (
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/fleet"
+	"github.com/levee-proxy/levee/router/policy/compress"
 )
 
 // serveConfig is everything `levee serve` is configured with. Each field is a
@@ -58,8 +59,11 @@ type serveConfig struct {
 	StrictPaths     bool
 	// UnderscoreHeaders is delete, keep or reject (proxy.UnderscoreHeaders).
 	UnderscoreHeaders string
-	HTTPServer        string
-	BackendClient     string
+	// StickySecret keys sticky cookies' backend ids; empty: a random
+	// secret of the process.
+	StickySecret  string
+	HTTPServer    string
+	BackendClient string
 
 	// DockerConstraints chooses the containers and Swarm services routed
 	// (constraintflag.go); nil routes every one.
@@ -73,6 +77,9 @@ type serveConfig struct {
 	TunnelIdleTimeout    time.Duration
 	MaxClientConns       int
 	UpgradeProtocols     string
+	// CompressMemory is the MiB that compression encoders of every route
+	// may hold together (compress.Encoders); 0 compresses nothing.
+	CompressMemory int
 
 	// GCHeapFloor is the heap, in MiB, below which the garbage collector
 	// does not run (heapFloor); 0 leaves Go's pacing. gogc is GOGC from
@@ -155,6 +162,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of load balancers in front of Levee whose X-Forwarded-* headers are kept")
 	fs.BoolVar(&cfg.StrictPaths, "strict-paths", false, "refuse (400 bad-path) a request path with a run of slashes or a ; parameter instead of normalising it (docs/operations.md, safety rules)")
 	fs.StringVar(&cfg.UnderscoreHeaders, "underscore-headers", "delete", "request header fields whose name has an underscore or another byte than a letter, digit or dash (read as dashes by CGI, FastCGI, Rack, WSGI): delete, keep or reject (400); such spellings of the fields Levee sets or trusts are deleted whatever this says")
+	fs.StringVar(&cfg.StickySecret, "sticky-secret", "", "secret that keys the sticky cookie's backend ids (HMAC-SHA256), at least 16 characters; replicas behind one load balancer give the same (default: a random one at start, so cookies do not outlive a restart)")
 	fs.StringVar(&cfg.HTTPServer, "http-server", "levee", "HTTP/1.1 server of the proxy listeners, plain and TLS: levee (router/httpx/server, the fast one) or stdlib (net/http's)")
 	fs.StringVar(&cfg.BackendClient, "backend-client", "levee", "HTTP/1.1 client to backends: levee (Levee's own, the fast one) or stdlib (net/http's Transport)")
 	durationVar(fs, &cfg.RequestBodyTimeout, "request-body-timeout", 30*time.Second, "longest wait for the next bytes of a request body; a client that stalls longer gets 408")
@@ -164,6 +172,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	durationVar(fs, &cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
 	fs.IntVar(&cfg.GCHeapFloor, "gc-heap-floor", 12, "MiB the heap may reach before the garbage collector runs; above twice its live part it is paced as Go's default, GOGC=100 (0: Go's pacing; ignored when GOGC is set)")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
+	fs.IntVar(&cfg.CompressMemory, "compress-memory", compress.DefaultBudget>>20, "MiB that the compression encoders of all routes may hold together (about 1 MiB a gzip stream, 2 MiB a brotli or zstd one); past it responses are sent uncompressed (0: never compress)")
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
 	fs.StringVar(&cfg.BreakerStorePrefix, "breaker-store-prefix", fleet.DefaultPrefix, "prefix of the breaker store's keys and event channel; replicas of one fleet use the same, fleets sharing a Redis use different ones")
@@ -258,6 +267,9 @@ func (c serveConfig) check() error {
 		if n <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %d: must be at least 1", name, envName(strings.TrimPrefix(name, "--")), n))
 		}
+	}
+	if c.CompressMemory < 0 || c.CompressMemory > 1<<20 {
+		errs = append(errs, fmt.Errorf("--compress-memory (LEVEE_COMPRESS_MEMORY) %d: want MiB from 0 (never compress) to %d", c.CompressMemory, 1<<20))
 	}
 	if c.MaxClientConns <= 0 {
 		errs = append(errs, fmt.Errorf("--max-client-conns (LEVEE_MAX_CLIENT_CONNS) %d: must be positive", c.MaxClientConns))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
@@ -198,9 +201,9 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 // plain listeners: Levee's own HTTP/1.1 server beside net/http's HTTP/2
 // server, split by ALPN (splitTLSServer), unless --http-server=stdlib,
 // where net/http's server speaks both.
-func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, app *app, writeTimeout time.Duration, errorLog *stdlog.Logger) httpServer {
+func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, app *app, writeTimeout time.Duration, errorLog *stdlog.Logger, h2cut *prometheus.CounterVec) httpServer {
 	if kind != "stdlib" {
-		return newSplitTLSServer(h, spec, l, app.tlsConfig, writeTimeout, errorLog)
+		return newSplitTLSServer(h, spec, l, app.tlsConfig, writeTimeout, errorLog, h2cut)
 	}
 	srv := &http.Server{
 		Handler:   h,
@@ -211,6 +214,12 @@ func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.List
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          errorLog,
 		BaseContext:       listenerContext(l),
+	}
+	if err := guardStdlibH2(srv, h2cut); err != nil {
+		// The TLS policy (router/certs) has what HTTP/2 requires; without
+		// it, HTTP/2 is not offered rather than served unguarded.
+		errorLog.Printf("http2: not served on listener %s: %v", spec.Name, err)
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	return tlsServer{srv}
 }

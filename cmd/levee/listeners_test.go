@@ -97,10 +97,10 @@ func TestListenerTimeoutsReachTheServer(t *testing.T) {
 		t.Errorf("levee: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
 	spec.TLS = true
-	if srv := newTLSServer("stdlib", nil, spec, l, &app{}, time.Minute, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
+	if srv := newTLSServer("stdlib", nil, spec, l, &app{}, time.Minute, nil, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
 		t.Errorf("tls stdlib: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
-	split := newTLSServer("levee", nil, spec, l, &app{}, time.Minute, nil).(*splitTLSServer)
+	split := newTLSServer("levee", nil, spec, l, &app{}, time.Minute, nil, nil).(*splitTLSServer)
 	if split.h1.ReadHeaderTimeout != 3*time.Second || split.h1.IdleTimeout != 7*time.Second ||
 		split.mux.HandshakeTimeout != 3*time.Second || split.h2.IdleTimeout != 7*time.Second ||
 		split.mux.HeldWriteTimeout != time.Minute {

@@ -243,6 +243,11 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		Help: "Client connections closed at accept because --max-client-conns were open, by proxy listener name.",
 	}, []string{"listener"})
 	reg.MustRegister(refused)
+	h2cut := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "levee_http2_connections_cut_total",
+		Help: "HTTP/2 connections closed for sending control frames past their budget, by the frame type that passed it.",
+	}, []string{"frame"})
+	reg.MustRegister(h2cut)
 	var out []proxyListener
 	bound := slices.Clone(specs) // with the ports the system chose for :0
 	for i, spec := range specs {
@@ -268,7 +273,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	for i, l := range ls {
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
-			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog)
+			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog, h2cut)
 		} else {
 			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
 		}

@@ -7,12 +7,15 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/h2guard"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/httpx/tlsmux"
 )
@@ -25,7 +28,8 @@ import (
 type splitTLSServer struct {
 	h1      *server.Server
 	h2      *http2.Server
-	base    *http.Server // h2's base config: limits, error log, shutdown hooks
+	h2cut   *prometheus.CounterVec // levee_http2_connections_cut_total
+	base    *http.Server           // h2's base config: limits, error log, shutdown hooks
 	handler http.Handler
 	ctx     context.Context // requests' base: the listener (router.WithListener)
 	mux     tlsmux.Options
@@ -38,7 +42,7 @@ type splitTLSServer struct {
 
 // writeTimeout is --response-write-timeout: the held end of an answer
 // (tlsmux.Options.HeldWriteTimeout) gets what its other writes get.
-func newSplitTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, cfg *tls.Config, writeTimeout time.Duration, errorLog *stdlog.Logger) *splitTLSServer {
+func newSplitTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, cfg *tls.Config, writeTimeout time.Duration, errorLog *stdlog.Logger, h2cut *prometheus.CounterVec) *splitTLSServer {
 	s := &splitTLSServer{
 		h1: newLeveeServer(h, spec, errorLog),
 		base: &http.Server{
@@ -49,6 +53,7 @@ func newSplitTLSServer(h http.Handler, spec listenerSpec, l *router.Listener, cf
 			ErrorLog:          errorLog,
 		},
 		h2:      &http2.Server{},
+		h2cut:   h2cut,
 		handler: h,
 		ctx:     router.WithListener(context.Background(), l),
 		h2conns: map[*tls.Conn]struct{}{},
@@ -97,7 +102,44 @@ func (s *splitTLSServer) serveH2(c *tls.Conn) {
 		delete(s.h2conns, c)
 		s.mu.Unlock()
 	}()
-	s.h2.ServeConn(c, &http2.ServeConnOpts{Context: s.ctx, BaseConfig: s.base, Handler: s.handler})
+	s.h2.ServeConn(guardH2(c, s.base.ErrorLog, s.h2cut), &http2.ServeConnOpts{Context: s.ctx, BaseConfig: s.base, Handler: s.handler})
+}
+
+// guardH2 bounds the control frames of an HTTP/2 connection (h2guard:
+// SETTINGS, WINDOW_UPDATE, PRIORITY, PING and unknown frames, which no
+// HTTP/2 server refuses), and logs and counts a connection cut for a
+// flood (frames of undefined types under one label, "unknown").
+func guardH2(c *tls.Conn, errorLog *stdlog.Logger, cut *prometheus.CounterVec) *h2guard.Conn {
+	remote := c.RemoteAddr().String()
+	return h2guard.New(c, h2guard.Options{OnFlood: func(frameType uint8) {
+		name := h2guard.FrameName(frameType)
+		errorLog.Printf("http2: connection from %s cut: %s frames past its budget (ENHANCE_YOUR_CALM)", remote, name)
+		if strings.HasPrefix(name, "0x") {
+			name = "unknown"
+		}
+		cut.WithLabelValues(name).Inc()
+	}})
+}
+
+// guardStdlibH2 has srv (net/http's server, --http-server=stdlib) serve
+// HTTP/2 with golang.org/x/net/http2 behind guardH2. ConfigureServer
+// registers the graceful shutdown (GOAWAY) that srv.Shutdown starts; its
+// TLSNextProto entry is then replaced by one that guards the connection.
+func guardStdlibH2(srv *http.Server, h2cut *prometheus.CounterVec) error {
+	h2 := &http2.Server{}
+	if err := http2.ConfigureServer(srv, h2); err != nil {
+		return err
+	}
+	srv.TLSNextProto[http2.NextProtoTLS] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
+		// net/http hands the connection's base context over through the
+		// handler, as it does to its own HTTP/2 server.
+		var ctx context.Context
+		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+			ctx = bc.BaseContext()
+		}
+		h2.ServeConn(guardH2(c, hs.ErrorLog, h2cut), &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs})
+	}
+	return nil
 }
 
 // stop marks the server shut down and closes its listeners.

@@ -16,9 +16,9 @@ const minTokenLength = 16
 // tokenHint says how to make a token that passes.
 const tokenHint = "generate one with: head -c 24 /dev/urandom | base64"
 
-// checkAPITokens refuses API tokens that are easy to guess: shorter than
-// minTokenLength, a well-known placeholder such as the demo's old
-// "change-me", or one character repeated. No token at all is not checked
+// checkAPITokens refuses API tokens, and a sticky secret, that are easy
+// to guess: shorter than minTokenLength, a well-known placeholder such as
+// the demo's old "change-me", or one character repeated. No token at all is not checked
 // here: the API then runs open, which api.CheckListen allows on loopback
 // only. The errors name the flag and its variable, never the token.
 func checkAPITokens(cfg serveConfig) error {
@@ -26,6 +26,9 @@ func checkAPITokens(cfg serveConfig) error {
 	for _, t := range []struct{ flag, value string }{
 		{"api-token", cfg.APIToken},
 		{"api-read-token", cfg.APIReadToken},
+		// A guessed sticky secret lets a client invert its cookie to the
+		// backend's address, as an unkeyed hash would.
+		{"sticky-secret", cfg.StickySecret},
 	} {
 		if err := checkToken(t.value); err != nil {
 			errs = append(errs, fmt.Errorf("refusing to start: --%s (%s) %w; %s", t.flag, envName(t.flag), err, tokenHint))

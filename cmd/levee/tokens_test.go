@@ -72,6 +72,8 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 			want: []string{`--api-token (LEVEE_API_TOKEN) is the placeholder "secret"`}},
 		{env: map[string]string{"LEVEE_API_READ_TOKEN": "hunter2"},
 			want: []string{"--api-read-token (LEVEE_API_READ_TOKEN) is 7 characters long, want at least 16"}},
+		{env: map[string]string{"LEVEE_STICKY_SECRET": "hunter2"},
+			want: []string{"--sticky-secret (LEVEE_STICKY_SECRET) is 7 characters long, want at least 16"}},
 		{args: []string{"--api-token", "short1", "--api-read-token", "short2"},
 			want: []string{"--api-token (LEVEE_API_TOKEN) is 6", "--api-read-token (LEVEE_API_READ_TOKEN) is 6"}},
 	}

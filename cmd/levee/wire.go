@@ -17,6 +17,7 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/proxy"
 	"github.com/levee-proxy/levee/router/status"
 )
@@ -65,6 +66,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	encoders := compress.NewEncoders(int64(cfg.CompressMemory) << 20)
+	registerCompressMetrics(reg, encoders)
 	ropts := router.Options{
 		Logger:            routerLog,
 		Registerer:        reg,
@@ -73,6 +76,9 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		IdleConnTimeout:   cfg.IdleConnTimeout,
 		RemovedRouteGrace: cfg.RouteGrace,
 		TrustedProxies:    trusted,
+		// One encoder budget for the process: a route cannot add memory
+		// by being another compress route.
+		Encoders: encoders,
 	}
 	if breakers != nil {
 		ropts.BreakerStore = breakers
@@ -92,6 +98,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		StrictPaths:       cfg.StrictPaths,
 		UnderscoreHeaders: underscores,
 		StandardTransport: cfg.BackendClient == "stdlib",
+		StickySecret:      []byte(cfg.StickySecret),
 
 		RequestBodyTimeout:   cfg.RequestBodyTimeout,
 		RequestBodyMinRate:   cfg.RequestBodyMinRate,
@@ -244,4 +251,20 @@ func (a *app) certificates() []status.CertificateStatus {
 		return nil
 	}
 	return a.certs.Certificates()
+}
+
+// registerCompressMetrics exports the compression budget's use: what the
+// encoders hold, and how many responses went out uncompressed for want of
+// it (a budget too small for the traffic, or clients stalling answers).
+func registerCompressMetrics(reg prometheus.Registerer, e *compress.Encoders) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "levee_compress_memory_bytes",
+			Help: "Memory held by compression encoders (in use or idle), of --compress-memory.",
+		}, func() float64 { return float64(e.Used()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "levee_compress_budget_exhausted_total",
+			Help: "Responses sent uncompressed because the compression encoders' memory budget (--compress-memory) was spent.",
+		}, func() float64 { return float64(e.Refused()) }),
+	)
 }

@@ -54,6 +54,12 @@ func newBreakerStore(cfg serveConfig, log zerolog.Logger, reg prometheus.Registe
 	log.Info().Str("event", "breaker_store").Str("prefix", cfg.BreakerStorePrefix).Str("replica", st.Replica()).
 		Dur("flush_interval_ms", cfg.BreakerStoreFlushInterval).Int("fallback_flushes", cfg.BreakerStoreFallbackFlushes).
 		Dur("fallback_after_ms", cfg.BreakerStoreFallbackAfter).Int("rejoin_flushes", cfg.BreakerStoreRejoinFlushes).Msg("breakers are shared through the breaker store")
+	if cfg.StickySecret == "" {
+		// Each replica then keys sticky cookies with its own random
+		// secret: a client moved to another replica loses its pin.
+		log.Warn().Str("event", "sticky_secret_missing").
+			Msg("a fleet without --sticky-secret: each replica names backends in sticky cookies differently; give every replica the same secret (docs/fleet.md)")
+	}
 	return st, rtRef, nil
 }
 

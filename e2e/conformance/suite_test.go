@@ -32,6 +32,7 @@ func allVectors() []vector {
 		{"limits", limitSuite()},
 		{"forwarded", forwardedSuite()},
 		{"paths", pathSuite()},
+		{"hostkey", hostKeySuite()},
 	} {
 		for _, v := range group.vectors {
 			v.name = group.name + "/" + v.name

@@ -62,7 +62,7 @@ func accessPolicyFields() []Field {
 			Doc:     "Requests a source may send at once above the average (the bucket's size).",
 			Example: "50", set: setRateBurst},
 		{Label: "rateLimit.sourceCriterion", JSON: "config.rate_limit.source_criterion", Kind: KindString, Default: CriterionIP, Code: diagnostics.BadRateLimit,
-			Doc:     "What a bucket is kept per: `ip` (client address, --trusted-proxies rule), `host` (the request's Host) or `header:<name>` (a header's value; requests without it share one bucket).",
+			Doc:     "What a bucket is kept per: `ip` (client address, --trusted-proxies rule), `host` (the request's Host as routing reads it: lower case, without port, trailing dot or brackets, so `H.TEST.:80` counts as `h.test`) or `header:<name>` (a header's value; requests without it share one bucket).",
 			Example: "header:X-Api-Key", set: setCriterion(func(a *AccessPolicies) *string { return &rateLimitOf(a).SourceCriterion })},
 		// In-flight limit.
 		{Label: "inFlight.amount", JSON: "config.in_flight.amount", Kind: KindInt, Default: "(required)", Code: diagnostics.BadInFlight,

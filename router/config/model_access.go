@@ -72,8 +72,9 @@ const (
 	DefaultRatePeriod         = time.Second
 	DefaultRateBurst          = 1
 	// CriterionIP keys a limit by client address (the --trusted-proxies
-	// rule), CriterionHost by the request's Host, and "header:<name>" by a
-	// request header's value.
+	// rule), CriterionHost by the request's Host in routing's form
+	// (AppendRequestHost), and "header:<name>" by a request header's
+	// value.
 	CriterionIP     = "ip"
 	CriterionHost   = "host"
 	CriterionHeader = "header:"

@@ -37,6 +37,7 @@ type Handler struct {
 	transports transports
 	buffers    sync.Pool // *[]byte, for copying bodies
 	retryAfter [][]string
+	sticky     *stickyKey
 }
 
 // New returns a Handler that serves requests over src's snapshots. Call
@@ -45,6 +46,7 @@ func New(src Snapshots, opts Options) *Handler {
 	opts = opts.withDefaults()
 	p := &Handler{src: src, opts: opts, log: opts.Logger, clock: opts.Clock, metrics: newMetrics(opts.RouteLatency)}
 	p.buffers.New = func() any { b := make([]byte, 32<<10); return &b }
+	p.sticky = newStickyKey(opts.StickySecret)
 	p.retryAfter = make([][]string, 601)
 	for i := range p.retryAfter {
 		p.retryAfter[i] = []string{strconv.Itoa(i)}

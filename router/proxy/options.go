@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/rand"
 	"net/netip"
 	"time"
 
@@ -109,6 +110,11 @@ type Options struct {
 	RetryBudgetWindow time.Duration
 	RetryBudgetMin    int
 
+	// StickySecret keys the sticky cookie's backend ids (HMAC-SHA256,
+	// pick_sticky.go); empty: a random secret of the process. Replicas
+	// whose cookies must agree are given the same.
+	StickySecret []byte
+
 	// Stale holds the bounds of each route's stale-answer cache
 	// (circuitBreaker.serveStale, stale.go); zero fields take the
 	// defaults.
@@ -120,6 +126,10 @@ func (o Options) withDefaults() Options {
 		o.Clock = router.RealClock{}
 	}
 	o.Stale = o.Stale.withDefaults()
+	if len(o.StickySecret) == 0 {
+		o.StickySecret = make([]byte, 32)
+		rand.Read(o.StickySecret) // never fails (crypto/rand)
+	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}

@@ -2,11 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +176,7 @@ func BenchmarkServeHTTPSticky(b *testing.B) {
 	e.Transform.Sticky = &config.Sticky{CookieName: "srv"}
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{e}})
 	rt, _ := r.Snapshot().Route("bench")
-	cookie := "srv=" + stickyID("bench", rt.Backends()[1])
+	cookie := "srv=" + p.sticky.id("bench", rt.Backends()[1].HostPort())
 	for _, c := range []struct{ name, cookie string }{{"cookie", cookie}, {"new", ""}} {
 		b.Run(c.name, func(b *testing.B) {
 			w := &discardWriter{h: http.Header{}}
@@ -222,5 +226,87 @@ func TestStickyUpgrade(t *testing.T) {
 	buf := make([]byte, 5)
 	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "hello" {
 		t.Fatalf("echo: %q %v", buf, err)
+	}
+}
+
+// stickyCookieFor returns the cookie (name=value) that h issues for the
+// backend named want on the sticky route of bs, asking until the balancer
+// has picked it.
+func stickyCookieFor(t *testing.T, h *harness, want string) string {
+	t.Helper()
+	for range 8 {
+		got, set := stickyGet(t, h, "sticky.test", "")
+		if got == want {
+			return strings.SplitN(set, ";", 2)[0]
+		}
+	}
+	t.Fatalf("the balancer never picked %s", want)
+	return ""
+}
+
+// The id is keyed: not the unkeyed SHA-256 of route and address, which
+// anyone can invert by trying addresses; processes with the same secret
+// agree on it, processes with different ones do not.
+func TestStickyIDIsKeyed(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	one := newHarness(t, Options{StickySecret: secret})
+	two := newHarness(t, Options{StickySecret: secret})
+	other := newHarness(t, Options{StickySecret: []byte("another secret, of another fleet")})
+	for _, h := range []*harness{one, two, other} {
+		h.set(config.SourceDocker, stickyRoute(a, b))
+	}
+
+	cookie := stickyCookieFor(t, one, "a")
+	for _, bk := range []*testBackend{a, b} {
+		addr := net.JoinHostPort(bk.backend().Address, strconv.Itoa(bk.backend().Port))
+		sum := sha256.Sum256([]byte("sticky\x00" + addr))
+		if cookie == "srv="+hex.EncodeToString(sum[:8]) {
+			t.Fatalf("the cookie %q is the unkeyed hash of %s", cookie, addr)
+		}
+	}
+	// The same secret: the other process honours the cookie.
+	for range 4 {
+		if got, set := stickyGet(t, two, "sticky.test", cookie); got != "a" || set != "" {
+			t.Fatalf("same secret: answered by %q with Set-Cookie %q, want a and no new cookie", got, set)
+		}
+	}
+	// Another secret: its id for a differs, and the first cookie names
+	// nothing there (a new pick, a new cookie).
+	if own := stickyCookieFor(t, other, "a"); own == cookie {
+		t.Fatalf("different secrets, same id %q", own)
+	}
+	if got, set := stickyGet(t, other, "sticky.test", cookie); got == "" || set == "" || strings.HasPrefix(set, cookie+";") {
+		t.Fatalf("another secret's cookie: answered by %q with Set-Cookie %q, want a new pick and cookie", got, set)
+	}
+}
+
+// A cookie of the unkeyed scheme (an older Levee's) is no cookie: a new
+// pick and a new cookie, never an error.
+func TestStickyUnkeyedCookieIgnored(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	h := newHarness(t, Options{})
+	h.set(config.SourceDocker, stickyRoute(a, b))
+	addr := net.JoinHostPort(a.backend().Address, strconv.Itoa(a.backend().Port))
+	sum := sha256.Sum256([]byte("sticky\x00" + addr))
+	old := "srv=" + hex.EncodeToString(sum[:8])
+	for range 4 {
+		req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/", nil)
+		req.Host = "sticky.test"
+		req.Header.Set("Cookie", old)
+		resp, err := h.front.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		set := ""
+		for _, c := range resp.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(c, "srv=") {
+				set = c
+			}
+		}
+		if resp.StatusCode != http.StatusOK || !stickyCookieRe.MatchString(set) || strings.HasPrefix(set, old+";") {
+			t.Fatalf("unkeyed cookie: %d, Set-Cookie %q; want 200 and a new cookie", resp.StatusCode, set)
+		}
 	}
 }

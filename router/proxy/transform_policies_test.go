@@ -58,7 +58,7 @@ func TestTransformPoliciesAroundTheExchange(t *testing.T) {
 	h.set(config.SourceDocker, ep("tp", config.Backend{Address: host, Port: p, Weight: 1}))
 	ps := []policy.Policy{
 		headers.New(&config.Headers{Response: map[string]string{"Server": ""}, ContentTypeNosniff: true}),
-		compress.New(&config.Compress{Encodings: []string{"gzip"}, MinResponseBodyBytes: 1024}),
+		compress.New(&config.Compress{Encodings: []string{"gzip"}, MinResponseBodyBytes: 1024}, compress.NewEncoders(compress.DefaultBudget)),
 	}
 	var handler http.Handler = h.p
 	for i := len(ps) - 1; i >= 0; i-- {

@@ -25,8 +25,8 @@ func defaults() *config.Compress {
 }
 
 func TestNegotiate(t *testing.T) {
-	p := New(defaults())
-	gzipFirst := New(&config.Compress{Encodings: []string{"gzip", "br"}})
+	p := New(defaults(), NewEncoders(DefaultBudget))
+	gzipFirst := New(&config.Compress{Encodings: []string{"gzip", "br"}}, NewEncoders(DefaultBudget))
 	cases := []struct {
 		p      *Policy
 		accept string
@@ -99,7 +99,7 @@ func serve(p *Policy, req *http.Request, h http.HandlerFunc) *httptest.ResponseR
 }
 
 func TestCompressEachEncoding(t *testing.T) {
-	p := New(defaults())
+	p := New(defaults(), NewEncoders(DefaultBudget))
 	for _, enc := range []string{"zstd", "br", "gzip"} {
 		t.Run(enc, func(t *testing.T) {
 			req := httptest.NewRequest("GET", "/", nil)
@@ -128,7 +128,7 @@ func TestCompressEachEncoding(t *testing.T) {
 }
 
 func TestCompressSkips(t *testing.T) {
-	p := New(&config.Compress{Encodings: config.DefaultEncodings, MinResponseBodyBytes: 100, ExcludedContentTypes: []string{"text/event-stream"}})
+	p := New(&config.Compress{Encodings: config.DefaultEncodings, MinResponseBodyBytes: 100, ExcludedContentTypes: []string{"text/event-stream"}}, NewEncoders(DefaultBudget))
 	big := strings.Repeat("x", 1000)
 	cases := []struct {
 		name     string
@@ -183,7 +183,7 @@ func TestCompressSkips(t *testing.T) {
 // A body of unknown length is held back only up to the minimum: what ends
 // below it goes out with its length, what passes it is compressed.
 func TestCompressHoldsUpToTheMinimum(t *testing.T) {
-	p := New(&config.Compress{Encodings: []string{"gzip"}, MinResponseBodyBytes: 100})
+	p := New(&config.Compress{Encodings: []string{"gzip"}, MinResponseBodyBytes: 100}, NewEncoders(DefaultBudget))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	rec := serve(p, req, func(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +207,7 @@ func TestCompressHoldsUpToTheMinimum(t *testing.T) {
 // The response streams: an event flushed by the backend reaches the client,
 // decompressed, before the backend writes the next one.
 func TestCompressStreams(t *testing.T) {
-	p := New(&config.Compress{Encodings: []string{"gzip"}, MinResponseBodyBytes: 1024})
+	p := New(&config.Compress{Encodings: []string{"gzip"}, MinResponseBodyBytes: 1024}, NewEncoders(DefaultBudget))
 	next := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.Serve(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -258,47 +258,103 @@ func TestCompressStreams(t *testing.T) {
 	}
 }
 
-// The pool never holds more than MaxEncoders: past it, responses pass
-// uncompressed; returned encoders are reused.
-func TestPoolIsBounded(t *testing.T) {
-	pl := newPool("gzip")
-	var got []encoder
-	for range MaxEncoders {
-		e := pl.get(io.Discard)
-		if e == nil {
-			t.Fatal("pool exhausted early")
-		}
-		got = append(got, e)
-	}
-	if pl.get(io.Discard) != nil {
-		t.Fatal("pool grew past MaxEncoders")
-	}
-	for _, e := range got {
-		pl.put(e)
-	}
-	if n := pl.live.Load(); n != MaxIdle {
-		t.Fatalf("%d encoders kept, want %d idle", n, MaxIdle)
-	}
-	if pl.get(io.Discard) == nil {
-		t.Fatal("an idle encoder is not reused")
-	}
+// gzipCost is one gzip encoder's charge to the budget.
+var gzipCost = encoderCost[config.EncodingGzip]
 
-	// Through the policy: an exhausted pool sends the body as it is.
-	p := New(&config.Compress{Encodings: []string{"gzip"}})
-	for range MaxEncoders {
-		p.pools["gzip"].get(io.Discard)
+// The budget is the process's, not a route's: encoders held on one route
+// leave that much less to every other; past it, responses on any route
+// pass uncompressed and whole; an encoder given back is reused, and one
+// dropped gives its memory back.
+func TestBudgetIsSharedAcrossRoutes(t *testing.T) {
+	encs := NewEncoders(3 * gzipCost)
+	routeA := New(&config.Compress{Encodings: []string{"gzip"}}, encs)
+	routeB := New(&config.Compress{Encodings: []string{"gzip"}}, encs)
+	var held []encoder
+	for _, p := range []*Policy{routeA, routeA, routeB} {
+		e := p.pools["gzip"].get(io.Discard)
+		if e == nil {
+			t.Fatalf("budget spent after %d encoders, want 3", len(held))
+		}
+		held = append(held, e)
 	}
+	if encs.Used() != 3*gzipCost {
+		t.Fatalf("used %d, want %d", encs.Used(), 3*gzipCost)
+	}
+	get := func(p *Policy) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		return serve(p, req, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, text) })
+	}
+	for name, p := range map[string]*Policy{"A": routeA, "B": routeB} {
+		rec := get(p)
+		if rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != text {
+			t.Fatalf("route %s past the budget: Content-Encoding %q, %d bytes of body, want the text as it is",
+				name, rec.Header().Get("Content-Encoding"), rec.Body.Len())
+		}
+		if rec.Header().Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("route %s past the budget: Vary %q", name, rec.Header().Get("Vary"))
+		}
+	}
+	if encs.Refused() != 2 {
+		t.Fatalf("%d responses counted as past the budget, want 2", encs.Refused())
+	}
+	// Route A gives one back: route B compresses with it.
+	routeA.pools["gzip"].put(held[0])
+	rec := get(routeB)
+	if rec.Header().Get("Content-Encoding") != "gzip" || decodeBody(t, "gzip", rec.Body) != text {
+		t.Fatalf("after a release: Content-Encoding %q", rec.Header().Get("Content-Encoding"))
+	}
+	if encs.Used() != 3*gzipCost {
+		t.Fatalf("reuse charged again: used %d", encs.Used())
+	}
+	for _, e := range held[1:] {
+		routeB.pools["gzip"].put(e)
+	}
+	// Past MaxIdle an encoder given back is dropped and uncharged.
+	extra := NewEncoders(int64(MaxIdle+2) * gzipCost)
+	var es []encoder
+	for range MaxIdle + 2 {
+		es = append(es, extra.pools["gzip"].get(io.Discard))
+	}
+	for _, e := range es {
+		extra.pools["gzip"].put(e)
+	}
+	if extra.Used() != MaxIdle*gzipCost || len(extra.pools["gzip"].idle) != MaxIdle {
+		t.Fatalf("after giving back %d: used %d, %d idle", MaxIdle+2, extra.Used(), len(extra.pools["gzip"].idle))
+	}
+}
+
+// Idle encoders of another encoding make room: the budget is not kept by
+// encoders nobody uses.
+func TestBudgetDropsIdleEncoders(t *testing.T) {
+	encs := NewEncoders(encoderCost[config.EncodingZstd])
+	z := encs.pools[config.EncodingZstd].get(io.Discard)
+	if z == nil {
+		t.Fatal("no zstd encoder within its own cost")
+	}
+	if encs.pools[config.EncodingGzip].get(io.Discard) != nil {
+		t.Fatal("a gzip encoder beside an in-use zstd one, past the budget")
+	}
+	encs.pools[config.EncodingZstd].put(z)
+	if encs.pools[config.EncodingGzip].get(io.Discard) == nil {
+		t.Fatal("an idle zstd encoder kept the budget from gzip")
+	}
+	if encs.Used() != gzipCost || len(encs.pools[config.EncodingZstd].idle) != 0 {
+		t.Fatalf("used %d, %d zstd idle", encs.Used(), len(encs.pools[config.EncodingZstd].idle))
+	}
+	// A budget of 0 compresses nothing.
+	none := New(&config.Compress{Encodings: []string{"gzip"}}, NewEncoders(0))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
-	rec := serve(p, req, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, text) })
+	rec := serve(none, req, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, text) })
 	if rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != text {
-		t.Fatalf("exhausted pool: %v", rec.Header())
+		t.Fatalf("budget 0: %v", rec.Header())
 	}
 }
 
 // A handler that aborts (panics) leaves the pool intact.
 func TestCompressAbortReturnsTheEncoder(t *testing.T) {
-	p := New(&config.Compress{Encodings: []string{"gzip"}})
+	p := New(&config.Compress{Encodings: []string{"gzip"}}, NewEncoders(DefaultBudget))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	func() {
@@ -308,8 +364,8 @@ func TestCompressAbortReturnsTheEncoder(t *testing.T) {
 			panic(http.ErrAbortHandler)
 		})
 	}()
-	if n, idle := p.pools["gzip"].live.Load(), len(p.pools["gzip"].idle); n != 1 || idle != 1 {
-		t.Fatalf("live %d idle %d", n, idle)
+	if used, idle := p.pools["gzip"].set.Used(), len(p.pools["gzip"].idle); used != gzipCost || idle != 1 {
+		t.Fatalf("used %d idle %d", used, idle)
 	}
 }
 
@@ -319,7 +375,7 @@ func BenchmarkCompress(b *testing.B) {
 	body := jsonBody(256 << 10)
 	for _, enc := range []string{"gzip", "br", "zstd"} {
 		b.Run(enc, func(b *testing.B) {
-			p := New(&config.Compress{Encodings: []string{enc}, MinResponseBodyBytes: 1024})
+			p := New(&config.Compress{Encodings: []string{enc}, MinResponseBodyBytes: 1024}, NewEncoders(DefaultBudget))
 			req := httptest.NewRequest("GET", "/", nil)
 			req.Header.Set("Accept-Encoding", enc)
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -358,7 +414,7 @@ func jsonBody(n int) []byte {
 // BenchmarkCompressSkipped is the cost of the policy on a response it
 // leaves alone (a small JSON answer).
 func BenchmarkCompressSkipped(b *testing.B) {
-	p := New(defaults())
+	p := New(defaults(), NewEncoders(DefaultBudget))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

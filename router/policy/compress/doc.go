@@ -33,12 +33,16 @@
 //
 // # Memory
 //
-// Encoders are large (a gzip writer holds about 800 KB, zstd and brotli
-// their window), so each route's policy keeps them in a bounded pool per
-// encoding: at most MaxEncoders exist at once (in use or idle, and at most
-// MaxIdle of them idle); a response that finds the pool exhausted is sent
-// uncompressed rather than waiting or growing memory. Windows are kept
-// small (zstd 256 KiB, brotli 2^18) for the same reason; levels favour
-// speed (gzip 5, zstd's default, brotli 4), as an edge proxy compresses on
-// the request path.
+// Encoders are large (about 1 MiB for gzip, 2 MiB for zstd and brotli once
+// used), and a client that stops reading holds its response's encoder for
+// as long as the response lasts. So they come from Encoders, one set of
+// pools per process shared by every route's policy under one memory
+// budget (levee serve --compress-memory, injected through router.Options;
+// no package state): an encoder is charged from its making to its
+// dropping, at most MaxIdle per encoding are kept idle, idle ones of
+// another encoding are dropped to make room, and a response that finds
+// the budget spent is sent uncompressed rather than waiting or growing
+// memory. Windows are kept small (zstd 256 KiB, brotli 2^18) for the same
+// reason; levels favour speed (gzip 5, zstd's default, brotli 4), as an
+// edge proxy compresses on the request path.
 package compress

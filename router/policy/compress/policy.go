@@ -17,8 +17,8 @@ type Policy struct {
 	excluded  map[string]bool
 }
 
-// New compiles c; nil when c is.
-func New(c *config.Compress) *Policy {
+// New compiles c over the process's encoders; nil when c is.
+func New(c *config.Compress, encoders *Encoders) *Policy {
 	if c == nil {
 		return nil
 	}
@@ -28,9 +28,10 @@ func New(c *config.Compress) *Policy {
 		encs = config.DefaultEncodings
 	}
 	for _, e := range encs {
-		if _, dup := p.pools[e]; !dup {
+		// An encoding without a pool is one the validator dropped (W062).
+		if pl, dup := encoders.pools[e], p.pools[e] != nil; pl != nil && !dup {
 			p.encodings = append(p.encodings, e)
-			p.pools[e] = newPool(e)
+			p.pools[e] = pl
 		}
 	}
 	for _, t := range c.ExcludedContentTypes {

@@ -48,7 +48,10 @@ func NewCriterion(s string, env policy.Env) Criterion {
 func (c *Criterion) Of(r *http.Request) (k Key, ok bool) {
 	switch c.kind {
 	case 'h':
-		return Key{hash: maphash.String(c.seed, strings.ToLower(r.Host))}, true
+		// Keyed by the host as routing reads it: "H.TEST.:80" and
+		// "[h.test]" are h.test's bucket, not buckets of their own.
+		var buf [256]byte
+		return Key{hash: maphash.Bytes(c.seed, config.AppendRequestHost(buf[:0], r.Host))}, true
 	case 'H':
 		// Requests without the header share the bucket of "".
 		return Key{hash: maphash.String(c.seed, r.Header.Get(c.header))}, true

@@ -103,6 +103,34 @@ func TestSourceCriteria(t *testing.T) {
 	}
 }
 
+// With sourceCriterion=host, every spelling of a host that routing takes
+// for it shares its bucket.
+func TestHostCriterionSpellings(t *testing.T) {
+	p, _, _ := newPolicy(t, config.RateLimit{Average: 1, Period: time.Hour, Burst: 1, SourceCriterion: config.CriterionHost}, nil)
+	r := policytest.Request("192.0.2.1:1")
+	r.Host = "h.test"
+	if got := policytest.Run(p, r).Code; got != 200 {
+		t.Fatalf("first request: %d", got)
+	}
+	for _, h := range []string{"h.test:1", "h.test:20", "h.test.", "H.TEST.:80", "[h.test]", "H.test"} {
+		r := policytest.Request("192.0.2.1:1")
+		r.Host = h
+		if got := policytest.Run(p, r).Code; got != 429 {
+			t.Errorf("Host %q: %d, want 429 (h.test's bucket)", h, got)
+		}
+	}
+	r = policytest.Request("192.0.2.1:1")
+	r.Host = "h2.test"
+	if got := policytest.Run(p, r).Code; got != 200 {
+		t.Errorf("another host: %d, want 200", got)
+	}
+	crit := NewCriterion(config.CriterionHost, policy.Env{})
+	r.Host = "App.Example.COM.:8443"
+	if n := testing.AllocsPerRun(100, func() { _, _ = crit.Of(r) }); n != 0 {
+		t.Errorf("keying by host: %v allocations, want 0", n)
+	}
+}
+
 // Buckets outlive a recompile (a new snapshot), and new parameters apply
 // to them.
 func TestBucketsOutliveRecompile(t *testing.T) {

@@ -1,0 +1,306 @@
+// Package h2guard bounds the HTTP/2 frames a client may send that ask the
+// server for work without asking for a response: SETTINGS, WINDOW_UPDATE,
+// PRIORITY, PING and frames of unknown types (RFC 9113 4.1: an unknown
+// type is ignored, but it is still read and parsed). Each costs the server
+// a little (a SETTINGS is applied and acknowledged, a PING answered), and
+// none is ever refused by the protocol, so a client sending nothing else,
+// as fast as it can, keeps a core busy per connection for as long as it
+// likes (RFC 9113 10.5: "an endpoint MAY treat activity that is
+// suspicious as a connection error of type ENHANCE_YOUR_CALM").
+//
+// Conn wraps one HTTP/2 connection (the plaintext under TLS) between the
+// TLS layer and the HTTP/2 server, and reads the 9-byte header of every
+// frame in both directions (after the client's 24-byte preface); payloads
+// are skipped, never copied. Control frames draw on a budget of the
+// connection:
+//
+//   - it starts at Burst frames;
+//   - it refills with time, Refill frames a second, up to Burst (a
+//     client's keep-alive PINGs on an idle connection);
+//   - and with work, up to 16 × Burst: each HEADERS the client sends (a
+//     request) adds PerRequest, each DATA frame the server sends adds 2
+//     plus one per 2 KiB of payload (a client acknowledges what it reads
+//     with a stream and a connection WINDOW_UPDATE, Go's client every
+//     4 KiB, and may do so a whole flow-control window after the server
+//     wrote it).
+//
+// A client past the budget is sent GOAWAY with ENHANCE_YOUR_CALM (when
+// the server's output is between two frames; otherwise nothing more) and
+// TLS's close_notify, what it still sends is read and discarded for at
+// most a second, and the connection is closed. DATA, HEADERS, CONTINUATION, RST_STREAM, GOAWAY
+// and PUSH_PROMISE frames are never counted: requests and their bodies are
+// not limited here (Go's HTTP/2 server bounds rapid resets, CONTINUATION
+// floods and header sizes itself).
+package h2guard
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The budget's defaults.
+const (
+	// Burst is the budget of a new connection, and its ceiling: a
+	// browser's opening SETTINGS, WINDOW_UPDATE and PRIORITY frames are a
+	// handful; a thousand is far past any client and still a few
+	// milliseconds of CPU.
+	Burst = 1000
+	// Refill is what the budget regains per second of time.
+	Refill = 20
+	// PerRequest is what each HEADERS frame from the client adds (a
+	// request may come with a PRIORITY or PRIORITY_UPDATE and window
+	// updates for its body).
+	PerRequest = 16
+	// workCeiling is how far above Burst work may raise the budget, in
+	// multiples of Burst: 16,000 frames acknowledge 64 MiB in Go's 4 KiB
+	// steps, more than any client's flow-control window.
+	workCeiling = 16
+)
+
+// Frame types (RFC 9113 6, RFC 9218 7.1).
+const (
+	typeData         = 0x0
+	typeHeaders      = 0x1
+	typePriority     = 0x2
+	typeRSTStream    = 0x3
+	typeSettings     = 0x4
+	typePushPromise  = 0x5
+	typePing         = 0x6
+	typeGoAway       = 0x7
+	typeWindowUpdate = 0x8
+	typeContinuation = 0x9
+)
+
+// errCodeEnhanceYourCalm is RFC 9113 7's ENHANCE_YOUR_CALM.
+const errCodeEnhanceYourCalm = 0xb
+
+// clientPrefaceLen is the length of "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".
+const clientPrefaceLen = 24
+
+// ErrFlood is what Read returns once the client has spent its budget.
+var ErrFlood = errors.New("http2: control frames past the connection's budget (ENHANCE_YOUR_CALM)")
+
+// Options tune a Conn; zero fields take the defaults above.
+type Options struct {
+	Burst      int64
+	Refill     int64
+	PerRequest int64
+	// Now tells the time (nil: time.Now).
+	Now func() time.Time
+	// OnFlood is told, once, when the connection is cut, with the type of
+	// the frame that passed the budget (nil: not told).
+	OnFlood func(frameType uint8)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Burst <= 0 {
+		o.Burst = Burst
+	}
+	if o.Refill <= 0 {
+		o.Refill = Refill
+	}
+	if o.PerRequest <= 0 {
+		o.PerRequest = PerRequest
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Conn is an HTTP/2 server connection whose client's control frames are
+// budgeted (see the package doc). It passes ConnectionState through, so
+// the HTTP/2 server still sees the TLS state it checks (RFC 9113 9.2).
+type Conn struct {
+	net.Conn
+	tls  *tls.Conn
+	opts Options
+
+	// Read side (the server's one reading goroutine).
+	in      frameReader
+	tokens  int64
+	last    time.Time
+	lastID  uint32 // the highest stream the client opened
+	flooded bool
+	earned  atomic.Int64 // credit from the write side, collected by reads
+
+	// Write side.
+	wmu sync.Mutex
+	out frameReader
+}
+
+// New wraps c, an HTTP/2 connection whose client preface has not been
+// read yet.
+func New(c *tls.Conn, opts Options) *Conn {
+	opts = opts.withDefaults()
+	return &Conn{Conn: c, tls: c, opts: opts, in: frameReader{skip: clientPrefaceLen}, tokens: opts.Burst, last: opts.Now()}
+}
+
+// ConnectionState is the TLS connection's.
+func (c *Conn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
+
+// Read reads from the connection and accounts for the frames read; past
+// the budget it returns ErrFlood, having sent GOAWAY and closed.
+func (c *Conn) Read(p []byte) (int, error) {
+	if c.flooded {
+		return 0, ErrFlood
+	}
+	n, err := c.Conn.Read(p)
+	var flood uint8
+	c.in.feed(p[:n], func(typ, _ uint8, length, stream uint32) bool {
+		switch typ {
+		case typeData, typeContinuation, typeRSTStream, typeGoAway, typePushPromise:
+			return true
+		case typeHeaders:
+			c.lastID = max(c.lastID, stream)
+			c.credit(c.opts.PerRequest)
+			return true
+		}
+		if c.spend() {
+			return true
+		}
+		flood = typ
+		return false
+	})
+	if c.in.stopped {
+		c.cut(flood)
+		return 0, ErrFlood
+	}
+	return n, err
+}
+
+// spend takes one control frame from the budget, after adding what time
+// and the server's DATA have earned since the last one.
+func (c *Conn) spend() bool {
+	if now := c.opts.Now(); now.After(c.last) {
+		if refill := int64(now.Sub(c.last)) * c.opts.Refill / int64(time.Second); refill > 0 {
+			c.last = c.last.Add(time.Duration(refill * int64(time.Second) / c.opts.Refill))
+			if c.tokens < c.opts.Burst {
+				c.tokens = min(c.tokens+refill, c.opts.Burst)
+			}
+		}
+	}
+	c.credit(c.earned.Swap(0))
+	if c.tokens <= 0 {
+		return false
+	}
+	c.tokens--
+	return true
+}
+
+// credit adds work's share to the budget, up to workCeiling × Burst.
+func (c *Conn) credit(n int64) {
+	c.tokens = max(c.tokens, min(c.tokens+n, workCeiling*c.opts.Burst))
+}
+
+// drainLimit bounds how long a cut connection is read (and what it sends
+// discarded) after its GOAWAY, so that the close does not reset the
+// connection before the client has read the GOAWAY (a close with unread
+// bytes sends a TCP RST, which discards what the client had not read).
+const drainLimit = time.Second
+
+// cut sends GOAWAY (ENHANCE_YOUR_CALM) and TLS's close_notify when the
+// server's output is at a frame boundary, then closes the connection.
+func (c *Conn) cut(frameType uint8) {
+	c.flooded = true
+	if c.opts.OnFlood != nil {
+		c.opts.OnFlood(frameType)
+	}
+	// A write in progress to a client that does not read ends by this
+	// deadline, and gives up the lock.
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(drainLimit))
+	c.wmu.Lock()
+	told := false
+	if c.out.atBoundary() {
+		var f [17]byte
+		binary.BigEndian.PutUint32(f[0:4], 8<<8|typeGoAway) // length 8, type, flags 0
+		binary.BigEndian.PutUint32(f[9:13], c.lastID&(1<<31-1))
+		binary.BigEndian.PutUint32(f[13:17], errCodeEnhanceYourCalm)
+		_, err := c.Conn.Write(f[:])
+		told = err == nil && c.tls.CloseWrite() == nil
+	}
+	c.out.stopped = true // nothing more is written
+	c.wmu.Unlock()
+	if told {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(drainLimit))
+		_, _ = io.Copy(io.Discard, c.Conn)
+	}
+	_ = c.Conn.Close()
+}
+
+// Write writes p and credits the budget with the DATA frames in it.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.out.stopped {
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Write(p)
+	c.out.feed(p[:n], func(typ, _ uint8, length, _ uint32) bool {
+		if typ == typeData {
+			c.earned.Add(2 + int64(length)/2048)
+		}
+		return true
+	})
+	return n, err
+}
+
+// FrameName names a frame type for logs: "SETTINGS", or "0x1f" for a
+// type HTTP/2 does not define.
+func FrameName(t uint8) string {
+	switch t {
+	case typePriority:
+		return "PRIORITY"
+	case typeSettings:
+		return "SETTINGS"
+	case typePing:
+		return "PING"
+	case typeWindowUpdate:
+		return "WINDOW_UPDATE"
+	}
+	const hex = "0123456789abcdef"
+	return "0x" + string([]byte{hex[t>>4], hex[t&0xf]})
+}
+
+// frameReader finds the frame headers in a byte stream given in pieces.
+type frameReader struct {
+	skip    int64 // bytes of payload (or preface) still to pass over
+	hdr     [9]byte
+	have    int // header bytes gathered
+	stopped bool
+}
+
+// feed passes b through; frame is called with each complete frame header
+// and stops the reading by returning false.
+func (r *frameReader) feed(b []byte, frame func(typ, flags uint8, length, stream uint32) bool) {
+	for len(b) > 0 && !r.stopped {
+		if r.skip > 0 {
+			k := min(r.skip, int64(len(b)))
+			r.skip -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(r.hdr[r.have:], b)
+		r.have += k
+		b = b[k:]
+		if r.have < len(r.hdr) {
+			return
+		}
+		r.have = 0
+		length := uint32(r.hdr[0])<<16 | uint32(r.hdr[1])<<8 | uint32(r.hdr[2])
+		stream := binary.BigEndian.Uint32(r.hdr[5:9]) & (1<<31 - 1)
+		r.skip = int64(length)
+		if !frame(r.hdr[3], r.hdr[4], length, stream) {
+			r.stopped = true
+		}
+	}
+}
+
+// atBoundary reports whether the stream so far ends at the end of a frame.
+func (r *frameReader) atBoundary() bool { return r.skip == 0 && r.have == 0 }

@@ -1,0 +1,254 @@
+package h2guard
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/levee-proxy/levee/router/httpx/internal/testcert"
+)
+
+// server is an HTTP/2 server behind the guard, on a TLS listener; the
+// guard's clock stands still, so only work refills a budget.
+type server struct {
+	addr   string
+	mu     sync.Mutex
+	floods []uint8
+}
+
+func (s *server) flooded() []uint8 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]uint8(nil), s.floods...)
+}
+
+var big = bytes.Repeat([]byte("levee "), 8<<20/6)
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", testcert.Config(t, "h2.test", "h2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	s := &server{addr: ln.Addr().String()}
+	frozen := time.Unix(1_000_000, 0)
+	h2 := &http2.Server{}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			_, _ = w.Write(big)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				tc := c.(*tls.Conn)
+				if tc.Handshake() != nil {
+					tc.Close()
+					return
+				}
+				g := New(tc, Options{Now: func() time.Time { return frozen }, OnFlood: func(typ uint8) {
+					s.mu.Lock()
+					s.floods = append(s.floods, typ)
+					s.mu.Unlock()
+				}})
+				h2.ServeConn(g, &http2.ServeConnOpts{Handler: handler})
+				g.Close()
+			}()
+		}
+	}()
+	return s
+}
+
+// rawClient is an HTTP/2 client that writes frames as told.
+type rawClient struct {
+	conn net.Conn
+	fr   *http2.Framer
+}
+
+func dial(t *testing.T, addr string) *rawClient {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	c := &rawClient{conn: conn, fr: http2.NewFramer(conn, conn)}
+	if err := c.fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// floods are the frames a client may send without end; each writes one.
+var floods = []struct {
+	name  string
+	typ   uint8
+	write func(fr *http2.Framer) error
+}{
+	{"SETTINGS", typeSettings, func(fr *http2.Framer) error {
+		return fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65535})
+	}},
+	{"WINDOW_UPDATE", typeWindowUpdate, func(fr *http2.Framer) error { return fr.WriteWindowUpdate(0, 1) }},
+	{"PRIORITY", typePriority, func(fr *http2.Framer) error {
+		return fr.WritePriority(3, http2.PriorityParam{StreamDep: 0, Weight: 15})
+	}},
+	{"PING", typePing, func(fr *http2.Framer) error { return fr.WritePing(false, [8]byte{1}) }},
+	{"unknown", 0x20, func(fr *http2.Framer) error { return fr.WriteRawFrame(0x20, 0, 0, []byte("x")) }},
+}
+
+// readsUntilEnd reads frames until the connection ends and reports
+// whether a GOAWAY with ENHANCE_YOUR_CALM came before the end (it does
+// when the server's output was at a frame boundary when the budget ran
+// out).
+func (c *rawClient) readsUntilEnd(t *testing.T) (calm bool) {
+	t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("the connection was not cut within 10 s")
+			}
+			return calm
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok && g.ErrCode == http2.ErrCodeEnhanceYourCalm {
+			calm = true
+		}
+	}
+}
+
+// Each flood is cut once past the budget (the connection ends, after a
+// GOAWAY ENHANCE_YOUR_CALM when it can be sent between two frames); just
+// under it, the connection still serves.
+func TestFloodsAreCut(t *testing.T) {
+	s := startServer(t)
+	for _, f := range floods {
+		t.Run(f.name, func(t *testing.T) {
+			before := len(s.flooded())
+			c := dial(t, s.addr)
+			// The client's own SETTINGS (and its ACK) spent one or two.
+			go func() {
+				for range Burst + 16 {
+					if f.write(c.fr) != nil {
+						return
+					}
+				}
+			}()
+			if !c.readsUntilEnd(t) {
+				t.Log("the connection ended without GOAWAY (the server was mid-frame)")
+			}
+			got := s.flooded()
+			if len(got) != before+1 || got[before] != f.typ {
+				t.Errorf("cut for %v, want one cut for %s", got[before:], FrameName(f.typ))
+			}
+		})
+		t.Run(f.name+"/under the budget", func(t *testing.T) {
+			c := dial(t, s.addr)
+			for range Burst - 8 {
+				if err := f.write(c.fr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if status := c.get(t, 1, "/"); status != "200" {
+				t.Fatalf("after %d %s frames: status %q, want 200", Burst-8, f.name, status)
+			}
+		})
+	}
+}
+
+// get sends GET path on stream id and returns the answer's :status
+// (acknowledging SETTINGS and PINGs on the way).
+func (c *rawClient) get(t *testing.T, id uint32, path string) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := hpack.NewEncoder(&b)
+	for _, kv := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "h2.test"}, {":path", path}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	dec := hpack.NewDecoder(4096, nil)
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("waiting for the answer: %v", err)
+		}
+		if h, ok := f.(*http2.HeadersFrame); ok && h.StreamID == id {
+			fields, _ := dec.DecodeFull(h.HeaderBlockFragment())
+			for _, hf := range fields {
+				if hf.Name == ":status" {
+					return hf.Value
+				}
+			}
+		}
+	}
+}
+
+// A real client's big downloads send many more WINDOW_UPDATEs than the
+// budget holds (Go's, two every 4 KiB read): the DATA the server sends pays
+// for them, and nothing is cut.
+func TestDownloadsAreServed(t *testing.T) {
+	s := startServer(t)
+	tr := &http2.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	for i := range 3 {
+		resp, err := client.Get("https://" + s.addr + "/big")
+		if err != nil {
+			t.Fatalf("download %d: %v", i, err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || n != int64(len(big)) {
+			t.Fatalf("download %d: %d of %d bytes, %v (cut for %v)", i, n, len(big), err, s.flooded())
+		}
+	}
+	if got := s.flooded(); len(got) != 0 {
+		t.Fatalf("a client downloading was cut: %v", got)
+	}
+}
+
+// The frame reader finds headers split across reads at any byte.
+func TestFrameReaderSplits(t *testing.T) {
+	var stream bytes.Buffer
+	fr := http2.NewFramer(&stream, nil)
+	_ = fr.WriteSettings()
+	_ = fr.WriteData(1, false, bytes.Repeat([]byte{1}, 300))
+	_ = fr.WritePing(false, [8]byte{})
+	_ = fr.WriteRawFrame(0x20, 0, 0, nil)
+	raw := stream.Bytes()
+	for size := 1; size <= len(raw); size++ {
+		var r frameReader
+		var types []uint8
+		for b := raw; len(b) > 0; {
+			k := min(size, len(b))
+			r.feed(b[:k], func(typ, _ uint8, _, _ uint32) bool { types = append(types, typ); return true })
+			b = b[k:]
+		}
+		if !bytes.Equal(types, []uint8{typeSettings, typeData, typePing, 0x20}) || !r.atBoundary() {
+			t.Fatalf("pieces of %d: types %v, at boundary %v", size, types, r.atBoundary())
+		}
+	}
+}
