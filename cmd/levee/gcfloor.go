@@ -15,7 +15,7 @@ import (
 // over what the last one found live. A proxy's live heap is small with a
 // few routes while it allocates fast (above all crypto/tls, for every new
 // TLS connection), so at Go's default the collector runs many times a
-// second for little garbage each time (docs/performance.md, "the heap
+// second for little garbage each time (docs/performance-history.md, "the heap
 // floor"). With the floor, a small heap is collected when it reaches the
 // floor; a heap whose live part is above floor/2 is paced exactly as
 // before.

@@ -77,7 +77,7 @@ func (cc *countingConn) read(p []byte) (int, error) {
 // context.AfterFunc does that but allocates, and most exchanges never
 // block long enough to need it: the response of a fast backend arrives
 // within a poll, whole. So the watch is armed only for an exchange that
-// waits (docs/performance.md, "Context watch on demand").
+// waits (docs/performance-history.md, "Context watch on demand").
 const (
 	// watchNone: nothing can block for the request (none in progress,
 	// protocol switched, or a context that cannot be cancelled).
@@ -247,7 +247,7 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 	// The backend has not answered yet: let other requests' work run
 	// first, so that the read below usually finds the answer instead of
 	// coming back empty (EAGAIN) and waiting in the poller (a wasted
-	// system call per request otherwise; docs/performance.md).
+	// system call per request otherwise; docs/performance-history.md).
 	runtime.Gosched()
 	resp, err := c.readResponse(req)
 	c.counted.limit = 0

@@ -90,7 +90,7 @@ func connectionNamed(br *bufio.Reader) []string {
 
 // parseCommon parses the most common response head in place, with fewer
 // allocations than http.ReadResponse (one string for the whole head, keys
-// and values sliced from it; docs/performance.md, "Common response heads
+// and values sliced from it; docs/performance-history.md, "Common response heads
 // parsed in place"): an HTTP/1.1 final status other than 204 and 304, to a
 // request other than HEAD, with one Content-Length and no
 // Transfer-Encoding, Trailer, Connection or Pragma header, entirely

@@ -24,7 +24,7 @@ const (
 // socket's options (Linux), the keep-alive settings above are set once on
 // the listening socket instead of by four system calls on every accepted
 // connection, which is what net.Listen does: a measurable share of the
-// cost of a short connection (docs/performance.md). Elsewhere net.Listen's
+// cost of a short connection (docs/performance-history.md). Elsewhere net.Listen's
 // per-connection settings apply, with the same values.
 func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	lc := listenConfig()

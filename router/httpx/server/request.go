@@ -55,7 +55,7 @@ func (c *conn) readRequest() (*transaction, error) {
 		// one reads, its next request has usually arrived, and the read
 		// does not come back empty (EAGAIN) to be made again after the
 		// poller: a wasted system call per request otherwise
-		// (docs/performance.md: the yield before reading the next request).
+		// (docs/performance-history.md: the yield before reading the next request).
 		runtime.Gosched()
 		if err := c.awaitRequest(); err != nil {
 			return nil, errQuiet

@@ -13,7 +13,7 @@ const stackFrame = 12 << 10
 // in the middle of the handshake, dozens of frames deep, and growing it
 // walks and adjusts every frame on it. Called first thing in a
 // connection's goroutine, the same growth moves two frames
-// (docs/performance.md, "a stack grown before the handshake").
+// (docs/performance-history.md, "a stack grown before the handshake").
 //
 //go:noinline
 func growStack(i int) byte {
