@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 ServiceSpec.Networks is still what engines before API v1.44 set; it is read beside TaskSpec.Networks until the provider moves to the moby/moby/client module
+
 package docker
 
 import (
