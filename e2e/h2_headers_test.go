@@ -60,10 +60,15 @@ func TestHTTP2HeaderScreen(t *testing.T) {
 	ended := func(f http2.Frame) bool {
 		return f.Header().Flags.Has(http2.FlagHeadersEndStream) || f.Header().Flags.Has(http2.FlagDataEndStream)
 	}
-	for id, fields := range map[uint32][]string{
-		1: {"authorization", "Basic YWxpY2U6c2VjcmV0", "authorization", "Basic YWRtaW46YWRtaW4="},
-		3: {"x-api-key", "alice", "x-api-key", "bob"},
+	// In order: a client's stream ids must increase (RFC 9113 5.1.1).
+	for _, c := range []struct {
+		id     uint32
+		fields []string
+	}{
+		{1, []string{"authorization", "Basic YWxpY2U6c2VjcmV0", "authorization", "Basic YWRtaW46YWRtaW4="}},
+		{3, []string{"x-api-key", "alice", "x-api-key", "bob"}},
 	} {
+		id, fields := c.id, c.fields
 		h.headers(id, true, append([]string{":method", "GET", ":path", "/twice"}, fields...)...)
 		frames := h.until(t, id, ended)
 		if status := h.status(frames, id); status != "400" {
