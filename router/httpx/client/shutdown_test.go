@@ -63,3 +63,71 @@ func TestBackendShutdownGivesRefusedNotAnotherDeadPooledConnection(t *testing.T)
 		t.Fatalf("idle connections after the failure = %d, want 0 (dropped)", n)
 	}
 }
+
+// A backend closing its listener drops the connections in its accept
+// queue: a new connection closed before a byte of answer is dialled once
+// more for an idempotent request (the second dial is refused if the
+// backend stopped listening, answered if it is up again), never for a
+// POST, and a backend that closes every connection unanswered fails the
+// second one the same way.
+func TestNewConnectionClosedUnansweredIsDialledOnceMoreForIdempotent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		method    string
+		closeN    int // connections the backend closes unanswered before serving
+		wantConns int
+		wantOK    bool
+	}{
+		{"GET: the second connection is served", http.MethodGet, 1, 2, true},
+		{"POST: never sent twice", http.MethodPost, 1, 1, false},
+		{"GET: a backend that closes both", http.MethodGet, 2, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var mu sync.Mutex
+			conns := 0
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					conns++
+					n := conns
+					mu.Unlock()
+					go func() {
+						defer c.Close()
+						buf := make([]byte, 4096)
+						_, _ = c.Read(buf) // the request
+						if n <= tc.closeN {
+							return // closed without a byte of answer
+						}
+						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					}()
+				}
+			}()
+			tr := New(Options{DialTimeout: time.Second})
+			defer tr.Shutdown()
+			req, _ := http.NewRequest(tc.method, "http://"+ln.Addr().String()+"/", nil)
+			resp, err := tr.RoundTrip(req)
+			if tc.wantOK {
+				if err != nil {
+					t.Fatalf("RoundTrip: %v, want the second connection's answer", err)
+				}
+				resp.Body.Close()
+			} else if err == nil || !ClosedBeforeAnswer(err) {
+				t.Fatalf("RoundTrip: %v, want a close before the answer", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if conns != tc.wantConns {
+				t.Errorf("the backend saw %d connections, want %d", conns, tc.wantConns)
+			}
+		})
+	}
+}
