@@ -111,22 +111,34 @@ func TestNewConnectionClosedUnansweredIsDialledOnceMoreForIdempotent(t *testing.
 					}()
 				}
 			}()
-			tr := New(Options{DialTimeout: time.Second})
-			defer tr.Shutdown()
-			req, _ := http.NewRequest(tc.method, "http://"+ln.Addr().String()+"/", nil)
-			resp, err := tr.RoundTrip(req)
-			if tc.wantOK {
-				if err != nil {
-					t.Fatalf("RoundTrip: %v, want the second connection's answer", err)
+			levee := New(Options{DialTimeout: time.Second})
+			defer levee.Shutdown()
+			std := NewStandard(&http.Transport{}, time.Second)
+			defer std.CloseIdleConnections()
+			for _, rt := range []struct {
+				name string
+				rt   func(*http.Request, Informer) (*http.Response, error)
+			}{{"levee", levee.RoundTripInformational}, {"stdlib", std.RoundTripInformational}} {
+				mu.Lock()
+				before := conns
+				mu.Unlock()
+				req, _ := http.NewRequest(tc.method, "http://"+ln.Addr().String()+"/", nil)
+				resp, err := rt.rt(req, nil)
+				if tc.wantOK {
+					if err != nil {
+						t.Fatalf("%s: RoundTrip: %v, want the second connection's answer", rt.name, err)
+					}
+					resp.Body.Close()
+				} else if err == nil || !ClosedBeforeAnswer(err) {
+					t.Fatalf("%s: RoundTrip: %v, want a close before the answer", rt.name, err)
 				}
-				resp.Body.Close()
-			} else if err == nil || !ClosedBeforeAnswer(err) {
-				t.Fatalf("RoundTrip: %v, want a close before the answer", err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if conns != tc.wantConns {
-				t.Errorf("the backend saw %d connections, want %d", conns, tc.wantConns)
+				mu.Lock()
+				got := conns - before
+				conns = 0 // the next client meets the same backend from the start
+				mu.Unlock()
+				if got != tc.wantConns {
+					t.Errorf("%s: the backend saw %d connections, want %d", rt.name, got, tc.wantConns)
+				}
 			}
 		})
 	}
