@@ -28,6 +28,9 @@ import (
 const (
 	dashboardFile = "../docs/grafana/levee-dashboard.json"
 	alertsFile    = "../docs/grafana/levee-alerts.yml"
+	// alertsTestFile holds promtool's unit tests of the rules: series in,
+	// alerts (labels and annotations) out.
+	alertsTestFile = "../docs/grafana/levee-alerts.test.yml"
 )
 
 // targetLabels are the labels Prometheus adds to every scraped series;
@@ -417,9 +420,10 @@ func TestGrafanaDashboardIsImportable(t *testing.T) {
 	}
 }
 
-// TestPrometheusRulesAreValid reads the rules as Prometheus does: every
-// rule an alert with an expression, a severity and a summary; with
-// promtool installed, also promtool check rules.
+// TestPrometheusRulesAreValid reads the rules: every rule an alert with an
+// expression, a severity and a summary. With promtool installed, also
+// promtool check rules (Prometheus's parser) and promtool test rules (each
+// alert fires on the series it is for, and not on the near misses).
 func TestPrometheusRulesAreValid(t *testing.T) {
 	r := readAlerts(t)
 	n := 0
@@ -447,5 +451,8 @@ func TestPrometheusRulesAreValid(t *testing.T) {
 	}
 	if out, err := exec.Command(promtool, "check", "rules", alertsFile).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(promtool, "test", "rules", alertsTestFile).CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
