@@ -287,8 +287,9 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // TestMonitoringQueriesMatchMetrics runs the binary with every source of
-// series the board and the rules read: per-route latency, a breaker opened
-// and refusing, a policy refusal, a TLS listener with a certificate and a
+// series the board and the rules read: per-route latency, retries, a
+// breaker opened and refusing, another answering stale, a policy refusal,
+// a TLS listener with a certificate and a
 // failed handshake, a Docker provider that cannot reach its engine and a
 // breaker store that cannot be reached (so its breakers fall back). Then
 // every query must find its metrics and labels in /metrics.
@@ -315,6 +316,14 @@ func TestMonitoringQueriesMatchMetrics(t *testing.T) {
 	port := portOf(t, backend.URL)
 	createEntrypoint(t, p, `{"name":"app","backends":[{"address":"127.0.0.1","port":`+port+`}],
 		"config":{"hostnames":["app.test"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":60}}}`)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	createEntrypoint(t, p, `{"name":"retrying","backends":[{"address":"127.0.0.1","port":`+portOf(t, failing.URL)+`},
+		{"address":"127.0.0.1","port":`+port+`}],"config":{"hostnames":["retrying.test"],"retry":{"attempts":2}}}`)
+	createEntrypoint(t, p, `{"name":"cached","backends":[{"address":"127.0.0.1","port":`+port+`}],
+		"config":{"hostnames":["cached.test"],"circuit_breaker":{"threshold":0.5,"min_requests":20,"cooldown_secs":60,"serve_stale":"1m"}}}`)
 	createEntrypoint(t, p, `{"name":"guarded","backends":[{"address":"127.0.0.1","port":`+port+`}],
 		"config":{"hostnames":["guarded.test"],"ip_allow_list":{"source_range":["192.0.2.0/24"]}}}`)
 
@@ -324,16 +333,23 @@ func TestMonitoringQueriesMatchMetrics(t *testing.T) {
 		}
 		return nil
 	})
+	for range 4 { // round robin: at least one request meets the failing backend first
+		if st, _, _ := get(t, p.proxyURL()+"/", "retrying.test"); st != 200 {
+			t.Fatalf("retrying.test = %d, want 200 from the backend that answers", st)
+		}
+	}
 	if st, _, _ := get(t, p.proxyURL()+"/", "guarded.test"); st != http.StatusForbidden {
 		t.Fatalf("guarded.test from 127.0.0.1 = %d, want 403 (the allow-list refusal)", st)
 	}
-	resp, err := http.Post(p.apiURL()+"/breakers/app/open", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	get(t, p.proxyURL()+"/", "cached.test")
+	openBreaker(t, p, "app")
+	openBreaker(t, p, "cached")
 	if st, _, _ := get(t, p.proxyURL()+"/", "app.test"); st != http.StatusServiceUnavailable {
 		t.Fatalf("app.test with its breaker open = %d, want 503", st)
+	}
+	// a stale answer, or 503 when none was kept: a fallback either way
+	if st, hdr, _ := get(t, p.proxyURL()+"/", "cached.test"); st != http.StatusServiceUnavailable && hdr.Get("X-Levee-Stale") == "" {
+		t.Fatalf("cached.test with its breaker open = %d without X-Levee-Stale", st)
 	}
 	failHandshake(t, p.listenerAddr("websecure"))
 
@@ -368,7 +384,8 @@ func failHandshake(t *testing.T, addr string) {
 // TestGrafanaDashboardIsImportable checks the board is dashboard JSON
 // Grafana imports into any instance: a schema version, a data source
 // template variable every panel and target uses (no instance's data
-// source uid baked in), unique panel ids, and targets with a query each.
+// source uid baked in), unique panel ids, panels on the 24-column grid
+// without overlapping, and targets with a query each.
 func TestGrafanaDashboardIsImportable(t *testing.T) {
 	d := readDashboard(t)
 	if d.Title == "" || d.UID == "" || d.SchemaVersion < 36 {
@@ -389,7 +406,12 @@ func TestGrafanaDashboardIsImportable(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	queries := 0
-	for _, p := range d.Panels {
+	for i, p := range d.Panels {
+		for _, q := range d.Panels[:i] {
+			if overlap(p, q) {
+				t.Errorf("panels %q and %q overlap: %+v %+v", p.Title, q.Title, p.GridPos, q.GridPos)
+			}
+		}
 		if p.ID == 0 || ids[p.ID] {
 			t.Errorf("panel %q: id %d missing or taken", p.Title, p.ID)
 		}
@@ -418,6 +440,15 @@ func TestGrafanaDashboardIsImportable(t *testing.T) {
 	if queries < 20 {
 		t.Fatalf("%d queries on the board: the panels are missing", queries)
 	}
+}
+
+// overlap reports whether two panels' grid rectangles intersect.
+func overlap(a, b grafanaPanel) bool {
+	if a.GridPos == nil || b.GridPos == nil {
+		return false
+	}
+	p, q := a.GridPos, b.GridPos
+	return p.X < q.X+q.W && q.X < p.X+p.W && p.Y < q.Y+q.H && q.Y < p.Y+p.H
 }
 
 // TestPrometheusRulesAreValid reads the rules: every rule an alert with an
