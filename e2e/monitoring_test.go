@@ -289,10 +289,10 @@ func sortedKeys(m map[string]bool) []string {
 // TestMonitoringQueriesMatchMetrics runs the binary with every source of
 // series the board and the rules read: per-route latency, retries, a
 // breaker opened and refusing, another answering stale, a policy refusal,
-// a TLS listener with a certificate and a
-// failed handshake, a Docker provider that cannot reach its engine and a
-// breaker store that cannot be reached (so its breakers fall back). Then
-// every query must find its metrics and labels in /metrics.
+// a TLS listener with a certificate and a failed handshake, a Docker
+// provider that cannot reach its engine and a breaker store that cannot be
+// reached (so its breakers fall back). Then every query must find its
+// metrics and labels in /metrics.
 func TestMonitoringQueriesMatchMetrics(t *testing.T) {
 	queries := monitoringQueries(t)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
