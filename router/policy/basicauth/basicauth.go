@@ -235,6 +235,7 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		p.ref.Refuse(w, http.StatusUnauthorized, policy.ReasonUnauthorized, "authentication required\n")
 		return
 	}
+	policy.RecordUser(w, name)
 	if p.remove {
 		r.Header.Del("Authorization")
 	}
