@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -89,6 +91,8 @@ func TestAccessLogCombined(t *testing.T) {
 	}
 	h.get("nowhere.test", "/")
 
+	// The line is written once the response is: wait for it.
+	eventually(t, "four lines", func() bool { return strings.Count(out.String(), "\n") >= 4 })
 	lines := clfLines(t, out.String())
 	if len(lines) != 4 {
 		t.Fatalf("%d lines:\n%s", len(lines), out.String())
@@ -115,6 +119,7 @@ func TestAccessLogCommon(t *testing.T) {
 	h.set(config.SourceDocker, ep("web", a.backend()))
 	resp := h.do(http.MethodHead, "web.test", "/", nil)
 	resp.Body.Close()
+	eventually(t, "the line", func() bool { return strings.HasSuffix(out.String(), "\n") })
 	got := strings.TrimSuffix(out.String(), "\n")
 	if !strings.HasSuffix(got, `] "HEAD / HTTP/1.1" 200 -`) || !strings.HasPrefix(got, "127.0.0.1 - - [") {
 		t.Fatalf("common line %q", got)
@@ -177,6 +182,8 @@ func TestAccessLogFiltered(t *testing.T) {
 	for range 4 {
 		h.get("web.test", "/ok")
 	}
+	h.get("nowhere.test", "/missing")
+	eventually(t, "the last 404's line", func() bool { return strings.Count(out.String(), "/missing") == 2 })
 	lines := clfLines(t, out.String())
 	var missing, retried int
 	for _, l := range lines {
@@ -189,25 +196,43 @@ func TestAccessLogFiltered(t *testing.T) {
 			t.Errorf("line kept: %q", l)
 		}
 	}
-	if missing != 1 || retried == 0 || retried == 4 {
+	if missing != 2 || retried == 0 || retried == 4 {
 		t.Fatalf("404s %d, retried 200s %d (of 4, some first tried the dead backend):\n%s", missing, retried, out.String())
 	}
 }
 
 // With its own writer, the JSON access log is written whatever the
-// process log's level, with the logger's fields.
+// process log's level, with the logger's fields, and not to the logger.
 func TestAccessLogJSONToWriter(t *testing.T) {
-	var out bytes.Buffer
-	h := newHarness(t, Options{AccessLog: true, AccessLogOut: &out})
-	h.p.log = zerolog.Nop()
-	a := newBackend(t, "a")
-	h.set(config.SourceDocker, ep("web", a.backend()))
-	h.get("web.test", "/j")
+	var logs, out bytes.Buffer
+	r := router.New(router.Options{Logger: zerolog.Nop()})
+	defer r.Close()
+	p := New(r, Options{Logger: zerolog.New(&logs).Level(zerolog.WarnLevel).With().Str("component", "router").Logger(),
+		AccessLog: true, AccessLogOut: &out})
+	defer p.Close()
+	p.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "http://nowhere.test/j", nil))
 	var m map[string]any
-	if err := json.Unmarshal(out.Bytes(), &m); err != nil || m["event"] != "access" || m["path"] != "/j" {
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil || m["event"] != "access" || m["path"] != "/j" || m["component"] != "router" {
 		t.Fatalf("%v %q", err, out.String())
 	}
-	if strings.Contains(h.logs.String(), `"event":"access"`) {
+	if strings.Contains(logs.String(), `"event":"access"`) {
 		t.Fatal("access line also in the process log")
+	}
+}
+
+// Formatting and writing a Combined line allocates nothing.
+func TestAccessLogCombinedAllocatesNothing(t *testing.T) {
+	r := router.New(router.Options{Logger: zerolog.Nop()})
+	defer r.Close()
+	p := New(r, Options{AccessLog: true, AccessLogFormat: AccessLogCombined, AccessLogOut: io.Discard})
+	defer p.Close()
+	req := httptest.NewRequest(http.MethodGet, "http://web.test/a?b=c", nil)
+	req.RemoteAddr = "192.0.2.1:1234"
+	req.Header["User-Agent"] = []string{`curl/8 "x"`}
+	req.Header["Referer"] = []string{"https://r.test/"}
+	x := &exchange{p: p, req: req, uri: req.RequestURI, start: time.Now(), status: 200, sent: 512}
+	p.writeCLF(x, 200) // fills the pool
+	if n := testing.AllocsPerRun(100, func() { p.writeCLF(x, 200) }); n != 0 {
+		t.Fatalf("%v allocations per line", n)
 	}
 }

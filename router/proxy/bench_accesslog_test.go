@@ -29,3 +29,22 @@ func BenchmarkServeHTTPAccessLog(b *testing.B) {
 		p.ServeHTTP(w, req)
 	}
 }
+
+// BenchmarkServeHTTPAccessLogCombined is the same with Combined lines
+// written to a writer (as to --access-log-file).
+func BenchmarkServeHTTPAccessLogCombined(b *testing.B) {
+	r := router.New(router.Options{Logger: zerolog.Nop()})
+	b.Cleanup(r.Close)
+	p := New(r, Options{Logger: zerolog.Nop(), AccessLog: true, AccessLogFormat: AccessLogCombined, AccessLogOut: io.Discard})
+	b.Cleanup(p.Close)
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep("bench", benchBackend(b))}})
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, "http://bench.test/path?q=1", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		req.Header["User-Agent"] = []string{"bench/1.0"}
+		clear(w.h)
+		p.ServeHTTP(w, req)
+	}
+}
