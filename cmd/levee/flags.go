@@ -18,6 +18,7 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/fleet"
 	"github.com/levee-proxy/levee/router/policy/compress"
+	"github.com/levee-proxy/levee/router/proxy"
 )
 
 // serveConfig is everything `levee serve` is configured with. Each field is a
@@ -48,9 +49,21 @@ type serveConfig struct {
 	APIToken     string
 	APIReadToken string
 	// APIHosts are more names the API answers to (comma-separated).
-	APIHosts        string
-	AccessLog       bool
-	RouteLatency    bool
+	APIHosts     string
+	AccessLog    bool
+	RouteLatency bool
+	// Log files (logfile.go), reopened on SIGUSR1; empty: stdout.
+	LogFile       string
+	AccessLogFile string
+	// The access log's format (json, common, combined) and filters
+	// (proxy.AccessLogFilter): status ranges, minimum duration, retries.
+	AccessLogFormat      string
+	AccessLogStatus      string
+	AccessLogMinDuration time.Duration
+	AccessLogRetries     bool
+	// accessLogOut is where access lines go (set by runServe from
+	// --access-log-file and --access-log-format); nil: the process log.
+	accessLogOut    io.Writer
 	ShutdownTimeout time.Duration
 	DialTimeout     time.Duration
 	IdleConnTimeout time.Duration
@@ -155,6 +168,12 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.APIToken, "api-token", "", "bearer token for the API (every method)")
 	fs.StringVar(&cfg.APIReadToken, "api-read-token", "", "bearer token for the API (GET only)")
 	fs.BoolVar(&cfg.AccessLog, "access-log", true, "log one line per proxied request")
+	fs.StringVar(&cfg.LogFile, "log-file", "", "file the process log is appended to instead of stdout; reopened on SIGUSR1 (after logrotate renamed it)")
+	fs.StringVar(&cfg.AccessLogFile, "access-log-file", "", "file the access log is appended to instead of the process log; reopened on SIGUSR1 (after logrotate renamed it)")
+	fs.StringVar(&cfg.AccessLogFormat, "access-log-format", "json", "access log format: json (events with the process log's fields), common or combined (Apache's Common and Combined Log Formats)")
+	fs.StringVar(&cfg.AccessLogStatus, "access-log-status", "", "log only requests answered with these statuses, comma-separated codes and ranges, e.g. 400-599,302 (with other --access-log-* filters: a request any of them keeps is logged)")
+	durationVar(fs, &cfg.AccessLogMinDuration, "access-log-min-duration", 0, "log only requests that took longer than this, e.g. 200ms (0: no such filter)")
+	fs.BoolVar(&cfg.AccessLogRetries, "access-log-retries", false, "with other --access-log-* filters, log also every request that was retried or whose backend failed")
 	fs.BoolVar(&cfg.RouteLatency, "metrics-route-latency", false, "a latency histogram per route (17 series each) instead of one for all routes")
 	durationVar(fs, &cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for in-flight requests to finish")
 	durationVar(fs, &cfg.DialTimeout, "dial-timeout", router.DefaultDialTimeout, "timeout for connecting to a backend (a connect that fails is retried on another backend)")
@@ -240,6 +259,12 @@ func (c serveConfig) check() error {
 	default:
 		errs = append(errs, fmt.Errorf("--log-format %q: want json, console or auto", c.LogFormat))
 	}
+	if _, _, err := c.accessLogFilter(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.AccessLogMinDuration < 0 {
+		errs = append(errs, fmt.Errorf("--access-log-min-duration (LEVEE_ACCESS_LOG_MIN_DURATION) %s: must not be negative", c.AccessLogMinDuration))
+	}
 	switch c.HTTPServer {
 	case "levee", "stdlib":
 	default:
@@ -314,6 +339,20 @@ func (c serveConfig) check() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// accessLogFilter parses --access-log-format and the access log filters.
+func (c serveConfig) accessLogFilter() (proxy.AccessLogFormat, proxy.AccessLogFilter, error) {
+	f := proxy.AccessLogFilter{MinDuration: c.AccessLogMinDuration, Retries: c.AccessLogRetries}
+	format, ferr := proxy.ParseAccessLogFormat(c.AccessLogFormat)
+	if ferr != nil {
+		ferr = fmt.Errorf("--access-log-format (LEVEE_ACCESS_LOG_FORMAT): %w", ferr)
+	}
+	var serr error
+	if f.Status, serr = proxy.ParseStatusRanges(c.AccessLogStatus); serr != nil {
+		serr = fmt.Errorf("--access-log-status (LEVEE_ACCESS_LOG_STATUS): %w", serr)
+	}
+	return format, f, errors.Join(ferr, serr)
 }
 
 // trustedProxies parses --trusted-proxies: addresses ("10.0.0.7") and

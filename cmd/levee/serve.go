@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,12 +70,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintf(stderr, "levee: %v\n", err)
 		return 2
 	}
-	log, err := newLogger(cfg, stdout)
+	outs, err := openLogOutputs(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee: %v\n", err)
+		return 1
+	}
+	defer outs.close() // after the last line: it writes what is pending
+	procOut := stdout
+	if outs.process != nil {
+		procOut = outs.process
+	}
+	switch {
+	case outs.access != nil:
+		cfg.accessLogOut = outs.access
+	case cfg.AccessLogFormat != "json":
+		cfg.accessLogOut = stdout // Apache's lines on stdout, beside the process log
+	}
+	log, err := newLogger(cfg, procOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "levee: %v\n", err)
 		return 2
 	}
-	if err := serve(ctx, cfg, log); err != nil {
+	if err := serve(ctx, cfg, log, outs); err != nil {
 		log.Error().Err(err).Msg("levee stopped")
 		return 1
 	}
@@ -126,8 +144,16 @@ func newLeveeServer(h http.Handler, spec listenerSpec, errorLog *stdlog.Logger) 
 }
 
 // serve wires the sources, the router and the listeners together.
-func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
+func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOutputs) error {
 	log.Info().Str("version", version).Str("commit", commit).Str("http_server", cfg.HTTPServer).Str("backend_client", cfg.BackendClient).Msg("levee starting")
+	// SIGUSR1 reopens the log files, and never stops Levee (its default
+	// action), even when there is no file to reopen.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	reopenCtx, stopReopen := context.WithCancel(ctx)
+	defer stopReopen()
+	go reopenOn(reopenCtx, usr1, outs, log)
 
 	switch {
 	case cfg.gogc != "":
@@ -140,6 +166,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	outs.register(reg)
 
 	app, err := build(ctx, cfg, log, reg)
 	if err != nil {

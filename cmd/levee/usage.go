@@ -99,7 +99,7 @@ var serveFlagGroups = []flagGroup{
 	{title: "Docker and Swarm", names: []string{"label-prefix"}, prefixes: []string{"docker", "swarm"}},
 	{title: "Breakers and fleet", prefixes: []string{"breaker-"}},
 	{title: "API", names: []string{"state-file"}, prefixes: []string{"api-"}},
-	{title: "Logging and metrics", names: []string{"access-log"}, prefixes: []string{"log-", "metrics-"}},
+	{title: "Logging and metrics", names: []string{"access-log"}, prefixes: []string{"access-log-", "log-", "metrics-"}},
 	{title: "Runtime", names: []string{"gc-heap-floor"}},
 }
 

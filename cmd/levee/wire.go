@@ -87,10 +87,17 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	rtRef.Store(rt)
 	// The request path reads the router's snapshots; it logs under the
 	// router's component, as one data plane.
+	accessFormat, accessFilter, err := cfg.accessLogFilter()
+	if err != nil {
+		return nil, err
+	}
 	handler := proxy.New(rt, proxy.Options{
 		Logger:            routerLog,
 		Registerer:        reg,
 		AccessLog:         cfg.AccessLog,
+		AccessLogFormat:   accessFormat,
+		AccessLogOut:      cfg.accessLogOut,
+		AccessLogFilter:   accessFilter,
 		RouteLatency:      cfg.RouteLatency,
 		DialTimeout:       cfg.DialTimeout,
 		IdleConnTimeout:   cfg.IdleConnTimeout,

@@ -222,3 +222,11 @@ func (p *Proc) Signal(sig syscall.Signal, timeout time.Duration) (exitErr, err e
 		return nil, fmt.Errorf("levee did not exit within %s of %v", timeout, sig)
 	}
 }
+
+// Send sends sig without waiting for anything (SIGUSR1, SIGHUP).
+func (p *Proc) Send(sig syscall.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %v: %w", sig, err)
+	}
+	return nil
+}

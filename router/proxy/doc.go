@@ -49,7 +49,12 @@
 //     (respond.go), or a 101 becomes a tunnel (upgrade.go).
 //
 // The request metrics and the access log line (accesslog.go) are
-// written when the exchange ends, whatever ended it.
+// written when the exchange ends, whatever ended it. The line is a JSON
+// event or Apache's Common or Combined Log Format (accesslog_format.go),
+// formatted without allocating and written with one Write to the injected
+// Options.AccessLogOut, which must not block (levee serve's log files
+// buffer and drop); AccessLogFilter chooses the lines as Traefik's filters
+// do.
 //
 // # Who is blamed for what
 //

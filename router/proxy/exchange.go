@@ -30,21 +30,28 @@ type exchange struct {
 	start     time.Time
 	now       int64 // clock nanoseconds at the start, for ejection checks
 
-	status     int
-	headersAt  time.Duration
-	backend    *router.Backend
-	attempts   int
-	free       int // attempts that do not count toward retry.attempts: see mayRetry
-	breakerSt  breaker.State
-	guarded    bool
-	diagnostic string
-	backendErr error // the backend error answered for (access log)
-	abort      bool  // the backend broke the body: abort the client's response
-	prepared   bool  // the headers are prepared (not twice when falling back)
-
+	// uri is the request target as the client sent it (the access log's
+	// request line), before any normalising or rewriting.
+	uri       string
+	sent      int64 // body bytes written to the client (access log's %b)
+	status    int
+	headersAt time.Duration
+	backend   *router.Backend
+	attempts  int
+	free      int // attempts that do not count toward retry.attempts: see mayRetry
+	breakerSt breaker.State
+	guarded   bool
+	abort     bool // the backend broke the body: abort the client's response
+	prepared  bool // the headers are prepared (not twice when falling back)
+	sawOpen   bool // an open backend breaker was met while picking (openRetryAfter)
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
-	level     int
+	// The small fields sit together: the exchange stays in its
+	// allocation size class.
+	level      int8
+	diagnostic string
+	backendErr error // the backend error answered for (access log)
+
 	tried     [4]*router.Backend
 	moreTried []*router.Backend
 	// excluded backends refused admission (scope=backend breaker) in this
@@ -53,9 +60,8 @@ type exchange struct {
 	moreExcluded []*router.Backend
 
 	// openRetryAfter is the smallest Retry-After among open backend
-	// breakers met while picking (scope=backend).
+	// breakers met while picking (scope=backend), when sawOpen.
 	openRetryAfter time.Duration
-	sawOpen        bool
 
 	body       []byte    // the buffered request body, when replayable
 	stream     io.Reader // a body too large to buffer: what was read, then the rest

@@ -36,6 +36,8 @@ type Handler struct {
 
 	transports transports
 	buffers    sync.Pool // *[]byte, for copying bodies
+	lines      sync.Pool // *[]byte, for formatting access lines
+	accessLog  zerolog.Logger
 	retryAfter [][]string
 	sticky     *stickyKey
 }
@@ -47,6 +49,11 @@ func New(src Snapshots, opts Options) *Handler {
 	p := &Handler{src: src, opts: opts, log: opts.Logger, clock: opts.Clock, metrics: newMetrics(opts.RouteLatency)}
 	p.buffers.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.sticky = newStickyKey(opts.StickySecret)
+	p.lines.New = func() any { b := make([]byte, 0, 512); return &b }
+	p.accessLog = p.log
+	if opts.AccessLogOut != nil {
+		p.accessLog = p.log.Output(opts.AccessLogOut).Level(zerolog.InfoLevel)
+	}
 	p.retryAfter = make([][]string, 601)
 	for i := range p.retryAfter {
 		p.retryAfter[i] = []string{strconv.Itoa(i)}
@@ -67,7 +74,7 @@ func (p *Handler) Close() { p.transports.close() }
 
 // ServeHTTP routes and proxies one request.
 func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	x := &exchange{p: p, w: w, req: req, start: time.Now()}
+	x := &exchange{p: p, w: w, req: req, uri: req.RequestURI, start: time.Now()}
 	x.initDeadlines()
 	if req.Method == http.MethodConnect {
 		// An edge reverse proxy is not a forward proxy: no tunnels.

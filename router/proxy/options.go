@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/rand"
+	"io"
 	"net/netip"
 	"time"
 
@@ -24,8 +25,18 @@ type Options struct {
 	// Clock drives ejection and the retry budget; nil = real time. Give
 	// it the router's clock: ejection deadlines are read by both.
 	Clock router.Clock
-	// AccessLog logs one line per request.
+	// AccessLog logs one line per request (that AccessLogFilter keeps).
 	AccessLog bool
+	// AccessLogFormat is the lines' format (default AccessLogJSON).
+	AccessLogFormat AccessLogFormat
+	// AccessLogOut receives the access lines, one Write per line. Nil
+	// sends JSON lines through Logger (and its level); given, JSON lines
+	// carry Logger's fields but are written whatever its level. Common
+	// and Combined lines need it (without it they are JSON through
+	// Logger).
+	AccessLogOut io.Writer
+	// AccessLogFilter keeps only some lines; the zero value keeps all.
+	AccessLogFilter AccessLogFilter
 	// RouteLatency gives every route its own
 	// levee_request_duration_seconds histogram (17 series each) instead of
 	// one histogram for all routes.
@@ -124,6 +135,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = router.RealClock{}
+	}
+	if o.AccessLogOut == nil {
+		o.AccessLogFormat = AccessLogJSON
 	}
 	o.Stale = o.Stale.withDefaults()
 	if len(o.StickySecret) == 0 {

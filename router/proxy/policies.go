@@ -34,14 +34,24 @@ func (x *exchange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.serve()
 }
 
-// policyWriter records the status a policy answered with, and unwraps for
+// policyWriter records the status a policy answered with, the user a
+// policy authenticated and the body bytes that passed, and unwraps for
 // http.ResponseController.
 type policyWriter struct {
 	http.ResponseWriter
 	status int
 	// reached: the policies passed the request on to the exchange.
 	reached bool
+	// authed: a policy authenticated the request as user.
+	authed bool
+	user   string
+	// sent counts the body bytes written through the chain (after a
+	// compress policy, the bytes the client gets).
+	sent int64
 }
+
+// RecordUser implements policy.UserRecorder.
+func (w *policyWriter) RecordUser(name string) { w.authed, w.user = true, name }
 
 func (w *policyWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
@@ -54,7 +64,9 @@ func (w *policyWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.sent += int64(n)
+	return n, err
 }
 
 // Flush passes a policy's flush on.

@@ -98,7 +98,9 @@ func (x *exchange) copyBody(src io.Reader, flush bool) error {
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			x.armWrite()
-			if _, werr := x.w.Write(buf[:n]); werr != nil {
+			m, werr := x.w.Write(buf[:n])
+			x.sent += int64(m)
+			if werr != nil {
 				// The client left or stopped taking the response: the
 				// response is incomplete, so its connection ends now.
 				x.p.metrics.clientErrors.WithLabelValues(clientErrorWrite).Inc()
@@ -189,7 +191,8 @@ func (x *exchange) reply(status int, diagnostic, body string) {
 	x.armWrite()
 	x.w.WriteHeader(status)
 	x.headersAt = time.Since(x.start)
-	_, _ = io.WriteString(x.w, body)
+	n, _ := io.WriteString(x.w, body)
+	x.sent += int64(n)
 }
 
 // backendsRetryAfter is the smallest Retry-After of the route's open

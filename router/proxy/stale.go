@@ -339,7 +339,8 @@ func (x *exchange) writeStale(e *staleEntry, retryAfter time.Duration) {
 	x.headersAt = time.Since(x.start)
 	if x.req.Method != http.MethodHead {
 		x.armWrite()
-		_, _ = x.w.Write(e.body)
+		n, _ := x.w.Write(e.body)
+		x.sent += int64(n)
 	}
 }
 

@@ -176,6 +176,7 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	}
 	switch v {
 	case verdictOK:
+		policy.RecordUser(w, name)
 		if p.remove {
 			r.Header.Del("Authorization")
 		}
