@@ -125,6 +125,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 	d.passiveHealth()
 	d.finishTransform()
 	d.tlsRules()
+	d.backendTLSRules()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled

@@ -44,6 +44,7 @@ type wireConfig struct {
 	wireTransform
 	TLS       *wireTLS `json:"tls,omitempty"`
 	Listeners []string `json:"listeners,omitempty"`
+	Scheme    string   `json:"scheme,omitempty"`
 }
 
 type wireTLS struct {
@@ -51,6 +52,11 @@ type wireTLS struct {
 	Redirect bool `json:"redirect"`
 	// HSTS is the max-age in seconds, as the header writes it.
 	HSTS int64 `json:"hsts"`
+	// The backend side (BackendTLS).
+	ServerName         string `json:"server_name,omitempty"`
+	CA                 string `json:"ca,omitempty"`
+	ClientCert         string `json:"client_cert,omitempty"`
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
 }
 
 type wireRetry struct {
@@ -158,8 +164,12 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 		encodeFallback(w.Config.CircuitBreaker, cb.Fallback)
 	}
 	w.Config.wireAccess = encodeAccess(ep.Access)
-	if !ep.TLS.IsZero() {
-		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second)}
+	if bt := ep.BackendTLS; !ep.TLS.IsZero() || !bt.IsZero() {
+		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second),
+			ServerName: bt.ServerName, CA: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify}
+	}
+	if ep.Scheme != SchemeHTTP {
+		w.Config.Scheme = ep.Scheme
 	}
 	w.Config.Listeners = ep.Listeners
 	out, err := json.Marshal(w)
