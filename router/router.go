@@ -283,7 +283,7 @@ func (r *Router) compile(ep *config.Entrypoint, now time.Time) *Route {
 	r.attach(rt, now)
 	// Kept on the route: a later rebuild that reuses it reports them
 	// again without compiling anything.
-	rt.compileDiags = append(d, r.compilePolicies(rt)...)
+	rt.compileDiags = append(append(d, r.compilePolicies(rt)...), compileBackendTLS(rt)...)
 	r.noteRouteDiags(rt.ep.ID, rt.compileDiags)
 	return rt
 }

@@ -38,6 +38,22 @@ type BackendOptions struct {
 	InsecureSkipVerify bool
 }
 
+// Settings a BackendError names.
+const (
+	SettingCA         = "ca"
+	SettingClientCert = "clientCert"
+)
+
+// BackendError is a backend TLS setting that cannot be used.
+type BackendError struct {
+	// Setting is SettingCA or SettingClientCert.
+	Setting string
+	Err     error
+}
+
+func (e *BackendError) Error() string { return e.Err.Error() }
+func (e *BackendError) Unwrap() error { return e.Err }
+
 // backendSessionCache bounds the TLS sessions kept per route for
 // resumption (RFC 8446 2.2): one per backend host is enough.
 const backendSessionCache = 64
@@ -58,18 +74,18 @@ func BackendConfig(o BackendOptions) (*tls.Config, error) {
 	if o.CAFile != "" {
 		pool, err := loadCAFile(o.CAFile)
 		if err != nil {
-			return nil, err
+			return nil, &BackendError{Setting: SettingCA, Err: err}
 		}
 		c.RootCAs = pool
 	}
 	if o.ClientCert != "" {
 		p, err := ParseFilePair(o.ClientCert)
 		if err != nil {
-			return nil, fmt.Errorf("client certificate: %w", err)
+			return nil, &BackendError{Setting: SettingClientCert, Err: fmt.Errorf("client certificate %w", err)}
 		}
 		cert, err := loadClientPair(p)
 		if err != nil {
-			return nil, err
+			return nil, &BackendError{Setting: SettingClientCert, Err: err}
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
