@@ -243,7 +243,6 @@ func TestTLSBackendResumesSessions(t *testing.T) {
 	ca := newTestCA(t)
 	srv := tlsBackend(t, ca.server(t, "backend.test"), nil)
 	var resumed atomic.Int32
-	srv.Config.ConnState = nil
 	cfg := tlsConfig(ca.pool, "backend.test")
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if cs.DidResume {
