@@ -31,9 +31,18 @@ func compileBackendTLS(rt *Route) []diagnostics.Diagnostic {
 			return nil
 		}
 	}
-	cfg, err := certs.BackendConfig(certs.BackendOptions{
-		ServerName: bt.ServerName, CAFile: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify,
-	})
+	opts := certs.BackendOptions{ServerName: bt.ServerName, CAFile: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify}
+	sig := certs.BackendFilesSignature(opts)
+	if rt.state != nil {
+		if c := rt.state.backendTLS; c.cfg != nil && c.settings == bt && c.files == sig {
+			// A rebuild (a backend added, say) with the same settings and
+			// files: the same configuration, so the same connection pool
+			// and session cache.
+			rt.backendTLS = c.cfg
+			return nil
+		}
+	}
+	cfg, err := certs.BackendConfig(opts)
 	if err != nil {
 		rt.backendTLSErr = err
 		key := "tls.ca"
@@ -45,7 +54,18 @@ func compileBackendTLS(rt *Route) []diagnostics.Diagnostic {
 			"route answers 502 backend-tls-misconfigured", err.Error(), "")}
 	}
 	rt.backendTLS = cfg
+	if rt.state != nil {
+		rt.state.backendTLS = compiledBackendTLS{settings: bt, files: sig, cfg: cfg}
+	}
 	return nil
+}
+
+// compiledBackendTLS is a compiled backend TLS configuration with what
+// it was compiled from.
+type compiledBackendTLS struct {
+	settings config.BackendTLS
+	files    string
+	cfg      *tls.Config
 }
 
 // BackendTLSDiagnostics reads the backend TLS files of the entrypoints

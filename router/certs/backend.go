@@ -92,6 +92,18 @@ func BackendConfig(o BackendOptions) (*tls.Config, error) {
 	return c, nil
 }
 
+// BackendFilesSignature describes the files o names (names, sizes,
+// modification times): equal signatures mean BackendConfig would read the
+// same files, so a configuration compiled before can be kept (with its
+// session cache and its connection pool).
+func BackendFilesSignature(o BackendOptions) string {
+	files := []FilePair{{Cert: o.CAFile}}
+	if p, err := ParseFilePair(o.ClientCert); err == nil {
+		files = append(files, p)
+	}
+	return filesSignature(files)
+}
+
 // loadCAFile reads a PEM file of CA certificates.
 func loadCAFile(name string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(name)
