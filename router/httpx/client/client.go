@@ -20,9 +20,9 @@ import (
 // header timeout is a read deadline), which is most of the Transport's
 // per-request cost on a small request.
 //
-// It supports what the proxy needs and nothing more: plain HTTP/1.1 to a
-// host:port, keep-alive with an idle pool per backend, request bodies of
-// known or unknown length (chunked), any response framing net/http can read,
+// It supports what the proxy needs and nothing more: HTTP/1.1, plain or
+// over TLS (Options.TLS), to a host:port, keep-alive with an idle pool per
+// backend, request bodies of known or unknown length (chunked), any response framing net/http can read,
 // 1xx skipping, protocol switches (101) and request cancellation through the
 // request's context. A request on a pooled connection that the backend had
 // already closed is sent again on a new connection when nothing came back
