@@ -164,3 +164,27 @@ func TestHTTPSBackendUnreadableCAFailsClosed(t *testing.T) {
 		t.Fatalf("diagnostics %v: want a W005 naming %s", h.r.Diagnostics(), missing)
 	}
 }
+
+// A backend whose handshake keeps failing is ejected by passive health:
+// the failure is the backend's.
+func TestHTTPSBackendFailedHandshakesEject(t *testing.T) {
+	h := newHarness(t, Options{})
+	good, untrusted := newHTTPSBackend(t), newHTTPSBackendWith(t, selfSigned(t, "127.0.0.1"))
+	e := httpsRoute("web", config.BackendTLS{CA: good.caFile}, untrusted.backend(), good.backend())
+	e.PassiveHealth = config.PassiveHealth{ConsecutiveFailures: 2, EjectTime: time.Minute, MaxEjectTime: time.Minute, MaxEjectedShare: 0.5}
+	h.set(config.SourceDocker, e)
+	for i := range 6 {
+		if code, _, _ := h.get("web.test", "/"); code != 200 {
+			t.Fatalf("request %d: %d, want the good backend's answer", i, code)
+		}
+	}
+	ejected := false
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, `"event":"backend_ejected"`) && strings.Contains(line, `"backend":"`+untrusted.srv.Listener.Addr().String()+`"`) {
+			ejected = true
+		}
+	}
+	if !ejected {
+		t.Fatalf("log %s: want the untrusted backend ejected", h.logs.String())
+	}
+}
