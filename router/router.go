@@ -283,7 +283,7 @@ func (r *Router) compile(ep *config.Entrypoint, now time.Time) *Route {
 	r.attach(rt, now)
 	// Kept on the route: a later rebuild that reuses it reports them
 	// again without compiling anything.
-	rt.compileDiags = append(d, r.compilePolicies(rt)...)
+	rt.compileDiags = append(append(d, r.compilePolicies(rt)...), compileBackendTLS(rt)...)
 	r.noteRouteDiags(rt.ep.ID, rt.compileDiags)
 	return rt
 }
@@ -524,7 +524,7 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || !a.Created.Equal(b.Created) ||
 		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
-		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) {
+		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS {
 		return false
 	}
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {

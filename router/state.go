@@ -124,6 +124,11 @@ type RouteState struct {
 	lb      BalancerState
 	ejectMu sync.Mutex
 
+	// backendTLS is the route's last compiled backend TLS configuration,
+	// kept across rebuilds while its settings and files are unchanged
+	// (backendtls.go). Guarded by the router's mu, as compiling is.
+	backendTLS compiledBackendTLS
+
 	mu       sync.Mutex // guards the fields below
 	backends map[string]*BackendState
 	// removedAt is when the route left the config (zero while present).

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"crypto/tls"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -39,6 +40,11 @@ type Route struct {
 	chain *policy.Chain
 	// fallback answers what the open breaker refuses (fallback.go).
 	fallback *Route
+	// backendTLS is the client configuration of the backend connections
+	// (scheme=https), compiled once per route; backendTLSErr says why it
+	// could not be (backendtls.go).
+	backendTLS    *tls.Config
+	backendTLSErr error
 	// compileDiags are compileRoute's and the policies' diagnostics, kept
 	// for the rebuilds that reuse the route.
 	compileDiags []diagnostics.Diagnostic

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/levee-proxy/levee/router/certs"
@@ -39,13 +38,9 @@ func (f tlsCertFlag) Set(v string) error {
 		if item == "" {
 			continue // "a.pem; ;b.pem"
 		}
-		parts := strings.Split(item, ",")
-		if len(parts) > 2 || strings.TrimSpace(parts[0]) == "" || (len(parts) == 2 && strings.TrimSpace(parts[1]) == "") {
-			return fmt.Errorf("%q: want CERT[,KEY]: PEM files of a certificate chain and its key (KEY left out when CERT holds both)", item)
-		}
-		p := certs.FilePair{Cert: strings.TrimSpace(parts[0])}
-		if len(parts) == 2 {
-			p.Key = strings.TrimSpace(parts[1])
+		p, err := certs.ParseFilePair(item)
+		if err != nil {
+			return err
 		}
 		*f.files = append(*f.files, p)
 	}

@@ -239,14 +239,16 @@ func validateListeners(fs *flag.FlagSet, getenv func(string) string, listen []li
 // reportBoth checks a compose project's labels as container labels (docker
 // provider) and its deploy.labels as Swarm service labels (swarm
 // provider), and joins the two reports: containers first, then services.
-// With listeners, the routes are also checked against them (W046, W047).
+// With listeners, the routes are also checked against them (W046, W047);
+// the backend TLS files of scheme=https routes are read (W005).
 func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.Listener) validateReport {
 	parse := func(p labels.Parser, objs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic, []diagnostics.Diagnostic) {
 		eps, ds := p.Parse(objs)
+		rds := router.BackendTLSDiagnostics(eps)
 		if listeners == nil {
-			return eps, ds, nil
+			return eps, ds, rds
 		}
-		return eps, ds, router.ListenerDiagnostics(eps, listeners)
+		return eps, ds, append(router.ListenerDiagnostics(eps, listeners), rds...)
 	}
 	parser.Source = config.SourceDocker
 	eps, ds, lds := parse(parser, objs.containers)

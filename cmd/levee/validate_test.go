@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -353,5 +355,40 @@ func TestValidateListeners(t *testing.T) {
 	_, errOut, code := validate(t, "--listen", "web:80", "testdata/listeners.yml")
 	if code != 2 || !strings.Contains(errOut, "want name=addr") {
 		t.Fatalf("a bad --listen: exit %d, stderr %q; want 2 and the syntax", code, errOut)
+	}
+}
+
+// levee validate reads a route's backend TLS files as serve would: an
+// unreadable CA is W005 naming the file; insecureSkipVerify is W006.
+func TestValidateReadsBackendTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "internal-ca.pem")
+	compose := filepath.Join(dir, "compose.yml")
+	content := `services:
+  portainer:
+    image: portainer
+    labels:
+      - "levee.enable=true"
+      - "levee.http.admin.host=admin.example.com"
+      - "levee.http.admin.port=9443"
+      - "levee.http.admin.scheme=https"
+      - "levee.http.admin.tls.ca=` + missing + `"
+  legacy:
+    image: legacy
+    labels:
+      - "levee.enable=true"
+      - "levee.http.legacy.host=legacy.example.com"
+      - "levee.http.legacy.port=443"
+      - "levee.http.legacy.scheme=https"
+      - "levee.http.legacy.tls.insecureSkipVerify=true"
+`
+	if err := os.WriteFile(compose, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ := validate(t, compose)
+	for _, want := range []string{"W005", missing, "backend-tls-misconfigured", "W006 warn levee.http.legacy.tls.insecureSkipVerify"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q (stderr %q):\n%s", want, errOut, out)
+		}
 	}
 }

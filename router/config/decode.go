@@ -145,6 +145,7 @@ func (d *draft) finish() (Entrypoint, bool) {
 	d.finishTransform()
 	d.tlsRules()
 	d.hstsRules()
+	d.backendTLSRules()
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled

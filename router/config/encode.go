@@ -44,6 +44,7 @@ type wireConfig struct {
 	wireTransform
 	TLS       *wireTLS `json:"tls,omitempty"`
 	Listeners []string `json:"listeners,omitempty"`
+	Scheme    string   `json:"scheme,omitempty"`
 }
 
 type wireTLS struct {
@@ -53,6 +54,11 @@ type wireTLS struct {
 	HSTS                  int64 `json:"hsts"`
 	HSTSIncludeSubdomains bool  `json:"hsts_include_subdomains,omitempty"`
 	HSTSPreload           bool  `json:"hsts_preload,omitempty"`
+	// The backend side (BackendTLS).
+	ServerName         string `json:"server_name,omitempty"`
+	CA                 string `json:"ca,omitempty"`
+	ClientCert         string `json:"client_cert,omitempty"`
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
 }
 
 type wireRetry struct {
@@ -160,9 +166,13 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 		encodeFallback(w.Config.CircuitBreaker, cb.Fallback)
 	}
 	w.Config.wireAccess = encodeAccess(ep.Access)
-	if !ep.TLS.IsZero() {
+	if bt := ep.BackendTLS; !ep.TLS.IsZero() || !bt.IsZero() {
 		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second),
-			HSTSIncludeSubdomains: ep.TLS.HSTSIncludeSubdomains, HSTSPreload: ep.TLS.HSTSPreload}
+			HSTSIncludeSubdomains: ep.TLS.HSTSIncludeSubdomains, HSTSPreload: ep.TLS.HSTSPreload,
+			ServerName: bt.ServerName, CA: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify}
+	}
+	if ep.Scheme != SchemeHTTP {
+		w.Config.Scheme = ep.Scheme
 	}
 	w.Config.Listeners = ep.Listeners
 	out, err := json.Marshal(w)

@@ -177,7 +177,7 @@ var (
 // feature keeps its rows in its own file (fields_<group>.go) so that the
 // table stays one table without one file holding every feature.
 func buildFieldTable() []Field {
-	return slices.Concat(coreFields(), fallbackFields(), tlsFields(), accessPolicyFields(), transformPolicyFields())
+	return slices.Concat(coreFields(), fallbackFields(), tlsFields(), backendTLSFields(), accessPolicyFields(), transformPolicyFields())
 }
 
 // coreFields are routing, balancing, resilience, health and the breaker.

@@ -61,8 +61,10 @@ var foreignTable = []ForeignKey{
 		Note: "Levee's TLS policy is fixed: TLS 1.2 and 1.3, modern AEAD suites (docs/tls.md)"},
 	// Traefik services.
 	{Key: "loadbalancer.server.port", Proxy: proxyTraefik, Fields: []string{"port"}},
-	{Key: "loadbalancer.server.scheme", Proxy: proxyTraefik,
-		Note: "Levee speaks plain HTTP to backends"},
+	{Key: "loadbalancer.server.scheme", Proxy: proxyTraefik, Fields: []string{"scheme"},
+		Note: "scheme=https speaks HTTPS to the backends (h2c and h2 are not supported)"},
+	{Key: "loadbalancer.serverstransport", Proxy: proxyTraefik, Fields: []string{"tls.serverName", "tls.ca", "tls.clientCert", "tls.insecureSkipVerify"},
+		Note: "with scheme=https; a serversTransport's serverName, rootCAs, certificates and insecureSkipVerify are these fields of the service (docs/tls.md)"},
 	{Key: "loadbalancer.passhostheader", Proxy: proxyTraefik,
 		Note: "Levee always passes the client's Host header to the backend"},
 	{Key: "loadbalancer.sticky.*", Proxy: proxyTraefik, Fields: []string{"sticky.cookie"},

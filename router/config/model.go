@@ -87,6 +87,10 @@ type Entrypoint struct {
 	// Listeners, if set, are the names of the listeners the route serves
 	// on; empty means every listener of its kind (plain or TLS).
 	Listeners []string `json:"listeners,omitempty"`
+	// Scheme is how the backends are spoken to: SchemeHTTP (also "") or
+	// SchemeHTTPS, with BackendTLS (fields_backendtls.go).
+	Scheme     string     `json:"scheme,omitempty"`
+	BackendTLS BackendTLS `json:"backend_tls"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).

@@ -55,3 +55,25 @@ func (t TLS) HSTSHeader() string {
 
 // IsZero reports whether no TLS field is set.
 func (t TLS) IsZero() bool { return t == TLS{} }
+
+// BackendTLS is how a route's backends are spoken to over TLS
+// (scheme=https). Zero verifies the backend's certificate against the
+// system roots for the backend's address. A field holding
+// InvalidBackendTLS could not be read: the route refuses to talk to its
+// backends.
+type BackendTLS struct {
+	// ServerName is sent in SNI and verified in the backend's
+	// certificate; empty means the backend's address.
+	ServerName string `json:"server_name,omitempty"`
+	// CA is a PEM file of the CAs to verify against instead of the
+	// system roots.
+	CA string `json:"ca,omitempty"`
+	// ClientCert is CERT[,KEY]: the certificate presented to backends
+	// that ask for one.
+	ClientCert string `json:"client_cert,omitempty"`
+	// InsecureSkipVerify accepts any certificate.
+	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
+}
+
+// IsZero reports whether no backend TLS field is set.
+func (t BackendTLS) IsZero() bool { return t == BackendTLS{} }

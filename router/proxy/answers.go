@@ -28,6 +28,15 @@ const (
 	// DiagnosticBadUpgrade: the backend answered 101 Switching Protocols
 	// to a request that did not ask for that protocol.
 	DiagnosticBadUpgrade = "bad-upgrade"
+	// DiagnosticBackendTLS: the TLS handshake with the backend failed
+	// (its certificate is not trusted, names another host or expired; it
+	// refused Levee's client certificate; it did not finish in time). A
+	// backend failure, logged with its reason.
+	DiagnosticBackendTLS = "backend-tls"
+	// DiagnosticBackendTLSMisconfigured: the route's backend TLS settings
+	// (tls.ca, tls.clientCert, tls.serverName) cannot be used, so it does
+	// not talk to its backends at all rather than verify less (W005).
+	DiagnosticBackendTLSMisconfigured = "backend-tls-misconfigured"
 	// DiagnosticClientTimeout: the client sent its request body too
 	// slowly (RequestBodyTimeout, RequestBodyMinRate).
 	DiagnosticClientTimeout = "client-timeout"
@@ -64,5 +73,8 @@ var (
 		DiagnosticBadRequestBody:     {DiagnosticBadRequestBody},
 		DiagnosticBadUpgrade:         {DiagnosticBadUpgrade},
 		DiagnosticClientTimeout:      {DiagnosticClientTimeout},
+		DiagnosticBackendTLS:         {DiagnosticBackendTLS},
+
+		DiagnosticBackendTLSMisconfigured: {DiagnosticBackendTLSMisconfigured},
 	}
 )

@@ -98,6 +98,9 @@ type attemptResult struct {
 	// notSent: the request never reached the backend (the connect was
 	// refused, reset or timed out; see neverSent).
 	notSent bool
+	// tlsFailed: the TLS handshake with the backend failed (a
+	// *client.TLSError): the backend's fault, the request never sent.
+	tlsFailed bool
 	// noAnswer: the backend closed or reset the connection before its
 	// answer's head (client.ClosedBeforeAnswer).
 	noAnswer   bool
@@ -127,7 +130,12 @@ func (x *exchange) serve() {
 		return
 	}
 	x.now = x.p.clock.Now().UnixNano()
-	x.transport = x.p.transports.get(rt.Config().BackendTimeout)
+	backendTLS, err := rt.BackendTLS()
+	if err != nil {
+		x.replyBackendTLSMisconfigured(err)
+		return
+	}
+	x.transport = x.p.transports.get(rt.Config().BackendTimeout, backendTLS)
 	var l attemptLoop
 	if !x.admit(&l) {
 		return
@@ -241,7 +249,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	x.attempts++
 	x.backend = b
 	res := x.attempt(b)
-	if res.notSent || res.noAnswer && client.Idempotent(x.req) {
+	if res.notSent || res.tlsFailed || res.noAnswer && client.Idempotent(x.req) {
 		// Refused (or the connect timed out), or closed before
 		// answering a request that may be repeated: never picked again
 		// for this request, whatever the eligibility level, and the
@@ -320,7 +328,7 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	o := &outbound{req: *in}
 	out := &o.req
 	path, raw := x.route.Rewrite(in.URL)
-	o.url = url.URL{Scheme: "http", Host: b.HostPort(), Path: path, RawPath: raw, RawQuery: in.URL.RawQuery}
+	o.url = url.URL{Scheme: x.backendScheme(), Host: b.HostPort(), Path: path, RawPath: raw, RawQuery: in.URL.RawQuery}
 	out.URL = &o.url
 	out.RequestURI = ""
 	out.Close = false
@@ -369,6 +377,11 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 			res.clientGone = true
 		case err == errUnaskedUpgrade:
 			res.badUpgrade = true
+		case isTLSError(err):
+			// Before neverSent and the others: a handshake's own
+			// read and write errors are inside.
+			res.tlsFailed = true
+			x.logTLSFailure(b, err)
 		case neverSent(err):
 			res.notSent = true
 		case client.ClosedBeforeAnswer(err):

@@ -141,6 +141,8 @@ func (x *exchange) respondError(res *attemptResult) {
 		// single replica restarting, a body too large to replay): the
 		// service is unavailable for now (RFC 9110 15.6.4), not broken.
 		x.replyNoHealthy()
+	case res.tlsFailed:
+		x.reply(http.StatusBadGateway, DiagnosticBackendTLS, "backend TLS handshake failed\n")
 	case res.timeout:
 		x.reply(http.StatusGatewayTimeout, DiagnosticBackendTimeout, "backend did not answer in time\n")
 	default:

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"maps"
 	"net"
 	"net/http"
@@ -12,18 +13,28 @@ import (
 )
 
 // transports pools backend connections. Routes share one transport per
-// distinct backend timeout: the timeout is a property of the transport (a
-// read deadline for the lean client, ResponseHeaderTimeout for
-// net/http's), so bounding the wait for headers costs no per-request timer
-// or context.
+// distinct backend timeout and backend TLS configuration: the timeout is
+// a property of the transport (a read deadline for the lean client,
+// ResponseHeaderTimeout for net/http's), so bounding the wait for headers
+// costs no per-request timer or context; the TLS configuration is the
+// route's, compiled once when the route is built (router.Route.BackendTLS),
+// so an HTTPS route's connections are never pooled with another route's
+// that verifies differently.
 type transports struct {
 	mu   sync.Mutex
 	opts Options
-	m    map[time.Duration]backendTransport
-	std  map[time.Duration]*http.Transport
-	// byTimeout is a copy of m that requests read without the lock; it is
+	m    map[transportKey]backendTransport
+	std  map[transportKey]*http.Transport
+	// byKey is a copy of m that requests read without the lock; it is
 	// replaced (never changed) when a transport is added.
-	byTimeout atomic.Pointer[map[time.Duration]backendTransport]
+	byKey atomic.Pointer[map[transportKey]backendTransport]
+}
+
+// transportKey picks a transport: the backend timeout and the route's
+// backend TLS configuration (nil: plain HTTP).
+type transportKey struct {
+	timeout time.Duration
+	tls     *tls.Config
 }
 
 // backendTransport is what an attempt needs from a backend client: a
@@ -35,45 +46,49 @@ type backendTransport interface {
 
 func (t *transports) init(o Options) {
 	t.opts = o
-	t.m = make(map[time.Duration]backendTransport)
-	t.std = make(map[time.Duration]*http.Transport)
-	t.byTimeout.Store(&map[time.Duration]backendTransport{})
+	t.m = make(map[transportKey]backendTransport)
+	t.std = make(map[transportKey]*http.Transport)
+	t.byKey.Store(&map[transportKey]backendTransport{})
 }
 
-// get returns the backend transport for a header timeout (0 = none).
-func (t *transports) get(timeout time.Duration) backendTransport {
-	if tr := (*t.byTimeout.Load())[timeout]; tr != nil {
+// get returns the backend transport for a header timeout (0 = none) and
+// a backend TLS configuration (nil = plain HTTP).
+func (t *transports) get(timeout time.Duration, cfg *tls.Config) backendTransport {
+	k := transportKey{timeout, cfg}
+	if tr := (*t.byKey.Load())[k]; tr != nil {
 		return tr
 	}
-	return t.add(timeout)
+	return t.add(k)
 }
 
-// add creates the transport for a timeout the first time it is asked for.
-func (t *transports) add(timeout time.Duration) backendTransport {
+// add creates the transport for a key the first time it is asked for.
+func (t *transports) add(k transportKey) backendTransport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if tr := t.m[timeout]; tr != nil {
+	if tr := t.m[k]; tr != nil {
 		return tr
 	}
 	var tr backendTransport
 	if t.opts.StandardTransport {
-		tr = client.NewStandard(t.standardLocked(timeout), t.opts.BackendBodyTimeout)
+		tr = client.NewStandard(t.standardLocked(k), t.opts.BackendBodyTimeout)
 	} else {
 		o := t.opts
 		tr = client.New(client.Options{
-			DialTimeout: o.DialTimeout, HeaderTimeout: timeout, BodyTimeout: o.BackendBodyTimeout,
+			DialTimeout: o.DialTimeout, HeaderTimeout: k.timeout, BodyTimeout: o.BackendBodyTimeout,
 			IdleConnTimeout: o.IdleConnTimeout, MaxIdleConnsPerHost: o.MaxIdleConnsPerHost, PlainSocketIO: o.PlainSocketIO,
+			TLS: k.tls,
 		})
 	}
-	t.m[timeout] = tr
-	t.byTimeout.Store(new(maps.Clone(t.m)))
+	t.m[k] = tr
+	t.byKey.Store(new(maps.Clone(t.m)))
 	return tr
 }
 
-func (t *transports) standardLocked(timeout time.Duration) *http.Transport {
-	if tr := t.std[timeout]; tr != nil {
+func (t *transports) standardLocked(k transportKey) *http.Transport {
+	if tr := t.std[k]; tr != nil {
 		return tr
 	}
+	timeout := k.timeout
 	d := &net.Dialer{Timeout: t.opts.DialTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                  nil, // never route backend traffic through HTTP_PROXY
@@ -89,8 +104,12 @@ func (t *transports) standardLocked(timeout time.Duration) *http.Transport {
 		DisableCompression: true,
 		WriteBufferSize:    32 << 10,
 		ReadBufferSize:     32 << 10,
+		// HTTPS backends (NewStandard handshakes with it, bounded by
+		// the dial timeout as Levee's own client).
+		TLSClientConfig:     k.tls,
+		TLSHandshakeTimeout: t.opts.DialTimeout,
 	}
-	t.std[timeout] = tr
+	t.std[k] = tr
 	return tr
 }
 

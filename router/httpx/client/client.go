@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -19,9 +20,9 @@ import (
 // header timeout is a read deadline), which is most of the Transport's
 // per-request cost on a small request.
 //
-// It supports what the proxy needs and nothing more: plain HTTP/1.1 to a
-// host:port, keep-alive with an idle pool per backend, request bodies of
-// known or unknown length (chunked), any response framing net/http can read,
+// It supports what the proxy needs and nothing more: HTTP/1.1, plain or
+// over TLS (Options.TLS), to a host:port, keep-alive with an idle pool per
+// backend, request bodies of known or unknown length (chunked), any response framing net/http can read,
 // 1xx skipping, protocol switches (101) and request cancellation through the
 // request's context. A request on a pooled connection that the backend had
 // already closed is sent again on a new connection when nothing came back
@@ -34,6 +35,7 @@ type Transport struct {
 	maxIdle       int
 	watchPoll     time.Duration // see watchPolling
 	plainSocketIO bool          // net.Conn's Read/Write instead of sockio.Socket
+	tls           *tls.Config   // nil: plain HTTP; else HTTPS (see Options.TLS)
 
 	mu    sync.Mutex
 	idle  map[string][]*pooledConn // LIFO: the most recently used is warmest
@@ -58,6 +60,11 @@ type Options struct {
 	// PlainSocketIO reads and writes through net.Conn instead of raw
 	// system calls (sockio.Socket).
 	PlainSocketIO bool
+	// TLS, when not nil, speaks HTTPS to every backend: each new
+	// connection's handshake uses it (its ServerName, when empty, is the
+	// backend's host) and is bounded by DialTimeout (else
+	// DefaultHandshakeTimeout). A failed handshake is a *TLSError.
+	TLS *tls.Config
 }
 
 // New returns a Transport; Shutdown stops its reaper.
@@ -70,6 +77,7 @@ func New(o Options) *Transport {
 		maxIdle:       o.MaxIdleConnsPerHost,
 		watchPoll:     defaultWatchPoll,
 		plainSocketIO: o.PlainSocketIO,
+		tls:           o.TLS,
 		idle:          make(map[string][]*pooledConn),
 		close:         make(chan struct{}),
 	}
@@ -179,7 +187,7 @@ func (t *Transport) get(ctx context.Context, key string) (*pooledConn, error) {
 		// connections after 5 s, for one), which found after sending
 		// would fail a non-idempotent request. A peek on every reuse
 		// would cost a system call per request (docs/performance.md).
-		if (c.suspect || now.Sub(c.idleAt) > PeekAfterIdle) && peerClosed(c.conn) {
+		if (c.suspect || now.Sub(c.idleAt) > PeekAfterIdle) && peerClosed(c.raw) {
 			_ = c.conn.Close()
 			t.mu.Lock()
 			continue
@@ -197,10 +205,16 @@ func (t *Transport) dial(ctx context.Context, key string) (*pooledConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pooledConn{t: t, key: key, conn: conn}
+	raw := conn
+	if t.tls != nil {
+		if conn, err = handshake(ctx, raw, t.tls, key, t.dialer.Timeout); err != nil {
+			return nil, err
+		}
+	}
+	c := &pooledConn{t: t, key: key, conn: conn, raw: raw}
 	c.counted = &countingConn{Conn: conn, c: c}
 	var w io.Writer = conn
-	if !t.plainSocketIO {
+	if !t.plainSocketIO && t.tls == nil {
 		// Raw system calls: a write that the backend's wake-up keeps in
 		// the kernel does not make the runtime hand the P to another
 		// thread (see sockio.Socket).
@@ -323,7 +337,7 @@ func (t *Transport) RoundTripInformational(req *http.Request, inf Informer) (*ht
 			continue
 		}
 		closeBody(req)
-		return nil, err
+		return nil, alertAsTLSError(t.tls, req.URL.Host, err)
 	}
 }
 

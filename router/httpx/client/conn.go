@@ -128,6 +128,7 @@ func (c *pooledConn) cancelled() {
 type pooledConn struct {
 	t        *Transport
 	key      string
+	raw      net.Conn // the TCP connection under conn (conn itself without TLS)
 	conn     net.Conn
 	counted  *countingConn
 	readMark int64 // counted.n when the current exchange started

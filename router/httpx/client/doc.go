@@ -19,6 +19,14 @@
 // connection over. Standard puts net/http's Transport under the same
 // contract.
 //
+// HTTPS: a Transport (or a Standard) given a TLS configuration runs the
+// client handshake over each new connection, bounded by the dial timeout,
+// the server name defaulting to the backend's host; a failure is a
+// *TLSError naming the reason, the request never sent. Over TLS the
+// connection is read and written through crypto/tls (not raw system
+// calls); the pool's peek looks at the TCP connection under it.
+//
 // Files: client.go (Transport and its pool), conn.go (one connection and
-// its exchange), response.go (reading answers and their bodies).
+// its exchange), response.go (reading answers and their bodies), tls.go
+// (the handshake and its errors).
 package client

@@ -24,13 +24,25 @@ type Standard struct {
 }
 
 // NewStandard puts tr under Standard's contract; it wraps tr.DialContext
-// (net.Dialer's when nil), so that Standard sees its connections.
+// (net.Dialer's when nil), so that Standard sees its connections. With
+// tr.TLSClientConfig, https:// requests handshake as Levee's own client
+// does (its ServerName defaulting to the backend's host, bounded by
+// tr.TLSHandshakeTimeout, a failure being a *TLSError).
 func NewStandard(tr *http.Transport, bodyTimeout time.Duration) *Standard {
 	dial := tr.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
 	tr.DialContext = watchDials(dial)
+	if cfg, timeout := tr.TLSClientConfig, tr.TLSHandshakeTimeout; cfg != nil {
+		tr.DialTLSContext = watchDials(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return handshake(ctx, conn, cfg, addr, timeout)
+		})
+	}
 	return &Standard{Transport: tr, BodyTimeout: bodyTimeout}
 }
 
@@ -80,7 +92,7 @@ func (t *Standard) roundTrip(req *http.Request, inf Informer) (*http.Response, b
 	resp, err := t.Transport.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
-		return nil, reused, err
+		return nil, reused, alertAsTLSError(t.TLSClientConfig, req.URL.Host, err)
 	}
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		// A tunnel: the proxy bounds its idle time itself.

@@ -1,0 +1,129 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/levee-proxy/levee/diagnostics"
+)
+
+// Backend schemes: how a route's backends are spoken to.
+const (
+	SchemeHTTP  = "http"
+	SchemeHTTPS = "https"
+)
+
+// InvalidBackendTLS stands for a backend TLS value that could not be
+// read. It is kept in the field (and in the canonical form) so that the
+// route refuses to talk to its backends rather than with weaker
+// verification than asked for.
+const InvalidBackendTLS = "(invalid)"
+
+// misconfiguredFallback is what a route with an unusable backend TLS
+// setting does, as its diagnostics say.
+const misconfiguredFallback = "route answers 502 backend-tls-misconfigured"
+
+// backendTLSFields are the scheme and the backend side of tls.*: how
+// Levee speaks to the route's backends. The tls, tls.redirect and tls.hsts
+// rows are the client side (fields_tls.go); tls.* holds both.
+func backendTLSFields() []Field {
+	return []Field{
+		{Label: "scheme", JSON: "config.scheme", Kind: KindEnum, Default: SchemeHTTP, Code: diagnostics.BadScheme,
+			Values:  []string{SchemeHTTP, SchemeHTTPS},
+			Doc:     "How Levee speaks to the route's backends: `http` is plain HTTP/1.1, `https` is HTTP/1.1 over TLS (1.2 or later), verified against the system roots or `tls.ca`, with SNI and the verified name `tls.serverName` (default: the backend's address). A handshake or certificate failure is a backend failure (breaker, passive health) answered 502 with `X-Levee-Diagnostic: backend-tls`. `h2c` and `h2` are not supported yet (W004, `http` applies). See [tls.md](tls.md#backends-over-https).",
+			Example: "https", set: setScheme},
+		{Label: "tls.serverName", JSON: "config.tls.server_name", Kind: KindString, Default: "the backend's address", Code: diagnostics.BadBackendTLS,
+			Doc:     "With scheme=https, the server name sent in SNI and verified in the backend's certificate (a DNS name or an IP address). A bad value makes the route answer 502 (W005), never verify another name.",
+			Example: "portainer.internal", set: setBackendServerName},
+		{Label: "tls.ca", JSON: "config.tls.ca", Kind: KindString, Default: "the system roots", Code: diagnostics.BadBackendTLS,
+			Doc:     "With scheme=https, a PEM file of the CA certificates the backends' certificates are verified against, instead of the system roots. Read when the route is built; a file that cannot be read or holds no certificate makes the route answer 502 with `X-Levee-Diagnostic: backend-tls-misconfigured` (W005), never fall back to weaker verification.",
+			Example: "/certs/internal-ca.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.CA })},
+		{Label: "tls.clientCert", JSON: "config.tls.client_cert", Kind: KindString, Default: "(none)", Code: diagnostics.BadBackendTLS,
+			Doc:     "With scheme=https, the client certificate Levee presents to backends that ask for one (mutual TLS): CERT[,KEY] as `--tls-cert` takes it, PEM files of a chain and its key, KEY left out when CERT holds both. Unreadable: as tls.ca (W005).",
+			Example: "/certs/levee.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.ClientCert })},
+		{Label: "tls.insecureSkipVerify", JSON: "config.tls.insecure_skip_verify", Kind: KindBool, Default: "false", Code: diagnostics.BadBackendTLS,
+			Doc:     "With scheme=https, accepts any certificate from the backends: the connection is encrypted but not authenticated. Always reported (W006); prefer tls.ca.",
+			Example: "true", set: setBackendInsecure},
+	}
+}
+
+func setScheme(d *draft, f *Field, key string, v any) {
+	s, err := toString(v)
+	if err == nil {
+		switch s = strings.ToLower(strings.TrimSpace(s)); s {
+		case SchemeHTTP, SchemeHTTPS:
+			d.ep.Scheme = s
+			return
+		case "h2c", "h2":
+			err = fmt.Errorf("%s to backends is not supported yet: want http or https", s)
+		default:
+			err = fmt.Errorf("want http or https")
+		}
+	}
+	d.bad(f, key, v, err.Error())
+}
+
+// badBackendTLS reports a backend TLS value that cannot be read and keeps
+// it as InvalidBackendTLS, so that the route fails closed.
+func badBackendTLS(d *draft, f *Field, key string, v any, reason string, field *string) {
+	d.add(f.Code, key, displayValue(v), misconfiguredFallback, fmt.Sprintf("invalid %s: %s", f.Label, reason), "")
+	*field = InvalidBackendTLS
+}
+
+func setBackendServerName(d *draft, f *Field, key string, v any) {
+	s, err := toString(v)
+	s = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), ".")
+	if err == nil && !validRouteHost(s) && net.ParseIP(s) == nil || err == nil && strings.HasPrefix(s, "*.") {
+		err = fmt.Errorf("want a DNS name or an IP address")
+	}
+	if err != nil {
+		badBackendTLS(d, f, key, v, err.Error(), &d.ep.BackendTLS.ServerName)
+		return
+	}
+	d.ep.BackendTLS.ServerName = s
+}
+
+func setBackendFile(field func(*BackendTLS) *string) func(d *draft, f *Field, key string, v any) {
+	return func(d *draft, f *Field, key string, v any) {
+		s, err := toString(v)
+		if err == nil && strings.TrimSpace(s) == "" {
+			err = fmt.Errorf("want a file name")
+		}
+		if err != nil {
+			badBackendTLS(d, f, key, v, err.Error(), field(&d.ep.BackendTLS))
+			return
+		}
+		*field(&d.ep.BackendTLS) = strings.TrimSpace(s)
+	}
+}
+
+func setBackendInsecure(d *draft, f *Field, key string, v any) {
+	if b, ok := decode(d, f, key, v, toBool, nil); ok {
+		d.ep.BackendTLS.InsecureSkipVerify = b
+	}
+}
+
+// backendTLSRules applies the cross-field rules of the backend side:
+// its fields mean nothing without scheme=https (W007), and skipping
+// verification is always reported (W006).
+func (d *draft) backendTLSRules() {
+	t := &d.ep.BackendTLS
+	if d.ep.Scheme == SchemeHTTPS {
+		if t.InsecureSkipVerify {
+			g := d.given["tls.insecureSkipVerify"]
+			d.add(diagnostics.InsecureBackendTLS, g.key, g.value, "",
+				"backend certificates are not verified: the traffic to the backends is encrypted but anyone on the path can read and change it", "give the backends' CA with tls.ca instead")
+		}
+		return
+	}
+	for _, f := range backendTLSFields()[1:] {
+		g, given := d.given[f.Label]
+		if !given {
+			continue
+		}
+		d.add(diagnostics.BackendTLSIgnored, g.key, g.value, "ignored",
+			f.Label+" applies only to a route with scheme=https: ignored", "add scheme=https or remove "+g.key)
+	}
+	*t = BackendTLS{}
+}
