@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -14,7 +15,7 @@ import (
 // Bulk writes: POST /entrypoints/bulk applies many creates, replaces and
 // deletes, and PUT /entrypoints makes the API set exactly the one given
 // (what declarative tools want). Either is one durable write (one log
-// record, see storelog.go) and all or nothing: every operation is decoded,
+// record, see api/store/log.go) and all or nothing: every operation is decoded,
 // validated and checked first, and one that fails (a bad payload, an id
 // that exists or does not, another source's id, with ?strict=true a
 // warning) fails the whole request with 422 and each operation's own
@@ -98,7 +99,7 @@ func (s *Server) decodeOne(raw json.RawMessage, mode writeMode) (config.Entrypoi
 		status, msg, eds := inputFailure(err)
 		return config.Entrypoint{}, eds, status, msg
 	}
-	ep, ds = ownEntrypoint(ep, ds)
+	ep, ds = store.OwnEntrypoint(ep, ds)
 	ep, ds, status, msg := s.withStoredHashes(ep, ds, diagnostics.Source{Provider: config.SourceAPI})
 	if status != 0 {
 		return ep, ds, status, msg

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -65,7 +66,7 @@ func TestBulkAppliesEverythingInOneWrite(t *testing.T) {
 	if _, n := h.router.lastUpdate(); n != updates+1 {
 		t.Errorf("router updates %d, want one more than %d: a bulk write is one update", n, updates)
 	}
-	recs, _, _, err := readLog(logPath(h.path))
+	recs, _, _, err := store.ReadLog(store.LogPath(h.path))
 	if err != nil || len(recs) != 3 || len(recs[2].Put) != 3 || len(recs[2].Del) != 1 {
 		t.Fatalf("log %+v (%v): want the bulk write as one record of 3 puts and 1 delete", recs, err)
 	}
@@ -83,7 +84,7 @@ func TestBulkIsAllOrNothing(t *testing.T) {
 	h := newHarness(t)
 	wantStatus(t, h.post(epJSON("taken", "t.example", true)), http.StatusCreated)
 	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{{ID: "docker-owned", Name: "docker-owned", Source: config.SourceDocker, Hosts: []string{"d.example"}}}})
-	before := readFile(t, logPath(h.path))
+	before := readFile(t, store.LogPath(h.path))
 	_, updates := h.router.lastUpdate()
 	rec := h.do("POST", "/entrypoints/bulk", "application/json", bulkBody(
 		create(epJSON("fine", "f.example", true)),
@@ -132,7 +133,7 @@ func TestBulkIsAllOrNothing(t *testing.T) {
 	if _, n := h.router.lastUpdate(); n != updates {
 		t.Error("the router heard of a refused batch")
 	}
-	if after := readFile(t, logPath(h.path)); string(after) != string(before) {
+	if after := readFile(t, store.LogPath(h.path)); string(after) != string(before) {
 		t.Error("a refused batch reached the log")
 	}
 }
@@ -188,9 +189,9 @@ func TestPutSetIsDeclarative(t *testing.T) {
 		t.Error("an id missing from the set was not deleted")
 	}
 	// The same set again changes nothing and writes nothing.
-	before := readFile(t, logPath(h.path))
+	before := readFile(t, store.LogPath(h.path))
 	wantStatus(t, h.do("PUT", "/entrypoints", "application/json", set), http.StatusOK)
-	if after := readFile(t, logPath(h.path)); string(after) != string(before) {
+	if after := readFile(t, store.LogPath(h.path)); string(after) != string(before) {
 		t.Error("an unchanged set was written")
 	}
 	// An id twice refuses the whole set.

@@ -4,11 +4,11 @@
 // metrics and an OpenAPI document generated from the route table.
 //
 // The model: the API is one config source among others ("api"). Its
-// entrypoints live in a Store, which owns the state file and its log and
-// is their only writer. Every accepted change is appended to the log and
-// fsynced before the client hears success (the snapshot beside it is
-// rewritten atomically in the background once the log grows: storelog.go
-// describes the format and the crash rules), and then
+// entrypoints live in a Store (package api/store), which owns the state
+// file and its log and is their only writer. Every accepted change is
+// appended to the log and fsynced before the client hears success (the
+// snapshot beside it is rewritten atomically once the log grows: the
+// store's package doc gives the format and the crash rules), and then
 // the Store hands the router its complete API set (Update with
 // Source "api"), exactly like any other provider. Everything the API shows
 // about the running system (merged entrypoints of all sources, breakers,

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -64,7 +65,7 @@ func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnos
 		writeError(w, status, msg, eds)
 		return config.Entrypoint{}, nil, false
 	}
-	ep, ds = ownEntrypoint(ep, ds)
+	ep, ds = store.OwnEntrypoint(ep, ds)
 	ep, ds, status, msg := s.withStoredHashes(ep, ds, src)
 	if status != 0 {
 		writeError(w, status, msg, ds)
@@ -92,11 +93,6 @@ func inputFailure(err error) (status int, msg string, ds []diagnostics.Diagnosti
 		return status, ie.Message, ie.Diagnostics
 	}
 	return http.StatusBadRequest, err.Error(), nil
-}
-
-func isJSONObject(b []byte) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && json.Valid(b)
 }
 
 // storedBody is the 201/200 answer: the canonical payload's fields (as

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -140,6 +141,6 @@ func (s *Server) withStoredHashes(ep config.Entrypoint, ds []diagnostics.Diagnos
 		status, msg, _ := inputFailure(err)
 		return ep, ds, status, msg
 	}
-	again, ds = ownEntrypoint(again, ds)
+	again, ds = store.OwnEntrypoint(again, ds)
 	return again, ds, 0, ""
 }

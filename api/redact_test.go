@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -69,7 +70,7 @@ func TestPasswordHashesNeverShown(t *testing.T) {
 	noHash(t, "set answer", rec.Body.Bytes())
 	// The state file keeps them.
 	state, _ := os.ReadFile(h.path) // the snapshot, once compacted
-	log, _ := os.ReadFile(logPath(h.path))
+	log, _ := os.ReadFile(store.LogPath(h.path))
 	if !strings.Contains(string(state)+string(log), aliceLine[len("alice:"):]) {
 		t.Error("the stored hash is not on disk")
 	}

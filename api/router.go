@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
@@ -33,27 +34,12 @@ type Router interface {
 	Subscribe(buffer int) (<-chan status.Event, func())
 }
 
-// Sink receives the API entrypoints: the complete set once the store is
-// open (Update), then what each write changed (Patch); *router.Router
-// satisfies it (cmd/levee checks).
-type Sink interface {
-	Update(u config.SourceUpdate)
-	Patch(p config.SourcePatch)
-}
-
-// Codec decodes API payloads into entrypoints and encodes them back to the
-// canonical payload: the config package's one validator behind function
-// values, so this package can be tested with a fake. StandardCodec returns
-// the real one.
-type Codec struct {
-	// Decode validates a payload. Field problems come back as diagnostics
-	// (with fallbacks applied); a structural problem is an error, a
-	// *config.InputError carrying the HTTP status (400 or 422).
-	Decode func(format config.Format, body []byte, src diagnostics.Source) (config.Entrypoint, []diagnostics.Diagnostic, error)
-	// Encode renders an entrypoint as the canonical JSON payload that
-	// Decode accepts back unchanged.
-	Encode func(ep config.Entrypoint) ([]byte, error)
-}
+// Sink and Codec are the store's (package api/store): the server decodes
+// with the same Codec the store re-decodes with at start.
+type (
+	Sink  = store.Sink
+	Codec = store.Codec
+)
 
 // StandardCodec is config.DecodeEntrypoint and config.EncodeEntrypoint: the
 // validator labels go through too.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -19,7 +20,7 @@ func TestWriteIsOnDiskBeforeTheAnswerAndReloads(t *testing.T) {
 	wantStatus(t, h.post(`{"name":"b","config":{"hostnames":["b.example"],"circuit_breaker":{"threshold":9}}}`), http.StatusCreated)
 
 	// Right after the 201, the log holds both: nothing waits to be flushed.
-	recs, _, torn, err := readLog(logPath(h.path))
+	recs, _, torn, err := store.ReadLog(store.LogPath(h.path))
 	if err != nil || torn != "" || len(recs) != 2 || recs[0].Put[0].ID != "app" || recs[1].Put[0].ID != "b" {
 		t.Fatalf("state log %+v (torn %q, err %v), want a record for app then one for b", recs, torn, err)
 	}
@@ -155,7 +156,7 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 	}
 	h := newHarnessAt(t, filepath.Join(dir, "state.json"))
 	wantStatus(t, h.post(seedPayload), http.StatusCreated)
-	before := readFile(t, logPath(h.path))
+	before := readFile(t, store.LogPath(h.path))
 	_, updates := h.router.lastUpdate()
 
 	// Take the directory away: the temp file cannot be created.
@@ -180,7 +181,7 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 	if _, n := h.router.lastUpdate(); n != updates {
 		t.Error("router was told about a change that was not stored")
 	}
-	if after := readFile(t, logPath(h.path)); !bytes.Equal(before, after) {
+	if after := readFile(t, store.LogPath(h.path)); !bytes.Equal(before, after) {
 		t.Error("state log changed by failed writes")
 	}
 	// And the store works again once the directory is back.

@@ -57,7 +57,7 @@
 // # Sharing
 //
 // A breaker can follow a state decided outside it, for a fleet of
-// processes sharing one breaker (Levee's router/fleet does it through
+// processes sharing one breaker (Levee's breaker/fleet does it through
 // Redis): StartTally and TakeTally hand out the outcomes it accepted
 // (Tally), SetFollowing(true) stops it from deciding transitions, and
 // Apply moves it to a state decided elsewhere, with the half-open probe

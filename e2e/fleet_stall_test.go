@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levee-proxy/levee/router/fleet/redistest"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 )
 
 // stallBreaker holds a probe's lease far longer than the test runs, so

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levee-proxy/levee/router/fleet"
-	"github.com/levee-proxy/levee/router/fleet/redistest"
+	"github.com/levee-proxy/levee/breaker/fleet"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 )
 
 // The breaker store through the binary: three levee processes sharing one

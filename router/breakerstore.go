@@ -8,7 +8,7 @@ import (
 )
 
 // BreakerStore shares breakers with the other replicas of a fleet
-// (package router/fleet implements it over Redis). The router joins every
+// (package breaker/fleet implements it over Redis). The router joins every
 // breaker it creates and leaves when it drops it; the request path never
 // calls the store.
 type BreakerStore interface {

@@ -46,7 +46,7 @@ type Options struct {
 	// backend (default 256).
 	MaxIdleConnsPerHost int
 
-	// BreakerStore shares breakers across replicas (router/fleet); nil
+	// BreakerStore shares breakers across replicas (breaker/fleet); nil
 	// keeps every breaker local.
 	BreakerStore BreakerStore
 

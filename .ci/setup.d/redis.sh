@@ -1,4 +1,4 @@
-# redis-server for the shared breaker store's tests (router/fleet, e2e):
+# redis-server for the shared breaker store's tests (breaker/fleet, e2e):
 # the tests start their own servers on free loopback ports from this
 # binary, so nothing is started here.
 if ! command -v redis-server >/dev/null 2>&1; then

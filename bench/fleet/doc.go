@@ -1,4 +1,4 @@
-// Package fleetbench measures Levee's fleet breakers (router/fleet) on a
+// Package fleetbench measures Levee's fleet breakers (breaker/fleet) on a
 // real redis-server started on a free loopback port:
 //
 //   - BenchmarkRequestPath: the request path's cost (Admit + Report) of a

@@ -15,8 +15,8 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/levee-proxy/levee/breaker"
-	"github.com/levee-proxy/levee/router/fleet"
-	"github.com/levee-proxy/levee/router/fleet/redistest"
+	"github.com/levee-proxy/levee/breaker/fleet"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 )
 
 func newStore(tb testing.TB, url string, interval time.Duration) *fleet.Store {

@@ -23,7 +23,7 @@ import (
 )
 
 // stateRecord and stateFile mirror the API store's on-disk format
-// (api/store.go): version 1, one record per entrypoint with its id, creation
+// (api/store/store.go): version 1, one record per entrypoint with its id, creation
 // time and canonical payload (config.EncodeEntrypoint output).
 type stateRecord struct {
 	ID      string          `json:"id"`

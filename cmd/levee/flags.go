@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/api"
+	"github.com/levee-proxy/levee/breaker/fleet"
 	"github.com/levee-proxy/levee/provider/constraint"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
-	"github.com/levee-proxy/levee/router/fleet"
 	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/proxy"
 )

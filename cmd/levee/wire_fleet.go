@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/breaker/fleet"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
-	"github.com/levee-proxy/levee/router/fleet"
 )
 
 // newBreakerStore connects the shared breaker store when --breaker-store

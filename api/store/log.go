@@ -1,4 +1,4 @@
-package api
+package store
 
 import (
 	"bytes"
@@ -40,8 +40,8 @@ const compactMinBytes = 1 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// logRecord is one write in the log.
-type logRecord struct {
+// Record is one write in the log.
+type Record struct {
 	Put []stateRecord `json:"put,omitempty"`
 	Del []string      `json:"del,omitempty"`
 }
@@ -55,10 +55,11 @@ type stateLog struct {
 	size int64
 }
 
-func logPath(statePath string) string { return statePath + ".log" }
+// LogPath is the log beside the state file statePath.
+func LogPath(statePath string) string { return statePath + ".log" }
 
 // encodeRecord is the line for rec.
-func encodeRecord(rec logRecord) ([]byte, error) {
+func encodeRecord(rec Record) ([]byte, error) {
 	js, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -70,8 +71,8 @@ func encodeRecord(rec logRecord) ([]byte, error) {
 }
 
 // decodeRecord parses one line (without its newline).
-func decodeRecord(line []byte) (logRecord, error) {
-	var rec logRecord
+func decodeRecord(line []byte) (Record, error) {
+	var rec Record
 	sum, js, ok := bytes.Cut(line, []byte{' '})
 	if !ok || len(sum) != 8 {
 		return rec, errors.New("no checksum")
@@ -91,10 +92,10 @@ func decodeRecord(line []byte) (logRecord, error) {
 	return rec, nil
 }
 
-// readLog returns the whole records of the log at path and the size they
+// ReadLog returns the whole records of the log at path and the size they
 // take. A torn last record is reported in torn (a message) and not
 // returned; damage before the end is an error.
-func readLog(path string) (recs []logRecord, good int64, torn string, err error) {
+func ReadLog(path string) (recs []Record, good int64, torn string, err error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, "", nil
@@ -136,7 +137,7 @@ func cutTorn(path string, size int64) error {
 // append writes rec durably: the line, then fsync. On failure the log is
 // cut back to where it was (best effort), so that a write that was not
 // acknowledged does not come back at the next start.
-func (l *stateLog) append(rec logRecord) error {
+func (l *stateLog) append(rec Record) error {
 	line, err := encodeRecord(rec)
 	if err != nil {
 		return fmt.Errorf("encode log record: %w", err)
@@ -210,9 +211,9 @@ func syncDir(dir string) error {
 }
 
 // replay applies the log's records over the snapshot, dropping a torn
-// last record (see storelog.go).
+// last record (see log.go).
 func (s *Store) replay(codec Codec) error {
-	recs, good, torn, err := readLog(s.log.path)
+	recs, good, torn, err := ReadLog(s.log.path)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router/fleet/redistest"
 )
 
 // TestLink: the fallback rule's state machine on an injected clock. The

@@ -1,4 +1,4 @@
-package api
+package store
 
 import (
 	"bufio"
@@ -17,9 +17,9 @@ import (
 
 func openTestStore(t *testing.T, path string, warn func(string)) *Store {
 	t.Helper()
-	st, err := OpenStore(StoreOptions{Path: path, Codec: fakeCodec(), Sink: newFakeRouter(), Warn: warn})
+	st, err := Open(Options{Path: path, Codec: fakeCodec(), Sink: nullSink{}, Warn: warn})
 	if err != nil {
-		t.Fatalf("OpenStore: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	return st
 }
@@ -86,17 +86,17 @@ func TestTornLastRecordIsDroppedDamageIsNot(t *testing.T) {
 			if _, err := st.Create(ep, ds[0]); err != nil {
 				t.Fatal(err)
 			}
-			good := readFile(t, logPath(path))
-			appendFile(t, logPath(path), tail)
+			good := readFile(t, LogPath(path))
+			appendFile(t, LogPath(path), tail)
 			var warned []string
 			st2 := openTestStore(t, path, func(m string) { warned = append(warned, m) })
 			if _, ok := st2.Get("a"); !ok {
 				t.Fatal("the record before the torn one was lost")
 			}
-			if len(warned) != 1 || !strings.Contains(warned[0], logPath(path)) || !strings.Contains(warned[0], "torn") {
-				t.Fatalf("warnings %q, want one naming %s and the torn record", warned, logPath(path))
+			if len(warned) != 1 || !strings.Contains(warned[0], LogPath(path)) || !strings.Contains(warned[0], "torn") {
+				t.Fatalf("warnings %q, want one naming %s and the torn record", warned, LogPath(path))
 			}
-			if got := readFile(t, logPath(path)); string(got) != string(good) {
+			if got := readFile(t, LogPath(path)); string(got) != string(good) {
 				t.Fatalf("log not cut back to its last whole record: %q", got)
 			}
 			ep, ds = fakeEntry(t, "b", "b.example")
@@ -110,15 +110,15 @@ func TestTornLastRecordIsDroppedDamageIsNot(t *testing.T) {
 	}
 	t.Run("damage in the middle", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.json")
-		appendFile(t, logPath(path), "00000000 {\"del\":[\"a\"]}\n")
-		line, _ := encodeRecord(logRecord{Del: []string{"b"}})
-		appendFile(t, logPath(path), string(line))
-		before := readFile(t, logPath(path))
-		_, err := OpenStore(StoreOptions{Path: path, Codec: fakeCodec(), Sink: newFakeRouter()})
-		if err == nil || !strings.Contains(err.Error(), logPath(path)) || !strings.Contains(err.Error(), "offset 0") {
+		appendFile(t, LogPath(path), "00000000 {\"del\":[\"a\"]}\n")
+		line, _ := encodeRecord(Record{Del: []string{"b"}})
+		appendFile(t, LogPath(path), string(line))
+		before := readFile(t, LogPath(path))
+		_, err := Open(Options{Path: path, Codec: fakeCodec(), Sink: nullSink{}})
+		if err == nil || !strings.Contains(err.Error(), LogPath(path)) || !strings.Contains(err.Error(), "offset 0") {
 			t.Fatalf("error %v, want one naming the log and the offset", err)
 		}
-		if got := readFile(t, logPath(path)); string(got) != string(before) {
+		if got := readFile(t, LogPath(path)); string(got) != string(before) {
 			t.Fatal("a damaged log was modified")
 		}
 	})
@@ -139,13 +139,13 @@ func TestReplayOverSnapshotThatHoldsItIsHarmless(t *testing.T) {
 	if err := st.Delete("b"); err != nil {
 		t.Fatal(err)
 	}
-	logged := readFile(t, logPath(path))
+	logged := readFile(t, LogPath(path))
 	st.mu.Lock()
 	if err := st.compact(); err != nil {
 		t.Fatal(err)
 	}
 	st.mu.Unlock()
-	if err := os.WriteFile(logPath(path), logged, 0o600); err != nil { // the truncate "did not happen"
+	if err := os.WriteFile(LogPath(path), logged, 0o600); err != nil { // the truncate "did not happen"
 		t.Fatal(err)
 	}
 	got := openTestStore(t, path, nil).List()

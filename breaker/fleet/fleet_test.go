@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router/fleet/redistest"
 )
 
 // replica is one simulated Levee process: a store and one breaker.

@@ -1,4 +1,4 @@
-package api
+package store
 
 import (
 	"bytes"
@@ -118,7 +118,7 @@ func (s *Store) SetAll(eps []Change, dryRun bool) (results []SetResult, errs []e
 	var puts []Entry
 	failed := false
 	for i, c := range eps {
-		ep, ds := ownEntrypoint(c.Entrypoint, c.Diagnostics)
+		ep, ds := OwnEntrypoint(c.Entrypoint, c.Diagnostics)
 		if seen[ep.ID] {
 			errs[i], failed = fmt.Errorf("set %q: %w", ep.ID, ErrDuplicate), true
 			continue

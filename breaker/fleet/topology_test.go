@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
-	"github.com/levee-proxy/levee/router/fleet/redistest"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 )
 
 // TestTopologies runs the fleet's core (a trip on combined evidence,

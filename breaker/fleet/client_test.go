@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/levee-proxy/levee/breaker"
-	"github.com/levee-proxy/levee/router/fleet/redistest"
+	"github.com/levee-proxy/levee/breaker/fleet/redistest"
 )
 
 func TestNewClient(t *testing.T) {
