@@ -45,9 +45,10 @@ if [ -n "$BEFORE" ]; then
 	git -C "$ROOT" worktree remove --force "$TMP/before"
 fi
 
+# wait_http URL [Host]: poll until URL answers 2xx (Host bench.local by default).
 wait_http() {
 	for _ in $(seq 100); do
-		curl -fsS -o /dev/null -H "Host: bench.local" "$1" 2>/dev/null && return 0
+		curl -fsS -o /dev/null -H "Host: ${2:-bench.local}" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
 	log "timed out waiting for $1"; return 1
@@ -65,7 +66,7 @@ start_levee() {
 		--max-client-conns $((CONNS + 100)) >"$TMP/levee-$port.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
-	wait_http "http://127.0.0.1:$api/health"
+	wait_http "http://127.0.0.1:$api/health" "127.0.0.1:$api" # the API answers only to its own names
 	curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$api/entrypoints" \
 		-d '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BASE_PORT"'}],"config":{"hostnames":["bench.local"]}}'
 	wait_http "http://127.0.0.1:$port/"

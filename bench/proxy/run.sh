@@ -170,7 +170,7 @@ start_levee() {
 	LEVEE_PIDS[$name]=$!
 	LEVEE_PORTS[$name]=$port
 	PIDS+=("$!")
-	wait_http "http://127.0.0.1:$api/health"
+	wait_http "http://127.0.0.1:$api/health" "127.0.0.1:$api" # the API answers only to its own names
 	api_post "$api" '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"]}}'
 	wait_http "http://127.0.0.1:$port/" bench.local
 }

@@ -135,7 +135,7 @@ GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
 	--access-log=false --log-level warn >"$TMP/levee.log" 2>&1 &
 LEVEE_PID=$!
 PIDS+=("$LEVEE_PID")
-wait_ok "http://127.0.0.1:$LEVEE_API/health"
+wait_ok "http://127.0.0.1:$LEVEE_API/health" "127.0.0.1:$LEVEE_API" # the API answers only to its own names
 api_post() {
 	curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' \
 		"http://127.0.0.1:$LEVEE_API/entrypoints" -d "$1"
