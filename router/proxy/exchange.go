@@ -41,6 +41,7 @@ type exchange struct {
 	backendErr error // the backend error answered for (access log)
 	abort      bool  // the backend broke the body: abort the client's response
 	prepared   bool  // the headers are prepared (not twice when falling back)
+	replayable bool  // the body can be sent again (bufferBody)
 
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
@@ -57,9 +58,8 @@ type exchange struct {
 	openRetryAfter time.Duration
 	sawOpen        bool
 
-	body       []byte    // the buffered request body, when replayable
-	stream     io.Reader // a body too large to buffer: what was read, then the rest
-	replayable bool
+	body   []byte    // the buffered request body, when replayable
+	stream io.Reader // a body too large to buffer: what was read, then the rest
 	// badBody is set (possibly by the transport's body writer) when reading
 	// the client's body failed: the client's fault, never the backend's.
 	badBody atomic.Bool
