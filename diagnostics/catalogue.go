@@ -32,6 +32,8 @@ const (
 	UnknownProtocol   Code = "W012"
 	UnknownKey        Code = "W013"
 	BadMethod         Code = "W014"
+	BadBodyLimit      Code = "W015"
+	BadBodyBuffer     Code = "W016"
 	RouteCollision    Code = "W018"
 	BadHealthCheck    Code = "W021"
 	BadLoadBalancer   Code = "W022"

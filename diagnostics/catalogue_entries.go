@@ -96,6 +96,18 @@ func entries() []Entry {
 			Example: "levee.http.app.retry.attempts=0",
 		},
 		{
+			Code: BadBodyLimit, Severity: Warn, Title: "invalid request body limit",
+			Effect:  "maxRequestBodyBytes falls back to its default: no limit on the request body.",
+			Fix:     "Give a size of at least one byte: plain bytes (10485760) or a number with KiB, MiB, GiB (binary) or KB, MB, GB (decimal), such as 10MiB.",
+			Example: "levee.http.app.maxRequestBodyBytes=ten megs",
+		},
+		{
+			Code: BadBodyBuffer, Severity: Warn, Title: "invalid retry body buffer",
+			Effect:  "retry.bodyBuffer falls back to its default, 64KiB: larger bodies are sent once and never retried.",
+			Fix:     "Give a size from 1 byte to 16MiB: plain bytes (1048576) or a number with KiB, MiB (binary) or KB, MB (decimal), such as 1MiB.",
+			Example: "levee.http.app.retry.bodyBuffer=1GiB",
+		},
+		{
 			Code: BadCircuitBreaker, Severity: Warn, Title: "invalid circuit-breaker setting",
 			Effect:  "That one breaker field falls back to its default; the breaker stays on with every other field as given.",
 			Fix:     "See docs/labels.md for the `circuitBreaker.*` fields and their ranges: ratios are in (0,1], counts are whole numbers >= 1, durations are whole seconds or Go durations, status lists look like `500,502-504` or `5xx`.",

@@ -522,7 +522,7 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if a.ID != b.ID || a.Name != b.Name || a.Source != b.Source || a.Protocol != b.Protocol ||
 		a.Path != b.Path || a.PathCaseInsensitive != b.PathCaseInsensitive || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
-		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || !a.Created.Equal(b.Created) ||
+		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || a.MaxRequestBodyBytes != b.MaxRequestBodyBytes || !a.Created.Equal(b.Created) ||
 		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
 		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS {
 		return false

@@ -61,6 +61,7 @@ Both go through one field table and one validator, so the same mistake gives the
 - **status list**: codes, ranges and classes: ` + "`500,502-504`" + `, ` + "`5xx`" + ` (JSON: also a number or a list).
 - **map**: named values, one label per name: ` + "`headers.customRequestHeaders.X-Script-Name=app`" + ` (JSON: an object, ` + "`{\"X-Script-Name\":\"app\"}`" + `);
   a single label without a name takes ` + "`Name: value`" + ` lines.
+- **size**: bytes (` + "`1048576`" + `) or a whole number with a unit, any case: ` + "`KiB`" + `, ` + "`MiB`" + `, ` + "`GiB`" + ` (1024-based; ` + "`K`" + `, ` + "`M`" + `, ` + "`G`" + ` too) or ` + "`KB`" + `, ` + "`MB`" + `, ` + "`GB`" + ` (1000-based): ` + "`10MiB`" + ` (JSON: also a number of bytes).
 - **integer**, **number**: as written; ` + "`1.5`" + ` is not an integer.
 
 A bad value falls back to the field's default with the field's code; every other field still applies.

@@ -37,6 +37,7 @@ type wireConfig struct {
 	LoadBalancer   string       `json:"load_balancer"`
 	BackendTimeout string       `json:"backend_timeout"`
 	Retry          wireRetry    `json:"retry"`
+	MaxRequestBody int64        `json:"max_request_body_bytes,omitempty"`
 	HealthCheck    *wireHealth  `json:"health_check,omitempty"`
 	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
 	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
@@ -62,7 +63,8 @@ type wireTLS struct {
 }
 
 type wireRetry struct {
-	Attempts int `json:"attempts"`
+	Attempts   int   `json:"attempts"`
+	BodyBuffer int64 `json:"body_buffer,omitempty"`
 }
 
 type wireHealth struct {
@@ -128,7 +130,8 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 			AddPrefix:      ep.AddPrefix,
 			LoadBalancer:   ep.LoadBalancer,
 			BackendTimeout: ep.BackendTimeout.String(),
-			Retry:          wireRetry{Attempts: ep.Retry.Attempts},
+			Retry:          wireRetry{Attempts: ep.Retry.Attempts, BodyBuffer: ep.Retry.BodyBuffer},
+			MaxRequestBody: ep.MaxRequestBodyBytes,
 		},
 	}
 	w.Config.wireTransform = encodeTransform(ep.Transform)

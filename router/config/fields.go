@@ -46,6 +46,11 @@ const (
 
 	// MaxRetryAttempts bounds retry.attempts.
 	MaxRetryAttempts = 10
+	// DefaultRetryBodyBuffer is the largest request body buffered for
+	// retries on a route that sets no retry.bodyBuffer; MaxRetryBodyBuffer
+	// bounds retry.bodyBuffer (each request may hold that much memory).
+	DefaultRetryBodyBuffer = 64 << 10
+	MaxRetryBodyBuffer     = 16 << 20
 	// MaxWeight bounds a backend's weight.
 	MaxWeight = 1_000_000
 )
@@ -112,6 +117,7 @@ const (
 	KindList     Kind = "list"
 	KindStatuses Kind = "status list"
 	KindEnum     Kind = "enum"
+	KindSize     Kind = "size"
 )
 
 // Field is one row of the config table: the one definition from which label
@@ -225,8 +231,14 @@ func coreFields() []Field {
 			Doc:     "How long Levee waits for a backend's response headers (whole seconds or a Go duration).",
 			Example: "15s", set: setBackendTimeout},
 		{Label: "retry.attempts", JSON: "config.retry.attempts", Kind: KindInt, Default: strconv.Itoa(DefaultRetryAttempts), Code: diagnostics.BadRetry,
-			Doc:     "Total number of tries (1-10; 1 = no retry). A failed attempt (transport error, timeout, failure status) of an idempotent request (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) that may have reached the backend is tried again on another backend when there is one; retries are capped at 20% extra attempts per route. A connection that was refused or whose connect timed out never reached the backend: that request goes to another backend whatever its method and whatever this number, outside the cap, once per backend. Bodies over 64 KiB are not replayed.",
+			Doc:     "Total number of tries (1-10; 1 = no retry). A failed attempt (transport error, timeout, failure status) of an idempotent request (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) that may have reached the backend is tried again on another backend when there is one; retries are capped at 20% extra attempts per route. A connection that was refused or whose connect timed out never reached the backend: that request goes to another backend whatever its method and whatever this number, outside the cap, once per backend. Bodies over `retry.bodyBuffer` (64KiB by default) are sent once and not retried.",
 			Example: "3", set: setRetryAttempts},
+		{Label: "retry.bodyBuffer", JSON: "config.retry.body_buffer", Kind: KindSize, Default: "64KiB", Code: diagnostics.BadBodyBuffer,
+			Doc:     "The largest request body Levee reads into memory before sending it, so that a retry (or a refused connect) can send it again, and so that a slow client holds no backend connection while it uploads (1 byte-16MiB). A larger body streams to the backend once and is never retried. Each request on the route may hold this much memory while it is read.",
+			Example: "1MiB", set: setRetryBodyBuffer},
+		{Label: "maxRequestBodyBytes", JSON: "config.max_request_body_bytes", Kind: KindSize, Default: "(no limit)", Code: diagnostics.BadBodyLimit,
+			Doc:     "The largest request body the route accepts. A request whose Content-Length is larger is answered 413 (`X-Levee-Diagnostic: body-too-large`) before any backend is asked; a chunked body is cut off at the limit: 413 if the backend has not answered yet (the backend's exchange is aborted), else the backend's answer stands (it answered without reading the whole body). Never counted against the backend or its breaker.",
+			Example: "10MiB", set: setMaxRequestBodyBytes},
 		{Label: "healthCheck.path", JSON: "config.health_check.path", Kind: KindString, Default: DefaultHealthPath, Code: diagnostics.BadHealthCheck,
 			Doc:     "Path probed on each backend. Setting any healthCheck.* field turns active health checks on.",
 			Example: "/healthz", set: setHealthPath},

@@ -69,12 +69,15 @@ type Entrypoint struct {
 
 	Backends []Backend `json:"backends"`
 
-	LoadBalancer   string          `json:"load_balancer"`
-	BackendTimeout time.Duration   `json:"backend_timeout"`
-	Retry          Retry           `json:"retry"`
-	HealthCheck    *HealthCheck    `json:"health_check,omitempty"`
-	PassiveHealth  PassiveHealth   `json:"passive_health"`
-	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
+	LoadBalancer   string        `json:"load_balancer"`
+	BackendTimeout time.Duration `json:"backend_timeout"`
+	Retry          Retry         `json:"retry"`
+	// MaxRequestBodyBytes bounds the request body; a larger one is
+	// answered 413. Zero means no limit.
+	MaxRequestBodyBytes int64           `json:"max_request_body_bytes,omitempty"`
+	HealthCheck         *HealthCheck    `json:"health_check,omitempty"`
+	PassiveHealth       PassiveHealth   `json:"passive_health"`
+	CircuitBreaker      *CircuitBreaker `json:"circuit_breaker,omitempty"`
 	// Access are the policies that admit or refuse a request
 	// (model_access.go).
 	Access AccessPolicies `json:"access"`
@@ -111,6 +114,9 @@ type Backend struct {
 type Retry struct {
 	// Attempts is the total number of tries, >= 1.
 	Attempts int `json:"attempts"`
+	// BodyBuffer is the largest request body read into memory so that a
+	// retry can send it again; zero means DefaultRetryBodyBuffer.
+	BodyBuffer int64 `json:"body_buffer,omitempty"`
 }
 
 // HealthCheck configures active health checks of a route's backends.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -104,6 +105,17 @@ var (
 	checkPort   = between(1, 65535, "1-65535")
 	checkWeight = between(0, MaxWeight, fmt.Sprintf("0-%d", MaxWeight))
 )
+
+// sizeBetween checks that a size lies in [lo, hi] bytes; text is the
+// range as the diagnostic states it.
+func sizeBetween(lo, hi int64, text string) func(int64) error {
+	return func(n int64) error {
+		if n < lo || n > hi {
+			return fmt.Errorf("must be %s", text)
+		}
+		return nil
+	}
+}
 
 func positive(t time.Duration) error {
 	if t <= 0 {
@@ -287,6 +299,18 @@ func setBackendTimeout(d *draft, f *Field, key string, v any) {
 func setRetryAttempts(d *draft, f *Field, key string, v any) {
 	if n, ok := decode(d, f, key, v, toInt, between(1, MaxRetryAttempts, fmt.Sprintf("1-%d (total tries)", MaxRetryAttempts))); ok {
 		d.ep.Retry.Attempts = n
+	}
+}
+
+func setRetryBodyBuffer(d *draft, f *Field, key string, v any) {
+	if n, ok := decode(d, f, key, v, toSize, sizeBetween(1, MaxRetryBodyBuffer, "1 byte-16MiB")); ok {
+		d.ep.Retry.BodyBuffer = n
+	}
+}
+
+func setMaxRequestBodyBytes(d *draft, f *Field, key string, v any) {
+	if n, ok := decode(d, f, key, v, toSize, sizeBetween(1, math.MaxInt64, "at least 1 byte")); ok {
+		d.ep.MaxRequestBodyBytes = n
 	}
 }
 

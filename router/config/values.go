@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -145,6 +146,45 @@ func toDuration(v any) (time.Duration, error) {
 		return 0, fmt.Errorf("want whole seconds or a Go duration such as 1500ms")
 	}
 	return d, nil
+}
+
+// sizeUnits are the suffixes a size may carry: binary (KiB = 1024) and
+// decimal (KB = 1000, as Traefik and most tools write them), any case.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
+	{"b", 1},
+}
+
+const sizeWant = "want a size: bytes (1048576) or a whole number with KiB, MiB, GiB, KB, MB or GB (1MiB)"
+
+// toSize reads a size in bytes: a whole number, optionally followed by a
+// unit (sizeUnits).
+func toSize(v any) (int64, error) {
+	if _, isBool := v.(bool); isBool {
+		return 0, errors.New(sizeWant)
+	}
+	s, ok := scalarText(v)
+	if !ok {
+		return 0, errors.New(sizeWant)
+	}
+	s = strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, errors.New(sizeWant)
+	}
+	return n * mult, nil
 }
 
 // SplitList splits a comma-separated list, trimming items and dropping

@@ -40,6 +40,9 @@ const (
 	// DiagnosticClientTimeout: the client sent its request body too
 	// slowly (RequestBodyTimeout, RequestBodyMinRate).
 	DiagnosticClientTimeout = "client-timeout"
+	// DiagnosticBodyTooLarge: the request body is larger than the route's
+	// maxRequestBodyBytes (413).
+	DiagnosticBodyTooLarge = "body-too-large"
 )
 
 // HeaderDiagnostic is the response header naming why Levee answered itself.
@@ -76,5 +79,6 @@ var (
 		DiagnosticBackendTLS:         {DiagnosticBackendTLS},
 
 		DiagnosticBackendTLSMisconfigured: {DiagnosticBackendTLSMisconfigured},
+		DiagnosticBodyTooLarge:            {DiagnosticBodyTooLarge},
 	}
 )

@@ -44,6 +44,8 @@ type exchange struct {
 	abort     bool // the backend broke the body: abort the client's response
 	prepared  bool // the headers are prepared (not twice when falling back)
 	sawOpen   bool // an open backend breaker was met while picking (openRetryAfter)
+	// replayable: the body can be sent again (bufferBody).
+	replayable bool
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
 	// The small fields sit together: the exchange stays in its
@@ -63,9 +65,8 @@ type exchange struct {
 	// breakers met while picking (scope=backend), when sawOpen.
 	openRetryAfter time.Duration
 
-	body       []byte    // the buffered request body, when replayable
-	stream     io.Reader // a body too large to buffer: what was read, then the rest
-	replayable bool
+	body   []byte    // the buffered request body, when replayable
+	stream io.Reader // a body too large to buffer: what was read, then the rest
 	// badBody is set (possibly by the transport's body writer) when reading
 	// the client's body failed: the client's fault, never the backend's.
 	badBody atomic.Bool
@@ -73,6 +74,9 @@ type exchange struct {
 	bodyEOF atomic.Bool
 	// bodyTimedOut: the client's body came too slowly (408).
 	bodyTimedOut atomic.Bool
+	// bodyTooLarge: the client's body went past the route's
+	// maxRequestBodyBytes (413).
+	bodyTooLarge atomic.Bool
 	bodyStart    time.Time // first read of the body
 	bodyRead     int64     // bytes of the body read so far
 	dl           deadliner // the connection's deadlines, once asked for
@@ -127,6 +131,12 @@ func (x *exchange) serve() {
 	rt := x.route
 	if rt.Removed() || len(rt.Backends()) == 0 {
 		x.replyNoHealthy()
+		return
+	}
+	if lim := rt.Config().MaxRequestBodyBytes; lim > 0 && x.req.ContentLength > lim {
+		// Refused before the breaker, a pick or a connect: the client's
+		// fault, and no backend is asked.
+		x.replyTooLarge()
 		return
 	}
 	x.now = x.p.clock.Now().UnixNano()
@@ -202,7 +212,7 @@ func (x *exchange) readBody(l *attemptLoop) bool {
 	if x.body != nil || x.stream != nil {
 		return true // read for the route whose breaker sent it to a fallback
 	}
-	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= maxReplayBody {
+	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= x.replayLimit() {
 		x.bufferBody()
 		if x.badBody.Load() {
 			// Broken before any backend saw it: nothing to judge.
@@ -341,14 +351,13 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(x.body)), nil }
 	case in.ContentLength == 0:
 		out.Body = nil
+	case x.stream != nil:
+		// What was read ahead, then the rest through its clientBody.
+		out.Body = streamBody{Reader: x.stream, Closer: in.Body}
 	default:
 		// Only the outbound body is wrapped: net/http's server inspects
 		// the inbound one's type when it answers.
-		var r io.Reader = in.Body
-		if x.stream != nil {
-			r = x.stream
-		}
-		out.Body = &clientBody{r: r, c: in.Body, x: x}
+		out.Body = x.newClientBody()
 	}
 	// A body on a request whose method gives it no meaning (GET, HEAD,
 	// DELETE, OPTIONS, TRACE; RFC 9110 9.3) is forwarded, but a backend

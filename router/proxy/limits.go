@@ -98,10 +98,31 @@ func (x *exchange) bodyEnded() {
 // request); when a backend answered before the body ended, net/http
 // already refuses to reuse the connection and closes it gracefully,
 // letting the client read the answer first.
+//
+// A body that goes past limit (the route's maxRequestBodyBytes; 0 for
+// none) fails with errBodyTooLarge once limit bytes were read: the attempt
+// is the client's fault and is answered 413 unless the backend answered
+// already.
 type clientBody struct {
-	r io.Reader
-	c io.Closer
-	x *exchange
+	r     io.Reader
+	c     io.Closer
+	x     *exchange
+	limit int64
+}
+
+// errBodyTooLarge is a clientBody's error for a body over its limit.
+var errBodyTooLarge = errors.New("request body larger than the route's maxRequestBodyBytes")
+
+// newClientBody wraps the inbound body; the limit is taken now, since the
+// transport may read on after the exchange moved to another route.
+func (x *exchange) newClientBody() *clientBody {
+	return &clientBody{r: x.req.Body, c: x.req.Body, x: x, limit: x.route.Config().MaxRequestBodyBytes}
+}
+
+// streamBody is a body read ahead in part: the part, then its clientBody.
+type streamBody struct {
+	io.Reader
+	io.Closer
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
@@ -112,6 +133,14 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	x.armBodyRead()
 	n, err := b.r.Read(p)
 	x.bodyRead += int64(n)
+	if b.limit > 0 && x.bodyRead > b.limit {
+		// Hand on no byte past the limit.
+		n -= int(x.bodyRead - b.limit)
+		x.bodyRead = b.limit
+		x.bodyTooLarge.Store(true)
+		x.badBody.Store(true)
+		return n, errBodyTooLarge
+	}
 	switch {
 	case err == io.EOF:
 		x.bodyEOF.Store(true)

@@ -19,6 +19,7 @@ const unmatchedRoute = "(unmatched)"
 const (
 	clientErrorBodyTimeout = "body_timeout"
 	clientErrorBadBody     = "bad_body"
+	clientErrorTooLarge    = "body_too_large"
 	clientErrorWrite       = "write_failed"
 )
 
@@ -64,7 +65,7 @@ func newMetrics(perRouteLatency bool) *metrics {
 		}, []string{"route"}),
 		clientErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_client_errors_total",
-			Help: "Requests the client broke: a request body too slow (body_timeout) or malformed (bad_body), a response the client stopped taking (write_failed). Never counted against a backend.",
+			Help: "Requests the client broke: a request body too slow (body_timeout), malformed (bad_body) or over the route's maxRequestBodyBytes (body_too_large), a response the client stopped taking (write_failed). Never counted against a backend.",
 		}, []string{"reason"}),
 	}
 	opts := prometheus.HistogramOpts{Name: name, Buckets: durationBuckets,

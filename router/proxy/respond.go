@@ -167,6 +167,10 @@ func (x *exchange) replyNoHealthy() {
 // rest of the body cannot be told from a next request.
 func (x *exchange) replyBadBody() {
 	x.w.Header()["Connection"] = valueClose
+	if x.bodyTooLarge.Load() {
+		x.replyTooLarge()
+		return
+	}
 	if x.bodyTimedOut.Load() {
 		x.p.metrics.clientErrors.WithLabelValues(clientErrorBodyTimeout).Inc()
 		x.reply(http.StatusRequestTimeout, DiagnosticClientTimeout, "request body not received in time\n")
@@ -174,6 +178,15 @@ func (x *exchange) replyBadBody() {
 	}
 	x.p.metrics.clientErrors.WithLabelValues(clientErrorBadBody).Inc()
 	x.reply(http.StatusBadRequest, DiagnosticBadRequestBody, "malformed request body\n")
+}
+
+// replyTooLarge answers 413 Content Too Large (RFC 9110 15.5.14) for a
+// body over the route's maxRequestBodyBytes, closing the connection: the
+// rest of the body is never read.
+func (x *exchange) replyTooLarge() {
+	x.w.Header()["Connection"] = valueClose
+	x.p.metrics.clientErrors.WithLabelValues(clientErrorTooLarge).Inc()
+	x.reply(http.StatusRequestEntityTooLarge, DiagnosticBodyTooLarge, "request body too large\n")
 }
 
 // reply answers on Levee's own behalf.

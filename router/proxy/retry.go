@@ -7,12 +7,22 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // maxReplayBody is the largest request body buffered so that it can be
-// sent again on a retry; larger bodies stream and are not retried.
-const maxReplayBody = 64 << 10
+// sent again on a retry, on a route that sets no retry.bodyBuffer; larger
+// bodies stream and are not retried.
+const maxReplayBody = config.DefaultRetryBodyBuffer
+
+// replayLimit is the largest request body buffered for the route.
+func (x *exchange) replayLimit() int64 {
+	if n := x.route.Config().Retry.BodyBuffer; n > 0 {
+		return n
+	}
+	return maxReplayBody
+}
 
 // mayRetry applies the retry rules to a failed attempt.
 //
@@ -58,7 +68,8 @@ func (x *exchange) bufferBody() {
 		x.replayable = true
 		return
 	}
-	if req.ContentLength > maxReplayBody {
+	limit := x.replayLimit()
+	if req.ContentLength > limit {
 		return
 	}
 	size := req.ContentLength
@@ -66,16 +77,17 @@ func (x *exchange) bufferBody() {
 		size = 4 << 10
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	body := &clientBody{r: req.Body, c: req.Body, x: x}
-	n, err := buf.ReadFrom(io.LimitReader(body, maxReplayBody+1))
+	body := x.newClientBody()
+	n, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	if err != nil {
 		x.badBody.Store(true) // ReadFrom returns nil at EOF: the client broke it
 		return
 	}
-	if n > maxReplayBody {
-		// Too large to replay: stream it once, what was read first. The
-		// inbound req.Body stays as it is (see attempt).
-		x.stream = io.MultiReader(bytes.NewReader(buf.Bytes()), req.Body)
+	if n > limit {
+		// Too large to replay: stream it once, what was read first, then
+		// the rest through the same clientBody (its limits and counts
+		// carry on). The inbound req.Body stays as it is (see attempt).
+		x.stream = io.MultiReader(bytes.NewReader(buf.Bytes()), body)
 		return
 	}
 	x.body = buf.Bytes()
