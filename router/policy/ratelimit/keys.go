@@ -42,9 +42,12 @@ func NewCriterion(s string, env policy.Env) Criterion {
 	return c
 }
 
-// Of returns r's key. ok is false when the client address cannot be
-// determined (a garbled X-Forwarded-For from a trusted proxy): the caller
-// refuses rather than share one bucket with every such request.
+// Of returns r's key. ok is false when the request cannot be keyed for
+// certain: the client address cannot be determined (a garbled
+// X-Forwarded-For from a trusted proxy), or the criterion's header came
+// more than once (a random first value beside the real one would make
+// every request a bucket of its own, and the backend may read either).
+// The caller refuses (Unkeyed) rather than share or split buckets.
 func (c *Criterion) Of(r *http.Request) (k Key, ok bool) {
 	switch c.kind {
 	case 'h':
@@ -54,8 +57,25 @@ func (c *Criterion) Of(r *http.Request) (k Key, ok bool) {
 		return Key{hash: maphash.Bytes(c.seed, config.AppendRequestHost(buf[:0], r.Host))}, true
 	case 'H':
 		// Requests without the header share the bucket of "".
-		return Key{hash: maphash.String(c.seed, r.Header.Get(c.header))}, true
+		vs := r.Header[c.header]
+		if len(vs) > 1 {
+			return Key{}, false
+		}
+		v := ""
+		if len(vs) == 1 {
+			v = vs[0]
+		}
+		return Key{hash: maphash.String(c.seed, v)}, true
 	}
 	a, ok := policy.ClientIP(r, c.trusted, c.depth)
 	return Key{addr: a}, ok
+}
+
+// Unkeyed is the refusal of a request Of could not key: 400 bad-header
+// for a criterion header sent twice, else 403 (no client address).
+func (c *Criterion) Unkeyed() (status int, reason, msg string) {
+	if c.kind == 'H' {
+		return http.StatusBadRequest, policy.ReasonBadHeader, c.header + " sent more than once\n"
+	}
+	return http.StatusForbidden, policy.ReasonForbiddenIP, "client address could not be determined\n"
 }

@@ -79,7 +79,8 @@ func (p *Policy) Stage() policy.Stage { return policy.StageRateLimit }
 func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	k, ok := p.crit.Of(r)
 	if !ok {
-		p.ref.Refuse(w, http.StatusForbidden, policy.ReasonForbiddenIP, "client address could not be determined\n")
+		status, reason, msg := p.crit.Unkeyed()
+		p.ref.Refuse(w, status, reason, msg)
 		return
 	}
 	now := p.now()

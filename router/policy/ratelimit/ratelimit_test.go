@@ -208,3 +208,27 @@ func BenchmarkRateLimit(b *testing.B) {
 		p.Serve(nil, r, next)
 	}
 }
+
+// A criterion header sent twice cannot be keyed for certain: a random
+// first value beside the real one would make every request a bucket of
+// its own (and the backend may read either). It is refused, 400
+// bad-header, for rate and in-flight limits alike, and spends no token.
+func TestHeaderCriterionSentTwiceIsRefused(t *testing.T) {
+	p, _, _ := newPolicy(t, config.RateLimit{Average: 1, Period: time.Minute, Burst: 1, SourceCriterion: "header:X-Api-Key"}, nil)
+	twice := func(first string) *http.Request {
+		r := policytest.Request("192.0.2.1:1")
+		r.Header["X-Api-Key"] = []string{first, "real"}
+		return r
+	}
+	for i, first := range []string{"random-1", "random-2"} {
+		res := policytest.Run(p, twice(first))
+		if res.Code != http.StatusBadRequest || res.Header.Get(policy.HeaderDiagnostic) != policy.ReasonBadHeader || res.Reached {
+			t.Fatalf("request %d with X-Api-Key twice: %d %q reached=%v, want 400 bad-header", i, res.Code, res.Header.Get(policy.HeaderDiagnostic), res.Reached)
+		}
+	}
+	once := policytest.Request("192.0.2.1:1")
+	once.Header.Set("X-Api-Key", "real")
+	if res := policytest.Run(p, once); res.Code != http.StatusOK {
+		t.Fatalf("the real key once: %d, want 200 (the refused requests spent no token)", res.Code)
+	}
+}
