@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/levee-proxy/levee/diagnostics"
-	"github.com/levee-proxy/levee/router/certs"
+	"github.com/levee-proxy/levee/router/certs/backendtls"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -31,8 +31,8 @@ func compileBackendTLS(rt *Route) []diagnostics.Diagnostic {
 			return nil
 		}
 	}
-	opts := certs.BackendOptions{ServerName: bt.ServerName, CAFile: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify}
-	sig := certs.BackendFilesSignature(opts)
+	opts := backendtls.Options{ServerName: bt.ServerName, CAFile: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify}
+	sig := backendtls.FilesSignature(opts)
 	if rt.state != nil {
 		if c := rt.state.backendTLS; c.cfg != nil && c.settings == bt && c.files == sig {
 			// A rebuild (a backend added, say) with the same settings and
@@ -42,11 +42,11 @@ func compileBackendTLS(rt *Route) []diagnostics.Diagnostic {
 			return nil
 		}
 	}
-	cfg, err := certs.BackendConfig(opts)
+	cfg, err := backendtls.Config(opts)
 	if err != nil {
 		rt.backendTLSErr = err
 		key := "tls.ca"
-		var be *certs.BackendError
+		var be *backendtls.Error
 		if errors.As(err, &be) {
 			key = "tls." + be.Setting
 		}

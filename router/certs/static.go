@@ -3,7 +3,6 @@ package certs
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/certs/certfile"
 )
 
 // pair is one usable static certificate and its key.
@@ -214,18 +214,7 @@ func validName(n string) bool {
 	return true
 }
 
-func hasPEMKey(b []byte) bool {
-	for {
-		var block *pem.Block
-		block, b = pem.Decode(b)
-		if block == nil {
-			return false
-		}
-		if strings.HasSuffix(block.Type, "PRIVATE KEY") {
-			return true
-		}
-	}
-}
+func hasPEMKey(b []byte) bool { return certfile.HasPEMKey(b) }
 
 // dirSignature summarises dir's files (names, sizes, modification times):
 // a change in any is a reload. A link is described by the file it leads
@@ -249,10 +238,10 @@ func dirSignature(dir string) (string, error) {
 			return "", err
 		}
 		b.WriteString(e.Name())
-		describe(&b, info)
+		certfile.Describe(&b, info)
 		if info.Mode()&os.ModeSymlink != 0 {
 			b.WriteString(" ->")
-			describeTarget(&b, filepath.Join(dir, e.Name()))
+			certfile.DescribeTarget(&b, filepath.Join(dir, e.Name()))
 		}
 		b.WriteByte('\n')
 	}
@@ -261,35 +250,7 @@ func dirSignature(dir string) (string, error) {
 
 // filesSignature summarises the files of --tls-cert as dirSignature does
 // a directory's (following links; a missing file is described as such).
-func filesSignature(files []FilePair) string {
-	var b strings.Builder
-	for _, f := range files {
-		for _, name := range []string{f.Cert, f.Key} {
-			if name == "" {
-				continue
-			}
-			b.WriteString(name)
-			describeTarget(&b, name)
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
-}
-
-// describe writes what a signature compares of a file: size, time, mode.
-func describe(b *strings.Builder, info os.FileInfo) {
-	fmt.Fprintf(b, " %d %d %v", info.Size(), info.ModTime().UnixNano(), info.Mode())
-}
-
-// describeTarget describes the file at path, through links, or says it
-// is missing (a dangling link, a removed file).
-func describeTarget(b *strings.Builder, path string) {
-	if info, err := os.Stat(path); err == nil {
-		describe(b, info)
-	} else {
-		b.WriteString(" missing")
-	}
-}
+func filesSignature(files []FilePair) string { return certfile.Signature(files) }
 
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/certs/certfile"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -48,9 +49,7 @@ type Sink interface {
 
 // FilePair names one static certificate's files (--tls-cert): a PEM
 // chain and its key, or one PEM file holding both (Key "").
-type FilePair struct {
-	Cert, Key string
-}
+type FilePair = certfile.Pair
 
 // Options configure a Store.
 type Options struct {
