@@ -10,7 +10,7 @@ const (
 	DiagnosticCircuitOpen        = "circuit-open"
 	// DiagnosticBadPath: the request path cannot be brought into normal
 	// form (a dot segment, a backslash, an encoded separator, a control
-	// character; see normalizePath), so the route would be chosen on a
+	// character; see pathform.Normalize), so the route would be chosen on a
 	// path the backend may read differently.
 	DiagnosticBadPath = "bad-path"
 	// DiagnosticBadHeader: a request field could be read two ways by a

@@ -14,7 +14,7 @@
 //     404 no-route. On a plain listener a TLS route with tls.redirect
 //     answers 308 to https (tls.go); over TLS a route's tls.hsts adds
 //     Strict-Transport-Security. CONNECT is refused; the path is brought
-//     into its normal form before matching (path.go: slash runs merged,
+//     into its normal form before matching (router/httpx/pathform: slash runs merged,
 //     ";" parameters removed; dot segments, backslashes, encoded
 //     separators and control characters refused), the one form the
 //     policies and the backend see too. A request whose fields a policy and a

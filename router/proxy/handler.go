@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/pathform"
 )
 
 // Snapshots is where the handler reads the route table: *router.Router.
@@ -84,9 +85,9 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	// The path is normalised once, here: matching, the policies and the
-	// backend all see the same form (path.go).
+	// backend all see the same form (router/httpx/pathform).
 	n := len(req.URL.Path)
-	if f := normalizePath(req.URL, p.opts.StrictPaths); f != faultNone {
+	if f := pathform.Normalize(req.URL, p.opts.StrictPaths); f != pathform.None {
 		x.reply(http.StatusBadRequest, DiagnosticBadPath, string(f))
 		p.finish(x)
 		return

@@ -309,32 +309,6 @@ func TestStrictPathsRefuseInsteadOfRewriting(t *testing.T) {
 	}
 }
 
-// A query with a fragment or a control byte cannot be written on an
-// HTTP/1.1 request line: refused, never forwarded.
-func TestQueryWithFragmentIsRefused(t *testing.T) {
-	for _, q := range []string{"a=1#frag", "a=1\x00", "a b"} {
-		u := &url.URL{Path: "/p", RawQuery: q}
-		if f := normalizePath(u, false); f != faultQuery {
-			t.Errorf("query %q: %q, want %q", q, f, faultQuery)
-		}
-	}
-	if f := normalizePath(&url.URL{Path: "/p", RawQuery: "a=1&b=%23;c"}, false); f != faultNone {
-		t.Errorf("an ordinary query refused: %q", f)
-	}
-}
-
-func TestNormalizePathOfACleanPathDoesNotAllocate(t *testing.T) {
-	u := &url.URL{Path: "/api/v1/items/42", RawQuery: "q=1&r=two"}
-	allocs := testing.AllocsPerRun(100, func() {
-		if normalizePath(u, false) != faultNone {
-			panic("refused")
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("normalizePath allocates %.1f times for a clean path", allocs)
-	}
-}
-
 func atoiT(t *testing.T, s string) int {
 	t.Helper()
 	n, err := strconv.Atoi(s)
@@ -342,16 +316,4 @@ func atoiT(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// BenchmarkNormalizePath is the cost the path rules add to every request
-// whose path is already in normal form.
-func BenchmarkNormalizePath(b *testing.B) {
-	u := &url.URL{Path: "/api/v1/items/42", RawQuery: "q=1&r=two"}
-	b.ReportAllocs()
-	for b.Loop() {
-		if normalizePath(u, false) != faultNone {
-			b.Fatal("refused")
-		}
-	}
 }

@@ -16,19 +16,20 @@
 // rewrite never changes which route serves a request. The regex runs on
 // the escaped path (what the client wrote), so an encoded character stays
 // encoded. The original path goes to the backend in X-Replaced-Path, as
-// Traefik does. A rewritten path that is not a clean absolute path (dot
-// segments, a backslash, an encoded slash; the rules the proxy applies to
-// client paths) is answered 400: the operator's replacement must not hand
-// the backend a path the proxy would have refused from a client.
+// Traefik does. A rewritten path that is not in the normal form the proxy
+// brings client paths to (router/httpx/pathform: no dot segment, slash run,
+// ";" parameter, backslash, encoded separator or control character) is
+// answered 400: the operator's replacement must not hand the backend a
+// path the proxy would have refused or changed from a client.
 package rewrite
 
 import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strings"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/pathform"
 	"github.com/levee-proxy/levee/router/policy"
 )
 
@@ -73,14 +74,14 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		raw = p.re.ReplaceAllString(old, p.replacement)
 	}
 	u := *r.URL
-	path, err := url.PathUnescape(raw)
-	if err != nil || !clean(path, raw) {
+	if pathform.Check(raw) != pathform.None {
 		// Levee's own answer, marked as the proxy marks the same refusal
 		// of a client's path (docs/operations.md).
 		w.Header()["X-Levee-Diagnostic"] = []string{"bad-path"}
 		http.Error(w, "the route's path rewrite produced an invalid path", http.StatusBadRequest)
 		return
 	}
+	path, _ := url.PathUnescape(raw) // Check decoded it already
 	u.Path, u.RawPath = path, ""
 	if u.EscapedPath() != raw {
 		u.RawPath = raw
@@ -91,18 +92,4 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	out.RequestURI = u.RequestURI()
 	out.Header["X-Replaced-Path"] = []string{old}
 	next.ServeHTTP(w, out)
-}
-
-// clean is the proxy's rule for a path it forwards: absolute, no dot
-// segments, no backslash, no encoded slash.
-func clean(path, raw string) bool {
-	if !strings.HasPrefix(path, "/") || strings.IndexByte(path, '\\') >= 0 {
-		return false
-	}
-	for seg := range strings.SplitSeq(path, "/") {
-		if seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return !strings.Contains(strings.ToLower(raw), "%2f")
 }

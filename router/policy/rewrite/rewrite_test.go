@@ -31,6 +31,10 @@ func TestRewrite(t *testing.T) {
 			"/a/x", 400, "", "", ""},
 		{"a relative result is refused", config.Transform{ReplacePathRegex: &config.ReplacePathRegex{Regex: "^/(.*)", Replacement: "$1"}},
 			"/a", 400, "", "", ""},
+		{"a run of slashes made by the replacement is refused (nginx would read another path)", config.Transform{ReplacePathRegex: &config.ReplacePathRegex{Regex: "^/pub/(.*)", Replacement: "/$1//x"}},
+			"/pub/a", 400, "", "", ""},
+		{"a ; parameter made by the replacement is refused (a Servlet would read another path)", config.Transform{ReplacePathRegex: &config.ReplacePathRegex{Regex: "^/pub/(.*)", Replacement: "/admin;$1"}},
+			"/pub/a", 400, "", "", ""},
 		{"an encoded slash made by the replacement is refused", config.Transform{ReplacePathRegex: &config.ReplacePathRegex{Regex: "^/(.*)", Replacement: "/a%2F$1"}},
 			"/b", 400, "", "", ""},
 	}

@@ -1,31 +1,36 @@
-package proxy
+// Package pathform brings a request path into its normal form: the one
+// form that matching, a route's policies and the backend all see, read
+// once before matching (docs/operations.md, "Request paths").
+//
+// Backends read paths in several ways (nginx merges slash runs, Tomcat,
+// Jetty and Spring drop ";" parameters, IIS drops trailing dots and spaces
+// and ignores case): the normal form is one that every such reading maps
+// to itself, so no spelling reaches a backend as a path the route's
+// policies did not guard. Normalize applies it to a client's request;
+// Check holds a path Levee itself makes (a rewrite's output) to it. It
+// knows nothing of routes.
+package pathform
 
 import (
 	"net/url"
 	"strings"
 )
 
-// Levee reads a request path once, before matching, into the one form that
-// matching, the route's policies and the backend all see. Backends read
-// paths in several ways (nginx merges slash runs, Tomcat, Jetty and Spring
-// drop ";" parameters, IIS drops trailing dots and spaces and ignores
-// case): the normal form is one that every such reading maps to itself, so
-// no spelling reaches a backend as a path the route's policies did not
-// guard.
-
-// pathFault says why a request path is refused; "" for none.
-type pathFault string
+// Fault says why a request path is refused (the text of the 400 answer);
+// None for none.
+type Fault string
 
 const (
-	faultNone      pathFault = ""
-	faultDot       pathFault = "request path with a segment of only dots or spaces\n"
-	faultSeparator pathFault = "request path with a backslash or an encoded / ; ? # or %\n"
-	faultControl   pathFault = "request path with a control character\n"
-	faultQuery     pathFault = "request target with a fragment or a control character in its query\n"
-	faultNotNormal pathFault = "request path with an empty segment or a ; parameter (strict paths)\n"
+	None             Fault = ""
+	faultDot         Fault = "request path with a segment of only dots or spaces\n"
+	faultSeparator   Fault = "request path with a backslash or an encoded / ; ? # or %\n"
+	faultControl     Fault = "request path with a control character\n"
+	faultQuery       Fault = "request target with a fragment or a control character in its query\n"
+	faultNotNormal   Fault = "request path with an empty segment or a ; parameter (strict paths)\n"
+	faultNotAbsolute Fault = "request path that is not an absolute, well-encoded path\n"
 )
 
-// normalizePath brings u's path into normal form, in place, or reports why
+// Normalize brings u's path into normal form, in place, or reports why
 // it cannot:
 //
 //   - refused: a backslash (some servers read it as a slash); an encoded
@@ -43,8 +48,8 @@ const (
 //
 // With strict, a path that would be rewritten is refused instead. An
 // already normal path, the usual case, costs one scan and no allocation.
-func normalizePath(u *url.URL, strict bool) pathFault {
-	if f := checkQuery(u.RawQuery); f != faultNone {
+func Normalize(u *url.URL, strict bool) Fault {
+	if f := checkQuery(u.RawQuery); f != None {
 		return f
 	}
 	p := u.Path
@@ -89,7 +94,7 @@ func normalizePath(u *url.URL, strict bool) pathFault {
 	if dots && badSegment(u.Path) {
 		return faultDot
 	}
-	return faultNone
+	return None
 }
 
 // The classes of a byte of a decoded path.
@@ -114,13 +119,13 @@ var pathClass = func() (t [256]uint8) {
 // checkQuery refuses a query holding "#" or a control byte: an HTTP/1.1
 // request line cannot carry them, and a backend would end the target at
 // the "#".
-func checkQuery(q string) pathFault {
+func checkQuery(q string) Fault {
 	for i := 0; i < len(q); i++ {
 		if queryRefused[q[i]] {
 			return faultQuery
 		}
 	}
-	return faultNone
+	return None
 }
 
 var queryRefused = func() (t [256]bool) {
@@ -183,4 +188,21 @@ func badSegment(p string) bool {
 		}
 	}
 	return false
+}
+
+// Check reports why raw, a path Levee made itself (a rewrite's output, in
+// its escaped form), is not a normal absolute path; None when it is. It
+// holds such a path to the rules a client's path meets, and refuses
+// rather than rewrites (as with strict): the operator's replacement must
+// not hand the backend a path the proxy would have refused or changed.
+func Check(raw string) Fault {
+	path, err := url.PathUnescape(raw)
+	if err != nil || !strings.HasPrefix(path, "/") {
+		return faultNotAbsolute
+	}
+	u := url.URL{Path: path}
+	if u.EscapedPath() != raw {
+		u.RawPath = raw
+	}
+	return Normalize(&u, true)
 }
