@@ -48,10 +48,9 @@ func TestServeFlagsDockerConstraints(t *testing.T) {
 // validate applies the same constraint to the live engine's containers: a
 // container of another project is not reported at all.
 func TestValidateDockerConstraints(t *testing.T) {
-	saved, savedServices := listContainers, listServices
-	t.Cleanup(func() { listContainers, listServices = saved, savedServices })
-	listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
-	listContainers = func(context.Context, string) ([]labels.Container, error) {
+	eng := testEngine()
+	eng.listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
+	eng.listContainers = func(context.Context, string) ([]labels.Container, error) {
 		net := []labels.Network{{Name: "bridge", IP: "172.17.0.2"}}
 		return []labels.Container{
 			{ID: "a", Name: "shop-web-1", Networks: net, Labels: map[string]string{"com.docker.compose.project": "shop",
@@ -60,11 +59,11 @@ func TestValidateDockerConstraints(t *testing.T) {
 				"levee.enable": "true", "levee.http.web.host": "blog.com", "levee.http.web.port": "eighty"}},
 		}, nil
 	}
-	out, errOut, code := validate(t, "--docker-constraints", `Label("com.docker.compose.project","shop")`)
+	out, errOut, code := validateWith(t, eng, nil, "--docker-constraints", `Label("com.docker.compose.project","shop")`)
 	if code != 0 || !strings.Contains(out, "shop.com") || strings.Contains(out, "blog") || !strings.Contains(errOut, "1 containers or services left out") {
 		t.Errorf("exit %d; want shop routed and blog not reported:\n%s%s", code, out, errOut)
 	}
-	if _, errOut, code := validate(t, "--docker-constraints", `Label(`); code != 2 || !strings.Contains(errOut, "at position 7") {
+	if _, errOut, code := validateWith(t, eng, nil, "--docker-constraints", `Label(`); code != 2 || !strings.Contains(errOut, "at position 7") {
 		t.Errorf("bad constraint: exit %d, %q", code, errOut)
 	}
 }

@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "serve":
 		return runServe(ctx, args, stdout, stderr, getenv)
 	case "validate":
-		return runValidate(ctx, args, os.Stdin, stdout, stderr, getenv)
+		return runValidate(ctx, liveEngine(), args, os.Stdin, stdout, stderr, getenv)
 	case "explain":
 		return runExplain(args, stdout, stderr)
 	case "health":

@@ -18,19 +18,23 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 )
 
-// listContainers reads the live engine for `levee validate` without files:
-// the Docker provider's own list+inspect, so validate sees exactly what serve
-// would. Tests replace it.
-var listContainers = docker.ListContainers
+// engineReader is what `levee validate` reads of a live Docker engine at
+// host. A nil function is a reader this run does not have.
+type engineReader struct {
+	// listContainers is the Docker provider's own list+inspect, so that
+	// validate without files sees exactly what serve would.
+	listContainers func(ctx context.Context, host string) ([]labels.Container, error)
+	// listServices reads the Swarm services (none when not a manager).
+	listServices func(ctx context.Context, host string) ([]labels.Container, error)
+	// imageExposedPorts reads the ports images EXPOSE, for compose
+	// services without ports.
+	imageExposedPorts func(ctx context.Context, host string, images []string) (map[string][]int, error)
+}
 
-// imageExposedPorts reads the ports images EXPOSE from the engine at host,
-// for compose services without ports (a variable so that tests can
-// replace it).
-var imageExposedPorts = docker.ImageExposedPorts
-
-// listServices reads the live engine's Swarm services (none when it is not
-// a manager); a variable so that tests can replace it.
-var listServices = docker.ListServices
+// liveEngine reads the engine through the Docker provider.
+func liveEngine() engineReader {
+	return engineReader{listContainers: docker.ListContainers, listServices: docker.ListServices, imageExposedPorts: docker.ImageExposedPorts}
+}
 
 // Statuses of a service in a validate report.
 const (
@@ -102,7 +106,7 @@ Flags:
 // runValidate implements `levee validate`.
 // Flags not given fall back to the same LEVEE_* variables as serve, so a
 // validate run in serve's environment judges labels exactly as serve would.
-func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("levee validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	prefix := fs.String("label-prefix", labels.DefaultPrefix, "label prefix (use \"sozune\" for compose files written for Sōzune)")
@@ -163,9 +167,9 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "levee validate: note: required variable %s is not set; values that use it are checked as written\n", v)
 		}
 		parser.Offline = true
-		if imageExposedPorts != nil {
+		if eng.imageExposedPorts != nil {
 			fillExposedPorts(ctx, &objs, func(ctx context.Context, images []string) (map[string][]int, error) {
-				return imageExposedPorts(ctx, *host, images)
+				return eng.imageExposedPorts(ctx, *host, images)
 			})
 		}
 		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners)
@@ -174,20 +178,20 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintln(stderr, "levee validate: --env-file and --profile apply to compose files; none given")
 			return 2
 		}
-		if listContainers == nil {
+		if eng.listContainers == nil {
 			fmt.Fprintln(stderr, "levee validate: no compose file given, and this build cannot read the live Docker engine; pass compose files: levee validate docker-compose.yml")
 			return 2
 		}
-		containers, err := listContainers(ctx, *host)
+		containers, err := eng.listContainers(ctx, *host)
 		if err != nil {
 			fmt.Fprintf(stderr, "levee validate: read the live Docker engine: %v\n", err)
 			return 2
 		}
 		var services []labels.Container
-		if listServices != nil {
+		if eng.listServices != nil {
 			// On a Swarm manager the services' labels are checked too, as
 			// `levee serve --swarm` reads them.
-			if services, err = listServices(ctx, *host); err != nil {
+			if services, err = eng.listServices(ctx, *host); err != nil {
 				fmt.Fprintf(stderr, "levee validate: read the live engine's Swarm services: %v\n", err)
 				return 2
 			}

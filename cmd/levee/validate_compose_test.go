@@ -25,7 +25,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 func validateIn(t *testing.T, stdin string, env map[string]string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runValidate(context.Background(), args, strings.NewReader(stdin), &out, &errOut, envOf(env))
+	code := runValidate(context.Background(), testEngine(), args, strings.NewReader(stdin), &out, &errOut, envOf(env))
 	return out.String(), errOut.String(), code
 }
 

@@ -2,30 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestMain keeps validate's tests off the machine's engine: the images'
-// EXPOSE is unknown unless a test gives it.
-func TestMain(m *testing.M) {
-	imageExposedPorts = func(context.Context, string, []string) (map[string][]int, error) {
-		return nil, errors.New("no engine in tests")
-	}
-	os.Exit(m.Run())
-}
-
 // Offline, a service without a port label, ports or expose gets its
 // image's EXPOSE from the engine when it has the image, as serve chooses:
 // not port 80.
 func TestValidateReadsTheImagesExposedPort(t *testing.T) {
-	orig := imageExposedPorts
-	defer func() { imageExposedPorts = orig }()
+	eng := testEngine()
 	var asked []string
-	imageExposedPorts = func(_ context.Context, host string, images []string) (map[string][]int, error) {
+	eng.imageExposedPorts = func(_ context.Context, host string, images []string) (map[string][]int, error) {
 		asked = append(asked, images...)
 		return map[string][]int{"example/app:1": {9000}}, nil
 	}
@@ -51,7 +40,7 @@ func TestValidateReadsTheImagesExposedPort(t *testing.T) {
 	if err := os.WriteFile(path, []byte(compose), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code := validate(t, path)
+	out, _, code := validateWith(t, eng, nil, path)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}

@@ -21,8 +21,25 @@ func validate(t *testing.T, args ...string) (string, string, int) {
 
 func validateEnv(t *testing.T, env map[string]string, args ...string) (string, string, int) {
 	t.Helper()
+	return validateWith(t, testEngine(), env, args...)
+}
+
+// testEngine is the live engine's reader except for images: their EXPOSE
+// is unknown unless a test gives it, so that no test depends on what the
+// machine's engine holds.
+func testEngine() engineReader {
+	e := liveEngine()
+	e.imageExposedPorts = func(context.Context, string, []string) (map[string][]int, error) {
+		return nil, errors.New("no engine in tests")
+	}
+	return e
+}
+
+// validateWith runs validate reading the engine through eng.
+func validateWith(t *testing.T, eng engineReader, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runValidate(context.Background(), args, strings.NewReader(""), &out, &errOut, envOf(env))
+	code := runValidate(context.Background(), eng, args, strings.NewReader(""), &out, &errOut, envOf(env))
 	return out.String(), errOut.String(), code
 }
 
@@ -238,30 +255,29 @@ func TestValidateUsageErrors(t *testing.T) {
 }
 
 func TestValidateLiveEngine(t *testing.T) {
-	saved, savedServices := listContainers, listServices
-	t.Cleanup(func() { listContainers, listServices = saved, savedServices })
-	listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil } // not a manager
+	eng := testEngine()
+	eng.listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil } // not a manager
 
-	listContainers = nil
-	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "cannot read the live Docker engine") {
+	eng.listContainers = nil
+	if _, errOut, code := validateWith(t, eng, nil); code != 2 || !strings.Contains(errOut, "cannot read the live Docker engine") {
 		t.Errorf("nil listContainers: exit %d, %q", code, errOut)
 	}
 
 	var gotHost string
-	listContainers = func(_ context.Context, host string) ([]labels.Container, error) {
+	eng.listContainers = func(_ context.Context, host string) ([]labels.Container, error) {
 		gotHost = host
 		return []labels.Container{{ID: "abc", Name: "web-1", Labels: map[string]string{
 			"levee.enable": "true", "levee.http.web.host": "a.com", "levee.http.web.port": "80"},
 			Networks: []labels.Network{{Name: "bridge", IP: "172.17.0.2"}}}}, nil
 	}
-	out, _, code := validate(t, "--docker-host", "tcp://engine:2375")
+	out, _, code := validateWith(t, eng, nil, "--docker-host", "tcp://engine:2375")
 	if code != 0 || gotHost != "tcp://engine:2375" || !strings.Contains(out, "a.com -> 172.17.0.2:80") {
 		t.Errorf("live: exit %d host %q\n%s", code, gotHost, out)
 	}
 
 	// On a Swarm manager the services are checked too, marked [swarm],
 	// with their diagnostics.
-	listServices = func(context.Context, string) ([]labels.Container, error) {
+	eng.listServices = func(context.Context, string) ([]labels.Container, error) {
 		net := []labels.Network{{Name: "ingress-net", IP: "10.0.1.2"}}
 		return []labels.Container{{ID: "svc1", Name: "shop", Service: true, Networks: net, Labels: map[string]string{
 			"levee.enable": "true", "levee.http.shop.host": "shop.com", "levee.http.shop.port": "8080",
@@ -269,24 +285,24 @@ func TestValidateLiveEngine(t *testing.T) {
 			Tasks: []labels.Task{{ID: "t1", Name: "shop.1", Networks: net},
 				{ID: "t2", Name: "shop.2", Networks: []labels.Network{{Name: "ingress-net", IP: "10.0.1.3"}}}}}}, nil
 	}
-	out, _, code = validate(t)
+	out, _, code = validateWith(t, eng, nil)
 	if code != 0 || !strings.Contains(out, "a.com -> 172.17.0.2:80") ||
 		!strings.Contains(out, "shop.com -> 10.0.1.2:8080, 10.0.1.3:8080 [swarm]") || !strings.Contains(out, "W024") ||
 		!strings.Contains(out, "0 skipped") {
 		t.Errorf("live with a Swarm service: exit %d\n%s", code, out)
 	}
-	listServices = func(context.Context, string) ([]labels.Container, error) {
+	eng.listServices = func(context.Context, string) ([]labels.Container, error) {
 		return nil, errors.New("swarm list failed")
 	}
-	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "Swarm services: swarm list failed") {
+	if _, errOut, code := validateWith(t, eng, nil); code != 2 || !strings.Contains(errOut, "Swarm services: swarm list failed") {
 		t.Errorf("services error: exit %d, %q", code, errOut)
 	}
-	listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
+	eng.listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
 
-	listContainers = func(context.Context, string) ([]labels.Container, error) {
+	eng.listContainers = func(context.Context, string) ([]labels.Container, error) {
 		return nil, errors.New("connection refused")
 	}
-	if _, errOut, code := validate(t); code != 2 || !strings.Contains(errOut, "connection refused") {
+	if _, errOut, code := validateWith(t, eng, nil); code != 2 || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("engine error: exit %d, %q", code, errOut)
 	}
 }
