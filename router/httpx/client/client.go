@@ -300,8 +300,7 @@ func (t *Transport) RoundTripInformational(req *http.Request, inf Informer) (*ht
 		if try == 0 {
 			c, err = t.get(req.Context(), req.URL.Host)
 		} else {
-			// The backend closed a pooled connection, or a new one before
-			// answering an idempotent request: it may be shutting
+			// The backend closed a pooled connection: it may be shutting
 			// down, having closed every idle connection at once (Go's
 			// http.Server.Shutdown does). The others are not tried one
 			// after another: they are dropped and the retry dials, which
@@ -319,16 +318,7 @@ func (t *Transport) RoundTripInformational(req *http.Request, inf Informer) (*ht
 		if err == nil {
 			return resp, nil
 		}
-		// Once more on a new connection: after a pooled connection the
-		// backend had closed, and after a new one it closed unanswered,
-		// for an idempotent request (RFC 9110 9.2.2). A backend closing
-		// its listener drops the connections in its accept queue; the
-		// dial that follows is refused at once if it stopped listening
-		// (the request never left: the proxy says no backend is up, or
-		// sends it to another) and answered if it is up again. A backend
-		// that closes every connection unanswered fails the second one
-		// the same way.
-		if (errors.Is(err, errNothingReceived) || errors.Is(err, errNoAnswer) && Idempotent(req)) && try == 0 && replayable(req) {
+		if errors.Is(err, errNothingReceived) && try == 0 && replayable(req) {
 			if req.Body != nil && req.GetBody != nil {
 				if req.Body, err = req.GetBody(); err != nil {
 					return nil, err

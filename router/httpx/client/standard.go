@@ -48,33 +48,13 @@ func NewStandard(tr *http.Transport, bodyTimeout time.Duration) *Standard {
 
 // RoundTripInformational is Transport.RoundTripInformational on net/http's
 // Transport.
-// As Levee's own client does, a new connection the backend closed before
-// answering an idempotent request is dialled once more (net/http's
-// Transport sends a request again only after a pooled connection failed).
 func (t *Standard) RoundTripInformational(req *http.Request, inf Informer) (*http.Response, error) {
-	resp, reused, err := t.roundTrip(req, inf)
-	if err != nil && !reused && ClosedBeforeAnswer(err) && Idempotent(req) && replayable(req) && req.Context().Err() == nil {
-		if req.Body != nil && req.GetBody != nil {
-			if req.Body, err = req.GetBody(); err != nil {
-				return nil, err
-			}
-		}
-		resp, _, err = t.roundTrip(req, inf)
-	}
-	return resp, err
-}
-
-// roundTrip is one round trip; reused says whether it ran on a pooled
-// connection.
-func (t *Standard) roundTrip(req *http.Request, inf Informer) (*http.Response, bool, error) {
 	ctx, cancel := context.WithCancel(req.Context())
-	reused := false
 	trace := &httptrace.ClientTrace{
 		// Called before the Transport counts the request as expected on
 		// the connection: a pooled one is used only once its read loop
 		// has settled (standard_conn.go).
 		GotConn: func(info httptrace.GotConnInfo) {
-			reused = info.Reused
 			if wc, ok := info.Conn.(*watchedConn); ok && info.Reused {
 				wc.settled(ctx)
 			}
@@ -92,19 +72,19 @@ func (t *Standard) roundTrip(req *http.Request, inf Informer) (*http.Response, b
 	resp, err := t.Transport.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
-		return nil, reused, alertAsTLSError(t.TLSClientConfig, req.URL.Host, err)
+		return nil, alertAsTLSError(t.TLSClientConfig, req.URL.Host, err)
 	}
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		// A tunnel: the proxy bounds its idle time itself.
 		resp.Body = &cancelRWC{ReadWriteCloser: rwc, cancel: cancel}
-		return resp, reused, nil
+		return resp, nil
 	}
 	b := &idleBody{body: resp.Body, timeout: t.BodyTimeout, cancel: cancel}
 	if t.BodyTimeout > 0 {
 		b.timer = time.AfterFunc(t.BodyTimeout, cancel)
 	}
 	resp.Body = b
-	return resp, reused, nil
+	return resp, nil
 }
 
 // idleBody cancels its request (which makes the Transport close the
