@@ -15,12 +15,30 @@
 //
 // Every entrypoint field is one row of the field table (Fields): its label
 // key and aliases, its JSON/YAML path and aliases, its kind, default,
-// documentation, example, the diagnostic code a bad value produces and the
-// setter that parses and checks it. That one row drives label decoding
-// (DecodeLabels), JSON and YAML decoding (DecodeEntrypoint), validation, the
-// did-you-mean of unknown keys, and docs/labels.md (FieldsMarkdown, kept in
-// sync by a test). A field is added or changed in one place, and labels,
-// the API and the docs cannot disagree about it.
+// documentation, example, the diagnostic code a bad value produces, the
+// setter that parses and checks it and the getter that reads it back. That
+// one row drives label decoding (DecodeLabels), JSON and YAML decoding
+// (DecodeEntrypoint), validation, the did-you-mean of unknown keys,
+// encoding (EncodeEntrypoint: the payload is the table walked, each
+// getter's value at its row's JSON path) and docs/labels.md
+// (FieldsMarkdown, kept in sync by a test). A field is added or changed in
+// one place, and labels, the API, the stored state and the docs cannot
+// disagree about it.
+//
+// A getter is one line beside the setter, built from a few constructors
+// (encode.go): value for a field the payload always writes, omitEmpty
+// around one it leaves out when empty, a group's constructor (inHealth,
+// inBreaker, inCORS..., declared beside the group's rows) for a field
+// written while its group is on, and
+// ofBackend for a backends[] field:
+//
+//	{Label: "healthCheck.rise", JSON: "config.health_check.rise", ...,
+//		set: setHealthCount(func(h *HealthCheck) *int { return &h.Rise }),
+//		get: inHealth(func(h *HealthCheck) any { return h.Rise })},
+//
+// TestEveryFieldRoundTrips takes every row's Example through labels,
+// the payload in JSON and in YAML and back, and fails for a row without a
+// getter, so that no field can be decoded but lost when it is stored.
 //
 // # One normalisation for every input
 //

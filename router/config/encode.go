@@ -3,184 +3,265 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/levee-proxy/levee/breaker"
 )
 
-// The wire types below fix the canonical field order and forms: durations
-// as Go duration strings, status lists as "500,502-504", protocol "Http"
-// as in Sōzune's payloads.
-
-type wireEntrypoint struct {
-	Name     string        `json:"name"`
-	Protocol string        `json:"protocol"`
-	Backends []wireBackend `json:"backends"`
-	Config   wireConfig    `json:"config"`
-	Created  string        `json:"created,omitempty"`
-}
-
-type wireBackend struct {
-	Address string `json:"address"`
-	Port    int    `json:"port"`
-	Weight  int    `json:"weight"`
-	Name    string `json:"name,omitempty"`
-}
-
-type wireConfig struct {
-	Hostnames      []string     `json:"hostnames"`
-	Path           string       `json:"path"`
-	PathCaseInsens bool         `json:"path_case_insensitive,omitempty"`
-	PathRegex      string       `json:"path_regex,omitempty"`
-	Priority       int          `json:"priority"`
-	Methods        []string     `json:"methods,omitempty"`
-	StripPrefix    bool         `json:"strip_prefix"`
-	AddPrefix      string       `json:"add_prefix,omitempty"`
-	LoadBalancer   string       `json:"load_balancer"`
-	BackendTimeout string       `json:"backend_timeout"`
-	Retry          wireRetry    `json:"retry"`
-	MaxRequestBody int64        `json:"max_request_body_bytes,omitempty"`
-	HealthCheck    *wireHealth  `json:"health_check,omitempty"`
-	PassiveHealth  *wirePassive `json:"passive_health,omitempty"`
-	CircuitBreaker *wireBreaker `json:"circuit_breaker,omitempty"`
-	wireAccess
-	wireTransform
-	TLS       *wireTLS `json:"tls,omitempty"`
-	Listeners []string `json:"listeners,omitempty"`
-	Scheme    string   `json:"scheme,omitempty"`
-}
-
-type wireTLS struct {
-	Enabled  bool `json:"enabled"`
-	Redirect bool `json:"redirect"`
-	// HSTS is the max-age in seconds, as the header writes it.
-	HSTS                  int64 `json:"hsts"`
-	HSTSIncludeSubdomains bool  `json:"hsts_include_subdomains,omitempty"`
-	HSTSPreload           bool  `json:"hsts_preload,omitempty"`
-	// The backend side (BackendTLS).
-	ServerName         string `json:"server_name,omitempty"`
-	CA                 string `json:"ca,omitempty"`
-	ClientCert         string `json:"client_cert,omitempty"`
-	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
-}
-
-type wireRetry struct {
-	Attempts   int   `json:"attempts"`
-	BodyBuffer int64 `json:"body_buffer,omitempty"`
-}
-
-type wireHealth struct {
-	Path     string `json:"path"`
-	Status   string `json:"status"`
-	Timeout  string `json:"timeout"`
-	Interval string `json:"interval"`
-	Rise     int    `json:"rise"`
-	Fall     int    `json:"fall"`
-}
-
-type wirePassive struct {
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	EjectTime           string  `json:"eject_time"`
-	MaxEjectTime        string  `json:"max_eject_time"`
-	MaxEjectedShare     float64 `json:"max_ejected_share"`
-}
-
-type wireBreaker struct {
-	Threshold           float64 `json:"threshold"`
-	MinRequests         int     `json:"min_requests"`
-	Window              string  `json:"window"`
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	SlowCallDuration    string  `json:"slow_call_duration"`
-	SlowCallThreshold   float64 `json:"slow_call_threshold"`
-	Cooldown            string  `json:"cooldown"`
-	MaxCooldown         string  `json:"max_cooldown"`
-	HalfOpenProbes      int     `json:"half_open_probes"`
-	SuccessesToClose    int     `json:"successes_to_close"`
-	ProbeTimeout        string  `json:"probe_timeout"`
-	FailureStatuses     string  `json:"failure_statuses"`
-	SuccessStatuses     string  `json:"success_statuses,omitempty"`
-	CooldownJitter      float64 `json:"cooldown_jitter"`
-	RecoveryDuration    string  `json:"recovery_duration"`
-	Mode                string  `json:"mode"`
-	ResponseCode        int     `json:"response_code"`
-	ResponseBody        string  `json:"response_body"`
-	Scope               string  `json:"scope"`
-	// The fallback fields (model_fallback.go).
-	Fallback                 string `json:"fallback"`
-	FallbackStatus           int    `json:"fallback_status"`
-	ServeStale               string `json:"serve_stale"`
-	ServeStaleForCredentials bool   `json:"serve_stale_for_credentials"`
-}
-
-// EncodeEntrypoint renders ep as canonical JSON in the API payload shape,
-// every field explicit. DecodeEntrypoint accepts it back and yields ep again
-// (for an entrypoint that came out of the validator), which is what makes it
-// fit for persistence and API responses.
+// EncodeEntrypoint renders ep as canonical JSON in the API payload shape.
+// DecodeEntrypoint accepts it back and yields ep again (for an entrypoint
+// that came out of the validator), which is what makes it fit for
+// persistence and API responses.
+//
+// The payload is the field table walked: each row's getter gives its
+// value and whether the payload writes it, and the value goes at the
+// row's JSON path, in table order. Around the fields are the entrypoint's
+// identity (name, protocol "Http" as in Sōzune's payloads, created) and
+// each backend's address and name, which are not fields of the table.
 func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
-	w := wireEntrypoint{
-		Name:     ep.Name,
-		Protocol: "Http",
-		Backends: make([]wireBackend, 0, len(ep.Backends)),
-		Config: wireConfig{
-			Hostnames:      ep.Hosts,
-			Path:           ep.Path,
-			PathCaseInsens: ep.PathCaseInsensitive,
-			PathRegex:      ep.PathRegex,
-			Priority:       ep.Priority,
-			Methods:        ep.Methods,
-			StripPrefix:    ep.StripPrefix,
-			AddPrefix:      ep.AddPrefix,
-			LoadBalancer:   ep.LoadBalancer,
-			BackendTimeout: ep.BackendTimeout.String(),
-			Retry:          wireRetry{Attempts: ep.Retry.Attempts, BodyBuffer: ep.Retry.BodyBuffer},
-			MaxRequestBody: ep.MaxRequestBodyBytes,
-		},
+	root := &object{}
+	root.set("name", ep.Name)
+	root.set("protocol", "Http")
+	backends := make([]*object, 0, len(ep.Backends))
+	for i := range ep.Backends {
+		b := &ep.Backends[i]
+		o := &object{}
+		o.set("address", b.Address)
+		for _, f := range fieldTable {
+			if path, ok := strings.CutPrefix(f.JSON, "backends[]."); ok {
+				if err := putField(o, path, f, &ep, b); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if b.Name != "" {
+			o.set("name", b.Name)
+		}
+		backends = append(backends, o)
 	}
-	w.Config.wireTransform = encodeTransform(ep.Transform)
-	if w.Config.Hostnames == nil {
-		w.Config.Hostnames = []string{}
+	root.set("backends", backends)
+	for _, f := range fieldTable {
+		if strings.HasPrefix(f.JSON, "config.") {
+			if err := putField(root, f.JSON, f, &ep, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Unread is no field of the table: the keys no row could read. It is
+	// written so that the route keeps denying once stored and read back.
+	if len(ep.Access.Unread) > 0 {
+		root.set(unreadJSONKey, ep.Access.Unread)
 	}
 	if !ep.Created.IsZero() {
-		w.Created = ep.Created.Format(time.RFC3339Nano)
+		root.set("created", ep.Created.Format(time.RFC3339Nano))
 	}
-	for _, b := range ep.Backends {
-		w.Backends = append(w.Backends, wireBackend(b))
-	}
-	if h := ep.HealthCheck; h != nil {
-		w.Config.HealthCheck = &wireHealth{Path: h.Path, Status: h.Status.String(), Timeout: h.Timeout.String(),
-			Interval: h.Interval.String(), Rise: h.Rise, Fall: h.Fall}
-	}
-	// The validator fills every passive-health field; an entrypoint built
-	// without it leaves them zero, which is not a payload value, so the
-	// group is left out and the request path's defaults apply.
-	if ph := ep.PassiveHealth; !ph.IsZero() {
-		w.Config.PassiveHealth = &wirePassive{ConsecutiveFailures: ph.ConsecutiveFailures, EjectTime: ph.EjectTime.String(),
-			MaxEjectTime: ph.MaxEjectTime.String(), MaxEjectedShare: ph.MaxEjectedShare}
-	}
-	if cb := ep.CircuitBreaker; cb != nil {
-		p := cb.Params
-		w.Config.CircuitBreaker = &wireBreaker{
-			Threshold: p.Threshold, MinRequests: p.MinRequests, Window: p.Window.String(),
-			ConsecutiveFailures: p.ConsecutiveFailures, SlowCallDuration: p.SlowCallDuration.String(),
-			SlowCallThreshold: p.SlowCallThreshold, Cooldown: p.Cooldown.String(), MaxCooldown: p.MaxCooldown.String(),
-			HalfOpenProbes: p.HalfOpenProbes, SuccessesToClose: p.SuccessesToClose, ProbeTimeout: p.ProbeTimeout.String(),
-			FailureStatuses: p.FailureStatuses.String(), SuccessStatuses: p.SuccessStatuses.String(),
-			CooldownJitter: p.CooldownJitter, RecoveryDuration: p.RecoveryDuration.String(), Mode: p.Mode.String(),
-			ResponseCode: cb.ResponseCode, ResponseBody: cb.ResponseBody, Scope: cb.Scope,
-		}
-		encodeFallback(w.Config.CircuitBreaker, cb.Fallback)
-	}
-	w.Config.wireAccess = encodeAccess(ep.Access)
-	if bt := ep.BackendTLS; !ep.TLS.IsZero() || !bt.IsZero() {
-		w.Config.TLS = &wireTLS{Enabled: ep.TLS.Enabled, Redirect: ep.TLS.Redirect, HSTS: int64(ep.TLS.HSTS / time.Second),
-			HSTSIncludeSubdomains: ep.TLS.HSTSIncludeSubdomains, HSTSPreload: ep.TLS.HSTSPreload,
-			ServerName: bt.ServerName, CA: bt.CA, ClientCert: bt.ClientCert, InsecureSkipVerify: bt.InsecureSkipVerify}
-	}
-	if ep.Scheme != SchemeHTTP {
-		w.Config.Scheme = ep.Scheme
-	}
-	w.Config.Listeners = ep.Listeners
-	out, err := json.Marshal(w)
+	out, err := root.appendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return nil, fmt.Errorf("encode entrypoint %q: %w", ep.Name, err)
 	}
 	return out, nil
+}
+
+// putField writes field f of ep (or of backend b) at path in o, if its
+// getter says the payload writes it.
+func putField(o *object, path string, f Field, ep *Entrypoint, b *Backend) error {
+	if f.get == nil {
+		// Every row has a getter (TestEveryFieldRoundTrips): a field the
+		// payload cannot carry would be lost from a stored entrypoint.
+		return fmt.Errorf("encode entrypoint %q: field %s has no getter", ep.Name, f.Label)
+	}
+	if v, ok := f.get(ep, b); ok {
+		o.set(path, payloadForm(v))
+	}
+	return nil
+}
+
+// A getter reads one field for the API payload: its value and whether the
+// payload writes it at all (a group that is off, an empty optional value
+// are left out). A config.* row's getter reads ep; a backends[] row's
+// reads b, one backend of ep. Values are Go values; payloadForm writes
+// durations, status lists and modes as text.
+type getter func(ep *Entrypoint, b *Backend) (any, bool)
+
+// value is a field the payload always writes.
+func value(read func(ep *Entrypoint) any) getter {
+	return func(ep *Entrypoint, _ *Backend) (any, bool) { return read(ep), true }
+}
+
+// ofBackend is a backends[] field the payload always writes.
+func ofBackend(read func(b *Backend) any) getter {
+	return func(_ *Entrypoint, b *Backend) (any, bool) { return read(b), true }
+}
+
+// omitEmpty writes g's value only when its payload form is not empty
+// (false, 0, "", an empty list or map), as encoding/json's omitempty.
+func omitEmpty(g getter) getter {
+	return func(ep *Entrypoint, b *Backend) (any, bool) {
+		v, ok := g(ep, b)
+		return v, ok && !isEmpty(payloadForm(v))
+	}
+}
+
+// unwritten is a field the payload never writes because another carries
+// it: circuitBreaker.enabled is the circuit_breaker group's presence.
+func unwritten(*Entrypoint, *Backend) (any, bool) { return nil, false }
+
+// group returns the getter constructor of a group of fields: read's value
+// is written when the group is on (of returns non-nil) and never
+// otherwise, so that an absent group stays absent. Each feature's file
+// declares its groups beside its rows (inHealth in fields.go, inCORS in
+// fields_transform.go).
+func group[G any](of func(ep *Entrypoint) *G) func(read func(g *G) any) getter {
+	return func(read func(g *G) any) getter {
+		return func(ep *Entrypoint, _ *Backend) (any, bool) {
+			if g := of(ep); g != nil {
+				return read(g), true
+			}
+			return nil, false
+		}
+	}
+}
+
+// payloadForm is v as the payload writes it: durations as Go duration
+// strings ("1m30s"), status lists as "500,502-504", the breaker mode by
+// name. DecodeEntrypoint reads each form back.
+func payloadForm(v any) any {
+	switch x := v.(type) {
+	case time.Duration:
+		return x.String()
+	case breaker.StatusSet:
+		return x.String()
+	case breaker.Mode:
+		return x.String()
+	}
+	return v
+}
+
+// isEmpty reports whether v is what encoding/json's omitempty leaves out.
+func isEmpty(v any) bool {
+	if v == nil {
+		return true
+	}
+	r := reflect.ValueOf(v)
+	switch r.Kind() {
+	case reflect.Slice, reflect.Map, reflect.String:
+		return r.Len() == 0
+	}
+	return r.IsZero()
+}
+
+// nonNil is s, or an empty list for nil: the payload writes [] for a list
+// that is always present.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// object is a JSON object that keeps its keys in the order they were
+// first set, so that the payload follows the table's order. Objects are
+// small (a group's fields): keys are found by a scan.
+type object struct {
+	keys []string
+	vals []any
+}
+
+// set puts v at the dotted path, making the objects on the way.
+func (o *object) set(path string, v any) {
+	key, rest, nested := strings.Cut(path, ".")
+	if !nested {
+		o.put(key, v)
+		return
+	}
+	sub, ok := o.get(key).(*object)
+	if !ok {
+		sub = &object{keys: make([]string, 0, 8), vals: make([]any, 0, 8)}
+		o.put(key, sub)
+	}
+	sub.set(rest, v)
+}
+
+func (o *object) get(key string) any {
+	if i := slices.Index(o.keys, key); i >= 0 {
+		return o.vals[i]
+	}
+	return nil
+}
+
+func (o *object) put(key string, v any) {
+	if i := slices.Index(o.keys, key); i >= 0 {
+		o.vals[i] = v
+		return
+	}
+	o.keys, o.vals = append(o.keys, key), append(o.vals, v)
+}
+
+// appendJSON appends o as JSON to buf, its keys in order; nested objects
+// are written in place, every other value by encoding/json.
+func (o *object) appendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, '{')
+	for i, k := range o.keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"')
+		buf = append(buf, k...) // the table's keys: [a-z_]
+		buf = append(buf, '"', ':')
+		var err error
+		if buf, err = appendValue(buf, o.vals[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+func appendValue(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case *object:
+		return x.appendJSON(buf)
+	case []*object:
+		buf = append(buf, '[')
+		for i, o := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = o.appendJSON(buf); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	case int:
+		return strconv.AppendInt(buf, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(buf, x, 10), nil
+	case string:
+		if plainJSON(x) {
+			buf = append(buf, '"')
+			buf = append(buf, x...)
+			return append(buf, '"'), nil
+		}
+	}
+	b, err := json.Marshal(v)
+	return append(buf, b...), err
+}
+
+// plainJSON reports whether s is written in a JSON string as it is, by
+// encoding/json too: printable ASCII without '"', '\\' or the '<', '>'
+// and '&' that encoding/json escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

@@ -18,61 +18,70 @@ func accessPolicyFields() []Field {
 		// Basic auth.
 		{Label: "basicAuth.users", JSON: "config.basic_auth.users", Kind: KindList, Default: "(none)", Code: diagnostics.BadBasicAuth,
 			Doc:     "htpasswd lines `name:hash`, comma-separated: bcrypt of cost 4-14 (`htpasswd -nbB name password`), or for migration `$apr1$` and `{SHA}` (accepted with W055: weak); in a compose file write each `$` of a hash as `$$`. Requests without valid credentials get 401 (`unauthorized`). Plain text, another kind of hash or a cost above 14 makes the route deny every request (W050), never fail open.",
-			Example: "admin:$2y$05$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", set: setBasicUsers},
+			Example: "admin:$2y$05$c4WoMPo3SXsafkva.HHa6uXQZWr7oboPiC2bT/r7q1BB8I2s0BRqC", set: setBasicUsers, get: inBasicAuth(func(b *BasicAuth) any { return nonNil(b.Users) })},
 		{Label: "basicAuth.usersFile", JSON: "config.basic_auth.users_file", Kind: KindString, Default: "(none)", Code: diagnostics.BadBasicAuth,
 			Doc:     "A file of more htpasswd lines (as `users`), one per line, read when the route is (re)built. A file that is missing, not a regular file or larger than 1 MiB makes the route deny every request (W050).",
-			Example: "/etc/levee/htpasswd", set: setBasicUsersFile},
+			Example: "/etc/levee/htpasswd", set: setBasicUsersFile, get: omitEmpty(inBasicAuth(func(b *BasicAuth) any { return b.UsersFile }))},
 		{Label: "basicAuth.realm", JSON: "config.basic_auth.realm", Kind: KindString, Default: DefaultRealm, Code: diagnostics.BadBasicAuth,
 			Doc:     "The realm of the `WWW-Authenticate` challenge (RFC 7617).",
-			Example: "admin area", set: setBasicRealm},
+			Example: "admin area", set: setBasicRealm, get: inBasicAuth(func(b *BasicAuth) any { return b.Realm })},
 		{Label: "basicAuth.removeHeader", JSON: "config.basic_auth.remove_header", Kind: KindBool, Default: "false", Code: diagnostics.BadBasicAuth,
 			Doc:     "Removes the `Authorization` header before the request goes to the backend.",
-			Example: "true", set: setBasicRemoveHeader},
+			Example: "true", set: setBasicRemoveHeader, get: inBasicAuth(func(b *BasicAuth) any { return b.RemoveHeader })},
 		// Forward auth.
 		{Label: "forwardAuth.address", JSON: "config.forward_auth.address", Kind: KindString, Default: "(required)", Code: diagnostics.BadForwardAuth,
 			Doc:     "URL of the auth service, asked with the request's method, path (`X-Forwarded-Uri`) and headers before each request: a 2xx lets the request through, any other answer goes back to the client. An unreachable or slow auth service refuses the request (503 `auth-unavailable`); it never counts against the route's backends.",
-			Example: "http://auth:9000/verify", set: setForwardAddress},
+			Example: "http://auth:9000/verify", set: setForwardAddress, get: inForwardAuth(func(f *ForwardAuth) any { return f.Address })},
 		{Label: "forwardAuth.trustForwardHeader", JSON: "config.forward_auth.trust_forward_header", Kind: KindBool, Default: "false", Code: diagnostics.BadForwardAuth,
 			Doc:     "Passes the X-Forwarded-* headers the request came with to the auth service (only a --trusted-proxies peer's: another client's are removed first); otherwise Levee sets them (from the --trusted-proxies rule).",
-			Example: "true", set: setForwardTrust},
+			Example: "true", set: setForwardTrust, get: inForwardAuth(func(f *ForwardAuth) any { return f.TrustForwardHeader })},
 		{Label: "forwardAuth.authResponseHeaders", JSON: "config.forward_auth.auth_response_headers", Kind: KindList, Default: "(none)", Code: diagnostics.BadForwardAuth,
 			Doc:     "Headers of the auth service's 2xx answer copied onto the request sent to the backend (replacing any the client sent, and removing them when the answer lacks them; their other spellings, `X_Auth_User` or `X.Auth.User`, are always removed).",
-			Example: "X-Auth-User,X-Auth-Groups", set: setForwardHeaders(func(f *ForwardAuth) *[]string { return &f.AuthResponseHeaders })},
+			Example: "X-Auth-User,X-Auth-Groups", set: setForwardHeaders(func(f *ForwardAuth) *[]string { return &f.AuthResponseHeaders }), get: inForwardAuth(func(f *ForwardAuth) any { return nonNil(f.AuthResponseHeaders) })},
 		{Label: "forwardAuth.authRequestHeaders", JSON: "config.forward_auth.auth_request_headers", Kind: KindList, Default: "(all)", Code: diagnostics.BadForwardAuth,
 			Doc:     "When set, the only client headers sent to the auth service; each may come once (`Cookie` excepted: a second one is 400 `bad-header`), and their other spellings (`X_Api_Key`) never reach the backend.",
-			Example: "Cookie,Authorization", set: setForwardHeaders(func(f *ForwardAuth) *[]string { return &f.AuthRequestHeaders })},
+			Example: "Cookie,Authorization", set: setForwardHeaders(func(f *ForwardAuth) *[]string { return &f.AuthRequestHeaders }), get: omitEmpty(inForwardAuth(func(f *ForwardAuth) any { return f.AuthRequestHeaders }))},
 		{Label: "forwardAuth.timeout", JSON: "config.forward_auth.timeout", Kind: KindDuration, Default: DefaultForwardAuthTimeout.String(), Code: diagnostics.BadForwardAuth,
 			Doc:     "How long Levee waits for the auth service's answer; past it the request is refused (503 `auth-unavailable`).",
-			Example: "2s", set: setForwardTimeout},
+			Example: "2s", set: setForwardTimeout, get: inForwardAuth(func(f *ForwardAuth) any { return f.Timeout })},
 		// IP allow-list.
 		{Label: "ipAllowList.sourceRange", JSON: "config.ip_allow_list.source_range", Kind: KindList, Default: "(none: deny all)", Code: diagnostics.BadIPAllowList,
 			Doc:     "CIDR prefixes or addresses allowed, comma-separated; other clients get 403 (`forbidden-ip`). The client address is the peer's, or from X-Forwarded-For when the peer is one of --trusted-proxies. A bad entry makes the route deny everyone (W052).",
-			Example: "10.0.0.0/8,192.0.2.7", set: setAllowRange},
+			Example: "10.0.0.0/8,192.0.2.7", set: setAllowRange, get: inIPAllowList(func(l *IPAllowList) any { return nonNil(l.SourceRange) })},
 		{Label: "ipAllowList.depth", JSON: "config.ip_allow_list.depth", Kind: KindInt, Default: "0", Code: diagnostics.BadIPAllowList,
 			Doc:     "With a value n > 0, the client address is the n-th X-Forwarded-For entry from the right (Traefik's ipStrategy.depth), used only when the peer is a trusted proxy; 0 applies the --trusted-proxies rule.",
-			Example: "1", set: setAllowDepth},
+			Example: "1", set: setAllowDepth, get: omitEmpty(inIPAllowList(func(l *IPAllowList) any { return l.Depth }))},
 		// Rate limit.
 		{Label: "rateLimit.average", JSON: "config.rate_limit.average", Kind: KindInt, Default: "(required)", Code: diagnostics.BadRateLimit,
 			Doc:     "Requests allowed per period on average, per source (a token bucket); more get 429 (`rate-limited`) with `Retry-After` and the IETF `RateLimit` and `RateLimit-Policy` headers.",
-			Example: "100", set: setRateAverage},
+			Example: "100", set: setRateAverage, get: inRateLimit(func(r *RateLimit) any { return r.Average })},
 		{Label: "rateLimit.period", JSON: "config.rate_limit.period", Kind: KindDuration, Default: DefaultRatePeriod.String(), Code: diagnostics.BadRateLimit,
 			Doc:     "The period of `average` (whole seconds or a Go duration).",
-			Example: "1m", set: setRatePeriod},
+			Example: "1m", set: setRatePeriod, get: inRateLimit(func(r *RateLimit) any { return r.Period })},
 		{Label: "rateLimit.burst", JSON: "config.rate_limit.burst", Kind: KindInt, Default: strconv.Itoa(DefaultRateBurst), Code: diagnostics.BadRateLimit,
 			Doc:     "Requests a source may send at once above the average (the bucket's size).",
-			Example: "50", set: setRateBurst},
+			Example: "50", set: setRateBurst, get: inRateLimit(func(r *RateLimit) any { return r.Burst })},
 		{Label: "rateLimit.sourceCriterion", JSON: "config.rate_limit.source_criterion", Kind: KindString, Default: CriterionIP, Code: diagnostics.BadRateLimit,
 			Doc:     "What a bucket is kept per: `ip` (client address, --trusted-proxies rule), `host` (the request's Host as routing reads it: lower case, without port, trailing dot or brackets, so `H.TEST.:80` counts as `h.test`) or `header:<name>` (a header's value; requests without it share one bucket).",
-			Example: "header:X-Api-Key", set: setCriterion(func(a *AccessPolicies) *string { return &rateLimitOf(a).SourceCriterion })},
+			Example: "header:X-Api-Key", set: setCriterion(func(a *AccessPolicies) *string { return &rateLimitOf(a).SourceCriterion }), get: inRateLimit(func(r *RateLimit) any { return r.SourceCriterion })},
 		// In-flight limit.
 		{Label: "inFlight.amount", JSON: "config.in_flight.amount", Kind: KindInt, Default: "(required)", Code: diagnostics.BadInFlight,
 			Doc:     "Requests under way at once per source; more get 429 (`too-many-in-flight`) with `Retry-After: 1`: the client sent too many at once, the backend is not at fault.",
-			Example: "10", set: setInFlightAmount},
+			Example: "10", set: setInFlightAmount, get: inInFlight(func(f *InFlight) any { return f.Amount })},
 		{Label: "inFlight.sourceCriterion", JSON: "config.in_flight.source_criterion", Kind: KindString, Default: CriterionIP, Code: diagnostics.BadInFlight,
 			Doc:     "What requests are counted per: `ip`, `host` or `header:<name>`, as for rateLimit.",
-			Example: "ip", set: setCriterion(func(a *AccessPolicies) *string { return &inFlightOf(a).SourceCriterion })},
+			Example: "host", set: setCriterion(func(a *AccessPolicies) *string { return &inFlightOf(a).SourceCriterion }), get: inInFlight(func(f *InFlight) any { return f.SourceCriterion })},
 	}
 }
+
+// The access policies' groups in the payload (see group).
+var (
+	inBasicAuth   = group(func(ep *Entrypoint) *BasicAuth { return ep.Access.BasicAuth })
+	inForwardAuth = group(func(ep *Entrypoint) *ForwardAuth { return ep.Access.ForwardAuth })
+	inIPAllowList = group(func(ep *Entrypoint) *IPAllowList { return ep.Access.IPAllowList })
+	inRateLimit   = group(func(ep *Entrypoint) *RateLimit { return ep.Access.RateLimit })
+	inInFlight    = group(func(ep *Entrypoint) *InFlight { return ep.Access.InFlight })
+)
 
 // enableAccessGroup turns on the policy a group configures (a payload
 // that gives the group at all, even as a bad value).

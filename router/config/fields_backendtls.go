@@ -32,19 +32,19 @@ func backendTLSFields() []Field {
 		{Label: "scheme", JSON: "config.scheme", Kind: KindEnum, Default: SchemeHTTP, Code: diagnostics.BadScheme,
 			Values:  []string{SchemeHTTP, SchemeHTTPS},
 			Doc:     "How Levee speaks to the route's backends: `http` is plain HTTP/1.1, `https` is HTTP/1.1 over TLS (1.2 or later), verified against the system roots or `tls.ca`, with SNI and the verified name `tls.serverName` (default: the backend's address). A handshake or certificate failure is a backend failure (breaker, passive health) answered 502 with `X-Levee-Diagnostic: backend-tls`. `h2c` and `h2` are not supported yet (W004, `http` applies). See [tls.md](tls.md#backends-over-https).",
-			Example: "https", set: setScheme},
+			Example: "https", set: setScheme, get: getScheme},
 		{Label: "tls.serverName", JSON: "config.tls.server_name", Kind: KindString, Default: "the backend's address", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, the server name sent in SNI and verified in the backend's certificate (a DNS name or an IP address). A bad value makes the route answer 502 (W005), never verify another name.",
-			Example: "portainer.internal", set: setBackendServerName},
+			Example: "portainer.internal", set: setBackendServerName, get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.ServerName }))},
 		{Label: "tls.ca", JSON: "config.tls.ca", Kind: KindString, Default: "the system roots", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, a PEM file of the CA certificates the backends' certificates are verified against, instead of the system roots. Read when the route is built; a file that cannot be read or holds no certificate makes the route answer 502 with `X-Levee-Diagnostic: backend-tls-misconfigured` (W005), never fall back to weaker verification.",
-			Example: "/certs/internal-ca.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.CA })},
+			Example: "/certs/internal-ca.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.CA }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.CA }))},
 		{Label: "tls.clientCert", JSON: "config.tls.client_cert", Kind: KindString, Default: "(none)", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, the client certificate Levee presents to backends that ask for one (mutual TLS): CERT[,KEY] as `--tls-cert` takes it, PEM files of a chain and its key, KEY left out when CERT holds both. Unreadable: as tls.ca (W005).",
-			Example: "/certs/levee.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.ClientCert })},
+			Example: "/certs/levee.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.ClientCert }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.ClientCert }))},
 		{Label: "tls.insecureSkipVerify", JSON: "config.tls.insecure_skip_verify", Kind: KindBool, Default: "false", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, accepts any certificate from the backends: the connection is encrypted but not authenticated. Always reported (W006); prefer tls.ca.",
-			Example: "true", set: setBackendInsecure},
+			Example: "true", set: setBackendInsecure, get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.InsecureSkipVerify }))},
 	}
 }
 
@@ -62,6 +62,11 @@ func setScheme(d *draft, f *Field, key string, v any) {
 		}
 	}
 	d.bad(f, key, v, err.Error())
+}
+
+// getScheme writes the scheme when it is not plain HTTP, the default.
+func getScheme(ep *Entrypoint, _ *Backend) (any, bool) {
+	return ep.Scheme, ep.Scheme != SchemeHTTP && ep.Scheme != ""
 }
 
 // badBackendTLS reports a backend TLS value that cannot be read and keeps

@@ -21,22 +21,22 @@ func tlsFields() []Field {
 	return []Field{
 		{Label: "tls", JSON: "config.tls.enabled", JSONAliases: []string{"config.tls"}, Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
 			Doc:     "Serves the route over HTTPS on the TLS listeners (`--listen name=addr,tls`) instead of the plain ones. The certificate is a static one from --tls-cert-dir that names the host, else one ACME obtains for each host (with --acme-email), else the default certificate. JSON also accepts `\"tls\": true`.",
-			Example: "true", set: setTLSEnabled},
+			Example: "true", set: setTLSEnabled, get: inTLS(func(ep *Entrypoint) any { return ep.TLS.Enabled })},
 		{Label: "tls.redirect", JSON: "config.tls.redirect", Kind: KindBool, Default: "true when tls=true", Code: diagnostics.BadTLS,
 			Doc:     "On plain listeners the route does not serve on, answers its requests with 308 Permanent Redirect to `https://` with the same host, path and query (RFC 9110 15.4.9; 308 keeps the method and body), on the public port of the first TLS listener the route serves on (one `listeners` names, else any; `--listen name=addr,tls,public-port=N`). A route that serves on no TLS listener is not redirected. `false` serves nothing on plain listeners.",
-			Example: "false", set: setTLSRedirect},
+			Example: "false", set: setTLSRedirect, get: inTLS(func(ep *Entrypoint) any { return ep.TLS.Redirect })},
 		{Label: "tls.hsts", JSON: "config.tls.hsts", Kind: KindDuration, Default: "0 (no header)", Code: diagnostics.BadTLS,
 			Doc:     fmt.Sprintf("Strict-Transport-Security max-age sent on the route's HTTPS responses (RFC 6797), in whole seconds or a duration, at most %d (two years). Never sent over plain HTTP.", int(MaxHSTS/time.Second)),
-			Example: "31536000", set: setTLSHSTS},
+			Example: "31536000", set: setTLSHSTS, get: inTLS(func(ep *Entrypoint) any { return int64(ep.TLS.HSTS / time.Second) })},
 		{Label: "tls.hsts.includeSubDomains", JSON: "config.tls.hsts_include_subdomains", Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
 			Doc:     "Adds `includeSubDomains` to the Strict-Transport-Security header: browsers then reach every sub-domain of the host over HTTPS only (Traefik's `stsIncludeSubdomains`).",
-			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSIncludeSubdomains })},
+			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSIncludeSubdomains }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.TLS.HSTSIncludeSubdomains }))},
 		{Label: "tls.hsts.preload", JSON: "config.tls.hsts_preload", Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
 			Doc:     "Adds `preload` to the Strict-Transport-Security header, asking to be put in the browsers' preload list (Traefik's `stsPreload`). The list also wants `includeSubDomains` and a max-age of at least a year (W085 says when one is missing).",
-			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSPreload })},
+			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSPreload }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.TLS.HSTSPreload }))},
 		{Label: "listeners", JSON: "config.listeners", Kind: KindList, Default: "every plain listener, or every TLS listener with tls=true", Code: diagnostics.BadListeners,
 			Doc:     "Names of the listeners (`--listen name=addr[,tls]`) the route serves on, comma-separated; Traefik calls them entry points. A route that names a plain listener serves there even with tls=true (and is not redirected there); with tls=true, a plain listener it does not name redirects to the first TLS listener it names (see tls.redirect).",
-			Example: "websecure", set: setListeners},
+			Example: "websecure", set: setListeners, get: omitEmpty(value(func(ep *Entrypoint) any { return ep.Listeners }))},
 	}
 }
 
@@ -147,3 +147,12 @@ func (d *draft) hstsRules() {
 		}
 	}
 }
+
+// inTLS is the payload's tls group, which holds both sides: the route's
+// HTTPS (TLS) and its backends' (BackendTLS, fields_backendtls.go).
+var inTLS = group(func(ep *Entrypoint) *Entrypoint {
+	if ep.TLS.IsZero() && ep.BackendTLS.IsZero() {
+		return nil
+	}
+	return ep
+})

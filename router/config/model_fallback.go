@@ -32,10 +32,3 @@ const MaxServeStale = 24 * time.Hour
 
 // IsZero reports whether no fallback field is set.
 func (f Fallback) IsZero() bool { return f == Fallback{} }
-
-// encodeFallback writes the fallback fields into the canonical payload,
-// every one explicit like the other breaker fields ("" and 0: none).
-func encodeFallback(w *wireBreaker, f Fallback) {
-	w.Fallback, w.FallbackStatus, w.ServeStaleForCredentials = f.Route, f.Status, f.ServeStaleForCredentials
-	w.ServeStale = f.ServeStale.String()
-}
