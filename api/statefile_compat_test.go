@@ -20,7 +20,8 @@ func (discardSink) Update(config.SourceUpdate) {}
 func (discardSink) Patch(config.SourcePatch)   {}
 
 // A state file written before the field table encoded the payload (its
-// payloads are router/config's frozen testdata, one per field) opens with
+// payloads are router/config's frozen testdata: one per field, and
+// combinations) opens with
 // the real codec: every stored entrypoint is what its payload decodes to,
 // and the payload the store now holds for it decodes to the same.
 func TestStateFileOfTheHandWrittenEncoderLoads(t *testing.T) {

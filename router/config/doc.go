@@ -29,12 +29,16 @@
 // (encode.go): value for a field the payload always writes, omitEmpty
 // around one it leaves out when empty, a group's constructor (inHealth,
 // inBreaker, inCORS..., declared beside the group's rows) for a field
-// written while its group is on, and
-// ofBackend for a backends[] field:
+// written while its group is on, and ofBackend for a backends[] field:
+//
+//	{Label: "path", JSON: "config.path", ..., set: setPath,
+//		get: value(func(ep *Entrypoint) any { return ep.Path })},
+//
+// A field whose setter is made from an accessor of the field has one
+// constructor for both, given as rw (breakerParam, healthCount...):
 //
 //	{Label: "healthCheck.rise", JSON: "config.health_check.rise", ...,
-//		set: setHealthCount(func(h *HealthCheck) *int { return &h.Rise }),
-//		get: inHealth(func(h *HealthCheck) any { return h.Rise })},
+//		rw: healthCount(func(h *HealthCheck) *int { return &h.Rise })},
 //
 // TestEveryFieldRoundTrips takes every row's Example through labels,
 // the payload in JSON and in YAML and back, and fails for a row without a

@@ -87,6 +87,21 @@ func putField(o *object, path string, f Field, ep *Entrypoint, b *Backend) error
 // durations, status lists and modes as text.
 type getter func(ep *Entrypoint, b *Backend) (any, bool)
 
+// readWrite is a field's setter and getter made from one accessor of the
+// field, which a row gives as rw instead of set and get: breakerParam(
+// func(p *breaker.Params) *int { return &p.MinRequests }, ...) both
+// decodes into and encodes from MinRequests.
+type readWrite struct {
+	set func(d *draft, f *Field, key string, v any)
+	get getter
+}
+
+// omitEmpty leaves the field out of the payload when it is empty.
+func (rw readWrite) omitEmpty() readWrite {
+	rw.get = omitEmpty(rw.get)
+	return rw
+}
+
 // value is a field the payload always writes.
 func value(read func(ep *Entrypoint) any) getter {
 	return func(ep *Entrypoint, _ *Backend) (any, bool) { return read(ep), true }

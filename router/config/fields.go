@@ -149,9 +149,12 @@ type Field struct {
 	Code diagnostics.Code
 
 	// set parses and checks a value into the draft entrypoint; get reads
-	// the field back out of a decoded one for the payload (encode.go).
+	// the field back out of a decoded one for the payload (encode.go). A
+	// row made from one accessor of the field gives rw instead, both made
+	// from it (breakerParam, healthCount...).
 	set func(d *draft, f *Field, key string, v any)
 	get getter
+	rw  readWrite
 }
 
 // Fields returns the config table, in documentation order.
@@ -159,7 +162,7 @@ func Fields() []Field {
 	out := make([]Field, len(fieldTable))
 	copy(out, fieldTable)
 	for i := range out {
-		out[i].set, out[i].get = nil, nil
+		out[i].set, out[i].get, out[i].rw = nil, nil, readWrite{}
 	}
 	return out
 }
@@ -187,7 +190,13 @@ var (
 // feature keeps its rows in its own file (fields_<group>.go) so that the
 // table stays one table without one file holding every feature.
 func buildFieldTable() []Field {
-	return slices.Concat(coreFields(), fallbackFields(), tlsFields(), backendTLSFields(), accessPolicyFields(), transformPolicyFields())
+	t := slices.Concat(coreFields(), fallbackFields(), tlsFields(), backendTLSFields(), accessPolicyFields(), transformPolicyFields())
+	for i := range t {
+		if t[i].rw.set != nil {
+			t[i].set, t[i].get = t[i].rw.set, t[i].rw.get
+		}
+	}
+	return t
 }
 
 // coreFields are routing, balancing, resilience, health and the breaker.
@@ -251,26 +260,26 @@ func coreFields() []Field {
 			Example: "200-299", set: setHealthStatus, get: inHealth(func(h *HealthCheck) any { return h.Status })},
 		{Label: "healthCheck.timeout", JSON: "config.health_check.timeout", Kind: KindDuration, Default: DefaultHealthTimeout.String(), Code: diagnostics.BadHealthCheck,
 			Doc:     "Timeout of one probe. A probe must end before the next is due: a timeout longer than the interval is shortened to the smaller of 2s and the interval (I004), and every view shows the shortened value.",
-			Example: "2s", set: setHealthDuration(func(h *HealthCheck) *time.Duration { return &h.Timeout }), get: inHealth(func(h *HealthCheck) any { return h.Timeout })},
+			Example: "2s", rw: healthDuration(func(h *HealthCheck) *time.Duration { return &h.Timeout })},
 		{Label: "healthCheck.interval", JSON: "config.health_check.interval", Kind: KindDuration, Default: DefaultHealthInterval.String(), Code: diagnostics.BadHealthCheck,
 			Doc:     "Time between probes of one backend.",
-			Example: "5s", set: setHealthDuration(func(h *HealthCheck) *time.Duration { return &h.Interval }), get: inHealth(func(h *HealthCheck) any { return h.Interval })},
+			Example: "5s", rw: healthDuration(func(h *HealthCheck) *time.Duration { return &h.Interval })},
 		{Label: "healthCheck.rise", JSON: "config.health_check.rise", Kind: KindInt, Default: strconv.Itoa(DefaultHealthRise), Code: diagnostics.BadHealthCheck,
 			Doc:     "Consecutive successful probes that mark a backend up (1-100).",
-			Example: "2", set: setHealthCount(func(h *HealthCheck) *int { return &h.Rise }), get: inHealth(func(h *HealthCheck) any { return h.Rise })},
+			Example: "2", rw: healthCount(func(h *HealthCheck) *int { return &h.Rise })},
 		{Label: "healthCheck.fall", JSON: "config.health_check.fall", Kind: KindInt, Default: strconv.Itoa(DefaultHealthFall), Code: diagnostics.BadHealthCheck,
 			Doc:     "Consecutive failed probes that mark a backend down (1-100).",
-			Example: "3", set: setHealthCount(func(h *HealthCheck) *int { return &h.Fall }), get: inHealth(func(h *HealthCheck) any { return h.Fall })},
+			Example: "3", rw: healthCount(func(h *HealthCheck) *int { return &h.Fall })},
 		// Passive health.
 		{Label: "passiveHealth.consecutiveFailures", JSON: "config.passive_health.consecutive_failures", Kind: KindInt, Default: strconv.Itoa(DefaultConsecutiveFailures), Code: diagnostics.BadPassiveHealth,
 			Doc:     fmt.Sprintf("Failed attempts in a row (transport error, timeout, failure status) that eject a backend from the route's rotation (1-%d). Passive health is always on; a route whose backends are all ejected fails open (they are tried anyway).", MaxConsecutiveFailures),
 			Example: "3", set: setPassiveFailures, get: inPassive(func(p *PassiveHealth) any { return p.ConsecutiveFailures })},
 		{Label: "passiveHealth.ejectTime", JSON: "config.passive_health.eject_time", Kind: KindDuration, Default: DefaultEjectTime.String(), Code: diagnostics.BadPassiveHealth,
 			Doc:     "Length of a first ejection; each ejection in a row doubles it, up to maxEjectTime. A backend that then stays good as long as its last ejection starts again from this.",
-			Example: "30s", set: setPassiveDuration(func(p *PassiveHealth) *time.Duration { return &p.EjectTime }), get: inPassive(func(p *PassiveHealth) any { return p.EjectTime })},
+			Example: "30s", rw: passiveDuration(func(p *PassiveHealth) *time.Duration { return &p.EjectTime })},
 		{Label: "passiveHealth.maxEjectTime", JSON: "config.passive_health.max_eject_time", Kind: KindDuration, Default: DefaultMaxEjectTime.String(), Code: diagnostics.BadPassiveHealth,
 			Doc:     "Cap of the doubled ejection time; not below ejectTime (a smaller value falls back to the larger of 5m and ejectTime).",
-			Example: "10m", set: setPassiveDuration(func(p *PassiveHealth) *time.Duration { return &p.MaxEjectTime }), get: inPassive(func(p *PassiveHealth) any { return p.MaxEjectTime })},
+			Example: "10m", rw: passiveDuration(func(p *PassiveHealth) *time.Duration { return &p.MaxEjectTime })},
 		{Label: "passiveHealth.maxEjectedShare", JSON: "config.passive_health.max_ejected_share", Kind: KindFloat, Default: ratioText(DefaultMaxEjectedShare), Code: diagnostics.BadPassiveHealth,
 			Doc:     "Largest share in (0,1] of the route's backends ejected at once; one backend may always be ejected. A failing backend over the share stays in rotation.",
 			Example: "0.3", set: setPassiveShare, get: inPassive(func(p *PassiveHealth) any { return p.MaxEjectedShare })},
@@ -280,49 +289,49 @@ func coreFields() []Field {
 			Example: "true", set: setBreakerEnabled, get: unwritten},
 		{Label: "circuitBreaker.threshold", JSON: "config.circuit_breaker.threshold", Kind: KindFloat, Default: ratioText(cbDef.Threshold), Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Failure ratio in (0,1] over the window that opens the breaker.",
-			Example: "0.5", set: setBreaker(func(p *breaker.Params) *float64 { return &p.Threshold }, toFloat, errZeroRatio), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.Threshold })},
+			Example: "0.5", rw: breakerParam(func(p *breaker.Params) *float64 { return &p.Threshold }, toFloat, errZeroRatio)},
 		{Label: "circuitBreaker.minRequests", JSON: "config.circuit_breaker.min_requests", Kind: KindInt, Default: strconv.Itoa(cbDef.MinRequests), Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Outcomes the window must hold before the ratio counts (1-100000); the count window holds the last minRequests outcomes.",
-			Example: "20", set: setBreaker(func(p *breaker.Params) *int { return &p.MinRequests }, toInt, errZeroCount), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.MinRequests })},
+			Example: "20", rw: breakerParam(func(p *breaker.Params) *int { return &p.MinRequests }, toInt, errZeroCount)},
 		{Label: "circuitBreaker.window", JSON: "config.circuit_breaker.window", Kind: KindDuration, Default: "0s (count window)", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "0 = count-based window of the last minRequests outcomes; a duration (>= 1s) = rolling time window.",
-			Example: "60s", set: setBreaker(func(p *breaker.Params) *time.Duration { return &p.Window }, toDuration, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.Window })},
+			Example: "60s", rw: breakerParam(func(p *breaker.Params) *time.Duration { return &p.Window }, toDuration, nil)},
 		{Label: "circuitBreaker.consecutiveFailures", JSON: "config.circuit_breaker.consecutive_failures", Kind: KindInt, Default: "0 (off)", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Failures in a row that open the breaker; 0 turns the rule off.",
-			Example: "5", set: setBreaker(func(p *breaker.Params) *int { return &p.ConsecutiveFailures }, toInt, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.ConsecutiveFailures })},
+			Example: "5", rw: breakerParam(func(p *breaker.Params) *int { return &p.ConsecutiveFailures }, toInt, nil)},
 		{Label: "circuitBreaker.slowCallDuration", JSON: "config.circuit_breaker.slow_call_duration", Kind: KindDuration, Default: "0s (off)", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Calls slower than this count as slow; 0 turns the slow-call rule off.",
-			Example: "2s", set: setBreaker(func(p *breaker.Params) *time.Duration { return &p.SlowCallDuration }, toDuration, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.SlowCallDuration })},
+			Example: "2s", rw: breakerParam(func(p *breaker.Params) *time.Duration { return &p.SlowCallDuration }, toDuration, nil)},
 		{Label: "circuitBreaker.slowCallThreshold", JSON: "config.circuit_breaker.slow_call_threshold", Kind: KindFloat, Default: "0 (off)", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Slow-call ratio in (0,1] that opens the breaker; 0 turns the rule off.",
-			Example: "0.8", set: setBreaker(func(p *breaker.Params) *float64 { return &p.SlowCallThreshold }, toFloat, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.SlowCallThreshold })},
+			Example: "0.8", rw: breakerParam(func(p *breaker.Params) *float64 { return &p.SlowCallThreshold }, toFloat, nil)},
 		{Label: "circuitBreaker.cooldown", JSON: "config.circuit_breaker.cooldown", JSONAliases: []string{"config.circuit_breaker.cooldown_secs"}, Kind: KindDuration, Default: cbDef.Cooldown.String(), Code: diagnostics.BadCircuitBreaker,
 			Doc:     "How long the breaker stays open before half-open probes (whole seconds or a Go duration). JSON also accepts `cooldown_secs`.",
-			Example: "10", set: setBreaker(func(p *breaker.Params) *time.Duration { return &p.Cooldown }, toDuration, errZeroDuration), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.Cooldown })},
+			Example: "10", rw: breakerParam(func(p *breaker.Params) *time.Duration { return &p.Cooldown }, toDuration, errZeroDuration)},
 		{Label: "circuitBreaker.maxCooldown", JSON: "config.circuit_breaker.max_cooldown", Kind: KindDuration, Default: "cooldown", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "With a value above cooldown, each consecutive trip doubles the open duration up to this cap.",
-			Example: "5m", set: setBreaker(func(p *breaker.Params) *time.Duration { return &p.MaxCooldown }, toDuration, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.MaxCooldown })},
+			Example: "5m", rw: breakerParam(func(p *breaker.Params) *time.Duration { return &p.MaxCooldown }, toDuration, nil)},
 		{Label: "circuitBreaker.halfOpenProbes", JSON: "config.circuit_breaker.half_open_probes", Kind: KindInt, Default: strconv.Itoa(cbDef.HalfOpenProbes), Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Concurrent probe requests allowed while half-open (1-10000).",
-			Example: "2", set: setBreaker(func(p *breaker.Params) *int { return &p.HalfOpenProbes }, toInt, errZeroCount), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.HalfOpenProbes })},
+			Example: "2", rw: breakerParam(func(p *breaker.Params) *int { return &p.HalfOpenProbes }, toInt, errZeroCount)},
 		{Label: "circuitBreaker.successesToClose", JSON: "config.circuit_breaker.successes_to_close", Kind: KindInt, Default: strconv.Itoa(cbDef.SuccessesToClose), Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Consecutive successful probes that close the breaker.",
-			Example: "3", set: setBreaker(func(p *breaker.Params) *int { return &p.SuccessesToClose }, toInt, errZeroCount), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.SuccessesToClose })},
+			Example: "3", rw: breakerParam(func(p *breaker.Params) *int { return &p.SuccessesToClose }, toInt, errZeroCount)},
 		{Label: "circuitBreaker.probeTimeout", JSON: "config.circuit_breaker.probe_timeout", Kind: KindDuration, Default: "cooldown", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "A probe that has not reported after this frees its slot (hung backend, WebSocket).",
-			Example: "30s", set: setBreaker(func(p *breaker.Params) *time.Duration { return &p.ProbeTimeout }, toDuration, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.ProbeTimeout })},
+			Example: "30s", rw: breakerParam(func(p *breaker.Params) *time.Duration { return &p.ProbeTimeout }, toDuration, nil)},
 		{Label: "circuitBreaker.failureStatuses", JSON: "config.circuit_breaker.failure_statuses", Kind: KindStatuses, Default: "500-599", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Response statuses that count as failures (transport errors and timeouts always do).",
-			Example: "500,502-504", set: setBreaker(func(p *breaker.Params) *breaker.StatusSet { return &p.FailureStatuses }, toStatuses, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.FailureStatuses })},
+			Example: "500,502-504", rw: breakerParam(func(p *breaker.Params) *breaker.StatusSet { return &p.FailureStatuses }, toStatuses, nil)},
 		{Label: "circuitBreaker.successStatuses", JSON: "config.circuit_breaker.success_statuses", Kind: KindStatuses, Default: "(unset: every non-failure status is a success)", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "If set, statuses in neither list are neutral (they neither trip nor heal).",
-			Example: "2xx,3xx", set: setBreaker(func(p *breaker.Params) *breaker.StatusSet { return &p.SuccessStatuses }, toStatuses, nil), get: omitEmpty(inBreaker(func(c *CircuitBreaker) any { return c.Params.SuccessStatuses }))},
+			Example: "2xx,3xx", rw: breakerParam(func(p *breaker.Params) *breaker.StatusSet { return &p.SuccessStatuses }, toStatuses, nil).omitEmpty()},
 		{Label: "circuitBreaker.cooldownJitter", JSON: "config.circuit_breaker.cooldown_jitter", Kind: KindFloat, Default: "0", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "Random extra fraction [0,1] of the open duration, so replicas of Levee do not probe in lock-step.",
-			Example: "0.1", set: setBreaker(func(p *breaker.Params) *float64 { return &p.CooldownJitter }, toFloat, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.CooldownJitter })},
+			Example: "0.1", rw: breakerParam(func(p *breaker.Params) *float64 { return &p.CooldownJitter }, toFloat, nil)},
 		{Label: "circuitBreaker.recoveryDuration", JSON: "config.circuit_breaker.recovery_duration", Kind: KindDuration, Default: "0s (off)", Code: diagnostics.BadCircuitBreaker,
 			Doc:     "After closing, traffic ramps up linearly over this duration; 0 turns the ramp off.",
-			Example: "30s", set: setBreaker(func(p *breaker.Params) *time.Duration { return &p.RecoveryDuration }, toDuration, nil), get: inBreaker(func(c *CircuitBreaker) any { return c.Params.RecoveryDuration })},
+			Example: "30s", rw: breakerParam(func(p *breaker.Params) *time.Duration { return &p.RecoveryDuration }, toDuration, nil)},
 		{Label: "circuitBreaker.mode", JSON: "config.circuit_breaker.mode", Kind: KindEnum, Default: "enforce", Code: diagnostics.BadCircuitBreaker,
 			Values:  []string{"enforce", "shadow"},
 			Doc:     "`shadow` judges and emits events like `enforce` but never rejects: try thresholds on live traffic.",

@@ -38,10 +38,10 @@ func backendTLSFields() []Field {
 			Example: "portainer.internal", set: setBackendServerName, get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.ServerName }))},
 		{Label: "tls.ca", JSON: "config.tls.ca", Kind: KindString, Default: "the system roots", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, a PEM file of the CA certificates the backends' certificates are verified against, instead of the system roots. Read when the route is built; a file that cannot be read or holds no certificate makes the route answer 502 with `X-Levee-Diagnostic: backend-tls-misconfigured` (W005), never fall back to weaker verification.",
-			Example: "/certs/internal-ca.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.CA }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.CA }))},
+			Example: "/certs/internal-ca.pem", rw: backendFile(func(t *BackendTLS) *string { return &t.CA })},
 		{Label: "tls.clientCert", JSON: "config.tls.client_cert", Kind: KindString, Default: "(none)", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, the client certificate Levee presents to backends that ask for one (mutual TLS): CERT[,KEY] as `--tls-cert` takes it, PEM files of a chain and its key, KEY left out when CERT holds both. Unreadable: as tls.ca (W005).",
-			Example: "/certs/levee.pem", set: setBackendFile(func(t *BackendTLS) *string { return &t.ClientCert }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.ClientCert }))},
+			Example: "/certs/levee.pem", rw: backendFile(func(t *BackendTLS) *string { return &t.ClientCert })},
 		{Label: "tls.insecureSkipVerify", JSON: "config.tls.insecure_skip_verify", Kind: KindBool, Default: "false", Code: diagnostics.BadBackendTLS,
 			Doc:     "With scheme=https, accepts any certificate from the backends: the connection is encrypted but not authenticated. Always reported (W006); prefer tls.ca.",
 			Example: "true", set: setBackendInsecure, get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.BackendTLS.InsecureSkipVerify }))},
@@ -101,6 +101,12 @@ func setBackendFile(field func(*BackendTLS) *string) func(d *draft, f *Field, ke
 		}
 		*field(&d.ep.BackendTLS) = strings.TrimSpace(s)
 	}
+}
+
+// backendFile reads and writes one file of the backend side, written only
+// when set.
+func backendFile(ptr func(*BackendTLS) *string) readWrite {
+	return readWrite{setBackendFile(ptr), omitEmpty(inTLS(func(ep *Entrypoint) any { return *ptr(&ep.BackendTLS) }))}
 }
 
 func setBackendInsecure(d *draft, f *Field, key string, v any) {

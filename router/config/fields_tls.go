@@ -30,10 +30,10 @@ func tlsFields() []Field {
 			Example: "31536000", set: setTLSHSTS, get: inTLS(func(ep *Entrypoint) any { return int64(ep.TLS.HSTS / time.Second) })},
 		{Label: "tls.hsts.includeSubDomains", JSON: "config.tls.hsts_include_subdomains", Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
 			Doc:     "Adds `includeSubDomains` to the Strict-Transport-Security header: browsers then reach every sub-domain of the host over HTTPS only (Traefik's `stsIncludeSubdomains`).",
-			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSIncludeSubdomains }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.TLS.HSTSIncludeSubdomains }))},
+			Example: "true", rw: tlsBool(func(t *TLS) *bool { return &t.HSTSIncludeSubdomains })},
 		{Label: "tls.hsts.preload", JSON: "config.tls.hsts_preload", Kind: KindBool, Default: "false", Code: diagnostics.BadTLS,
 			Doc:     "Adds `preload` to the Strict-Transport-Security header, asking to be put in the browsers' preload list (Traefik's `stsPreload`). The list also wants `includeSubDomains` and a max-age of at least a year (W085 says when one is missing).",
-			Example: "true", set: setTLSBool(func(t *TLS) *bool { return &t.HSTSPreload }), get: omitEmpty(inTLS(func(ep *Entrypoint) any { return ep.TLS.HSTSPreload }))},
+			Example: "true", rw: tlsBool(func(t *TLS) *bool { return &t.HSTSPreload })},
 		{Label: "listeners", JSON: "config.listeners", Kind: KindList, Default: "every plain listener, or every TLS listener with tls=true", Code: diagnostics.BadListeners,
 			Doc:     "Names of the listeners (`--listen name=addr[,tls]`) the route serves on, comma-separated; Traefik calls them entry points. A route that names a plain listener serves there even with tls=true (and is not redirected there); with tls=true, a plain listener it does not name redirects to the first TLS listener it names (see tls.redirect).",
 			Example: "websecure", set: setListeners, get: omitEmpty(value(func(ep *Entrypoint) any { return ep.Listeners }))},
@@ -73,6 +73,11 @@ func setTLSBool(ptr func(*TLS) *bool) func(d *draft, f *Field, key string, v any
 			*ptr(&d.ep.TLS) = b
 		}
 	}
+}
+
+// tlsBool reads and writes one HSTS directive, written only when set.
+func tlsBool(ptr func(*TLS) *bool) readWrite {
+	return readWrite{setTLSBool(ptr), omitEmpty(inTLS(func(ep *Entrypoint) any { return *ptr(&ep.TLS) }))}
 }
 
 func setListeners(d *draft, f *Field, key string, v any) {

@@ -141,7 +141,7 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 		t.Run(f.Label, func(t *testing.T) {
 			row := fieldByLabel(f.Label)
 			if row.get == nil {
-				t.Fatalf("field %s has no getter: EncodeEntrypoint cannot write it (add get: beside set: in its row)", f.Label)
+				t.Fatalf("field %s has no getter: EncodeEntrypoint cannot write it: give its row a get: beside set: (or rw:, both from one accessor)", f.Label)
 			}
 			companions := roundTripCompanions[f.Label]
 			base := labelEntrypoint(t, exampleLabels(t, companions...))
@@ -163,11 +163,12 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 	}
 }
 
-// payloadsBeforeFieldEncoder holds, for each row of the table as it was
-// then, the payload that the hand-written encoder (before the table's
-// getters encoded) wrote for the row's Example on a minimal service: what
-// state files and API clients hold. The file is frozen: it is the old
-// form, never to be regenerated.
+// payloadsBeforeFieldEncoder holds payloads that the hand-written encoder
+// (before the table's getters encoded) wrote, as state files and API
+// clients hold them: for each row of the table as it was then, the row's
+// Example on a minimal service, and twelve combinations of many rows with
+// a second backend. The file is frozen: it is the old form, never to be
+// regenerated.
 const payloadsBeforeFieldEncoder = "testdata/payloads-before-field-encoder.json"
 
 // TestPayloadsOfTheHandWrittenEncoderStillDecode reads back every payload

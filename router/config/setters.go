@@ -358,6 +358,16 @@ func setHealthCount(ptr func(*HealthCheck) *int) func(d *draft, f *Field, key st
 	}
 }
 
+// healthDuration and healthCount read and write one field of the health
+// check.
+func healthDuration(ptr func(*HealthCheck) *time.Duration) readWrite {
+	return readWrite{setHealthDuration(ptr), inHealth(func(h *HealthCheck) any { return *ptr(h) })}
+}
+
+func healthCount(ptr func(*HealthCheck) *int) readWrite {
+	return readWrite{setHealthCount(ptr), inHealth(func(h *HealthCheck) any { return *ptr(h) })}
+}
+
 func setPassiveFailures(d *draft, f *Field, key string, v any) {
 	if n, ok := decode(d, f, key, v, toInt, between(1, MaxConsecutiveFailures, fmt.Sprintf("1-%d", MaxConsecutiveFailures))); ok {
 		d.ep.PassiveHealth.ConsecutiveFailures = n
@@ -370,6 +380,11 @@ func setPassiveDuration(ptr func(*PassiveHealth) *time.Duration) func(d *draft, 
 			*ptr(&d.ep.PassiveHealth) = t
 		}
 	}
+}
+
+// passiveDuration reads and writes one duration of passive health.
+func passiveDuration(ptr func(*PassiveHealth) *time.Duration) readWrite {
+	return readWrite{setPassiveDuration(ptr), inPassive(func(p *PassiveHealth) any { return *ptr(p) })}
 }
 
 func setPassiveShare(d *draft, f *Field, key string, v any) {
@@ -413,6 +428,11 @@ func setBreaker[T comparable](ptr func(*breaker.Params) *T, parse func(any) (T, 
 			d.cbGiven[breakerName(f)] = givenValue{key, displayValue(v)}
 		}
 	}
+}
+
+// breakerParam reads and writes one breaker parameter (see setBreaker).
+func breakerParam[T comparable](ptr func(*breaker.Params) *T, parse func(any) (T, error), zeroErr error) readWrite {
+	return readWrite{setBreaker(ptr, parse, zeroErr), inBreaker(func(c *CircuitBreaker) any { return *ptr(&c.Params) })}
 }
 
 // Reasons a breaker parameter's zero is refused (see setBreaker).

@@ -85,6 +85,17 @@ func setHeaderMap(ptr func(*Headers) *map[string]string) func(d *draft, f *Field
 	}
 }
 
+// headerMap reads and writes one header map, written only when it has
+// entries.
+func headerMap(ptr func(*Headers) *map[string]string) readWrite {
+	return readWrite{setHeaderMap(ptr), omitEmpty(inHeaders(func(h *Headers) any { return *ptr(h) }))}
+}
+
+// headerBool reads and writes one security header switch.
+func headerBool(ptr func(*Headers) *bool) readWrite {
+	return readWrite{setHeaderBool(ptr), inHeaders(func(h *Headers) any { return *ptr(h) })}
+}
+
 func setHeaderBool(ptr func(*Headers) *bool) func(d *draft, f *Field, key string, v any) {
 	return func(d *draft, f *Field, key string, v any) {
 		if b, ok := decode(d, f, key, v, toBool, nil); ok {
@@ -162,6 +173,12 @@ func setCORSMethods(d *draft, f *Field, key string, v any) {
 	}, func(m string) {
 		d.add(f.Code, key, m, "dropped", fmt.Sprintf("unknown HTTP method %q: dropped", m), "")
 	})
+}
+
+// corsHeaderList reads and writes one CORS header list, written only when
+// it has names.
+func corsHeaderList(ptr func(*CORS) *[]string) readWrite {
+	return readWrite{setCORSHeaderList(ptr), omitEmpty(inCORS(func(c *CORS) any { return *ptr(c) }))}
 }
 
 func setCORSHeaderList(ptr func(*CORS) *[]string) func(d *draft, f *Field, key string, v any) {

@@ -259,6 +259,11 @@ func setStickyName(d *draft, f *Field, key string, v any) {
 	}
 }
 
+// stickyBool reads and writes one attribute of the sticky cookie.
+func stickyBool(ptr func(*Sticky) *bool) readWrite {
+	return readWrite{setStickyBool(ptr), inSticky(func(s *Sticky) any { return *ptr(s) })}
+}
+
 func setStickyBool(ptr func(*Sticky) *bool) func(d *draft, f *Field, key string, v any) {
 	return func(d *draft, f *Field, key string, v any) {
 		d.tr.stickySet = true
