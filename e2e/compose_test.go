@@ -22,9 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -139,17 +137,15 @@ func metricValue(exposition, name, labels string) (float64, bool) {
 // open and shields them.
 func echoIPs(t *testing.T, cli *client.Client, project string) []string {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", "com.docker.compose.project="+project),
-		filters.Arg("label", "com.docker.compose.service=echo"))})
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{Filters: make(client.Filters).Add("label", "com.docker.compose.project="+project).Add("label", "com.docker.compose.service=echo")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ips []string
-	for _, c := range list {
+	for _, c := range list.Items {
 		for _, n := range c.NetworkSettings.Networks {
-			if n.IPAddress != "" {
-				ips = append(ips, n.IPAddress)
+			if n.IPAddress.IsValid() {
+				ips = append(ips, n.IPAddress.String())
 				break
 			}
 		}
@@ -164,20 +160,18 @@ func echoIPs(t *testing.T, cli *client.Client, project string) []string {
 // groups it was added to.
 func leveeUser(t *testing.T, cli *client.Client, project string) (string, []string) {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", "com.docker.compose.project="+project),
-		filters.Arg("label", "com.docker.compose.service=levee"))})
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{Filters: make(client.Filters).Add("label", "com.docker.compose.project="+project).Add("label", "com.docker.compose.service=levee")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 {
-		t.Fatalf("want 1 levee container, got %d", len(list))
+	if len(list.Items) != 1 {
+		t.Fatalf("want 1 levee container, got %d", len(list.Items))
 	}
-	info, err := cli.ContainerInspect(context.Background(), list[0].ID)
+	r, err := cli.ContainerInspect(context.Background(), list.Items[0].ID, client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.Config.User, info.HostConfig.GroupAdd
+	return r.Container.Config.User, r.Container.HostConfig.GroupAdd
 }
 
 // composePebbleRoots is the root the demo's Pebble issues under, from its

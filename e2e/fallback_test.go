@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -25,7 +24,7 @@ func i18Network(t *testing.T, cli *client.Client) string {
 	name := "levee-i18-" + dockertest.RunID(t) + "-net"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Labels: map[string]string{dockertest.Label: dockertest.RunID(t)}}); err != nil {
+	if _, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: map[string]string{dockertest.Label: dockertest.RunID(t)}}); err != nil {
 		t.Fatalf("create network %s: %v", name, err)
 	}
 	return name

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -41,7 +39,7 @@ func newI20Fixture(t *testing.T) *i20Fixture {
 	f.network = "levee-i20-" + run
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := cli.NetworkCreate(ctx, f.network, network.CreateOptions{Driver: "bridge",
+	if _, err := cli.NetworkCreate(ctx, f.network, client.NetworkCreateOptions{Driver: "bridge",
 		Labels: map[string]string{dockertest.Label: run}}); err != nil {
 		t.Fatalf("create network %s: %v", f.network, err)
 	}
@@ -64,7 +62,7 @@ func (f *i20Fixture) restart(t *testing.T, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	grace := 10
-	if err := f.cli.ContainerRestart(ctx, id, container.StopOptions{Timeout: &grace}); err != nil {
+	if _, err := f.cli.ContainerRestart(ctx, id, client.ContainerRestartOptions{Timeout: &grace}); err != nil {
 		t.Fatalf("restart %s: %v", id, err)
 	}
 	dockertest.Eventually(t, 30*time.Second, func() error {

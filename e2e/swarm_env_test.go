@@ -13,13 +13,12 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/swarm"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -52,10 +51,11 @@ func requireSwarm(t *testing.T, cli *client.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	info, err := cli.Info(ctx)
+	r, err := cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		t.Fatalf("docker info: %v", err)
 	}
+	info := r.Info
 	switch info.Swarm.LocalNodeState {
 	case swarm.LocalNodeStateActive:
 		if !info.Swarm.ControlAvailable {
@@ -66,14 +66,14 @@ func requireSwarm(t *testing.T, cli *client.Client) {
 	default:
 		t.Fatalf("the engine's swarm is %q: want inactive or active", info.Swarm.LocalNodeState)
 	}
-	if _, err := cli.SwarmInit(ctx, swarm.InitRequest{ListenAddr: "127.0.0.1:2377", AdvertiseAddr: "127.0.0.1"}); err != nil {
+	if _, err := cli.SwarmInit(ctx, client.SwarmInitOptions{ListenAddr: "127.0.0.1:2377", AdvertiseAddr: "127.0.0.1"}); err != nil {
 		t.Fatalf("docker swarm init --advertise-addr 127.0.0.1: %v", err)
 	}
 	t.Logf("initialised a single-node swarm; it is left when the test ends")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := cli.SwarmLeave(ctx, true); err != nil {
+		if _, err := cli.SwarmLeave(ctx, client.SwarmLeaveOptions{Force: true}); err != nil {
 			t.Errorf("docker swarm leave --force: %v", err)
 		}
 	})
@@ -92,7 +92,7 @@ func newSwarmEnv(t *testing.T, asService bool) *swarmEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e.netName = "levee-i15-net-" + e.runID
-	resp, err := cli.NetworkCreate(ctx, e.netName, network.CreateOptions{
+	resp, err := cli.NetworkCreate(ctx, e.netName, client.NetworkCreateOptions{
 		Driver: "overlay", Attachable: true, Labels: map[string]string{dockertest.Label: e.runID},
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func newSwarmEnv(t *testing.T, asService bool) *swarmEnv {
 		err := dockertest.Poll(time.Minute, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := cli.NetworkRemove(ctx, e.netID); err != nil && !cerrdefs.IsNotFound(err) {
+			if _, err := cli.NetworkRemove(ctx, e.netID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 				return err
 			}
 			return nil
@@ -155,8 +155,8 @@ func (e *swarmEnv) startLeveeService(image string) {
 			Placement: &swarm.Placement{Constraints: []string{"node.role == manager"}},
 		},
 		EndpointSpec: &swarm.EndpointSpec{Ports: []swarm.PortConfig{
-			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishedPort: proxyPort, PublishMode: swarm.PortConfigPublishModeHost},
-			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 3035, PublishedPort: apiPort, PublishMode: swarm.PortConfigPublishModeHost},
+			{Protocol: network.TCP, TargetPort: 8080, PublishedPort: proxyPort, PublishMode: swarm.PortConfigPublishModeHost},
+			{Protocol: network.TCP, TargetPort: 3035, PublishedPort: apiPort, PublishMode: swarm.PortConfigPublishModeHost},
 		}},
 	}
 	id := e.createService(spec)
@@ -166,12 +166,12 @@ func (e *swarmEnv) startLeveeService(image string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		cs, err := e.cli.ContainerList(ctx, container.ListOptions{All: true,
-			Filters: filters.NewArgs(filters.Arg("label", "com.docker.swarm.service.id="+id))})
+		cs, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", "com.docker.swarm.service.id="+id)})
 		if err != nil {
 			t.Logf("levee service containers: %v", err)
 		}
-		for _, c := range cs {
+		for _, c := range cs.Items {
 			e.dumpLogs(c.ID)
 		}
 	})
@@ -186,7 +186,8 @@ func (e *swarmEnv) startLevee(ctx context.Context, image string) {
 	name := "levee-i15-levee-" + e.runID
 	cfg := &container.Config{Image: image, Labels: map[string]string{dockertest.Label: e.runID}, Cmd: e.leveeArgs()}
 	host := &container.HostConfig{Binds: []string{"/var/run/docker.sock:/var/run/docker.sock"}}
-	resp, err := e.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{"bridge": {}}}, nil, name)
+	resp, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host,
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{"bridge": {}}}, Name: name})
 	if err != nil {
 		t.Fatalf("create the Levee container: %v", err)
 	}
@@ -195,7 +196,7 @@ func (e *swarmEnv) startLevee(ctx context.Context, image string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := e.cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if _, err := e.cli.ContainerRemove(ctx, resp.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Errorf("remove the Levee container: %v", err)
 		}
 	})
@@ -213,7 +214,7 @@ func (e *swarmEnv) startLevee(ctx context.Context, image string) {
 func (e *swarmEnv) dumpLogs(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := e.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	r, err := e.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		e.t.Logf("levee logs: %v", err)
 		return
@@ -328,14 +329,14 @@ func (e *swarmEnv) createService(spec swarm.ServiceSpec) string {
 	name := spec.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resp, err := e.cli.ServiceCreate(ctx, spec, swarm.ServiceCreateOptions{})
+	resp, err := e.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec})
 	if err != nil {
 		t.Fatalf("create service %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := e.cli.ServiceRemove(ctx, resp.ID); err != nil && !cerrdefs.IsNotFound(err) {
+		if _, err := e.cli.ServiceRemove(ctx, resp.ID, client.ServiceRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Errorf("remove service %s: %v", name, err)
 			return
 		}
@@ -344,10 +345,10 @@ func (e *swarmEnv) createService(spec swarm.ServiceSpec) string {
 		err := dockertest.Poll(time.Minute, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			cs, err := e.cli.ContainerList(ctx, container.ListOptions{All: true,
-				Filters: filters.NewArgs(filters.Arg("label", "com.docker.swarm.service.id="+resp.ID))})
-			if err == nil && len(cs) > 0 {
-				err = fmt.Errorf("%d task containers left", len(cs))
+			cs, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+				Filters: make(client.Filters).Add("label", "com.docker.swarm.service.id="+resp.ID)})
+			if err == nil && len(cs.Items) > 0 {
+				err = fmt.Errorf("%d task containers left", len(cs.Items))
 			}
 			return err
 		})
@@ -362,12 +363,13 @@ func (e *swarmEnv) createService(spec swarm.ServiceSpec) string {
 func (e *swarmEnv) scale(id string, replicas uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, _, err := e.cli.ServiceInspectWithRaw(ctx, id, swarm.ServiceInspectOptions{})
+	in, err := e.cli.ServiceInspect(ctx, id, client.ServiceInspectOptions{})
 	if err != nil {
 		e.t.Fatalf("inspect service %s: %v", id, err)
 	}
+	s := in.Service
 	s.Spec.Mode.Replicated.Replicas = &replicas
-	if _, err := e.cli.ServiceUpdate(ctx, id, s.Version, s.Spec, swarm.ServiceUpdateOptions{}); err != nil {
+	if _, err := e.cli.ServiceUpdate(ctx, id, client.ServiceUpdateOptions{Version: s.Version, Spec: s.Spec}); err != nil {
 		e.t.Fatalf("scale service %s to %d: %v", id, replicas, err)
 	}
 }
@@ -376,12 +378,12 @@ func (e *swarmEnv) scale(id string, replicas uint64) {
 func (e *swarmEnv) running(id string) (map[string]swarm.Task, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ts, err := e.cli.TaskList(ctx, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", id))})
+	ts, err := e.cli.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("service", id)})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]swarm.Task{}
-	for _, tk := range ts {
+	for _, tk := range ts.Items {
 		if tk.Status.State == swarm.TaskStateRunning && tk.DesiredState == swarm.TaskStateRunning {
 			out[tk.ID] = tk
 		}
@@ -395,8 +397,7 @@ func (e *swarmEnv) taskIPs(tasks map[string]swarm.Task) []string {
 	for _, tk := range tasks {
 		for _, a := range tk.NetworksAttachments {
 			if a.Network.ID == e.netID && len(a.Addresses) > 0 {
-				ip, _, _ := strings.Cut(a.Addresses[0], "/")
-				out = append(out, ip)
+				out = append(out, a.Addresses[0].Addr().String())
 			}
 		}
 	}

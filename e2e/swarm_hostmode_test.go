@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/swarm"
-	"github.com/docker/docker/client"
-	"github.com/docker/go-connections/nat"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -143,13 +143,13 @@ func TestSwarmHostModeTwoServicesScaledUnderLoad(t *testing.T) {
 	dockertest.Eventually(t, 60*time.Second, func() error {
 		for _, s := range svcs {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "com.docker.swarm.service.id="+s.id))})
+			cs, err := cli.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", "com.docker.swarm.service.id="+s.id)})
 			cancel()
 			if err != nil {
 				return err
 			}
-			if len(cs) != 1 {
-				return fmt.Errorf("%s: %d task containers running", s.name, len(cs))
+			if len(cs.Items) != 1 {
+				return fmt.Errorf("%s: %d task containers running", s.name, len(cs.Items))
 			}
 		}
 		return nil
@@ -171,8 +171,11 @@ func skewPortAllocators(t *testing.T, cli *client.Client, image, runID string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resp, err := cli.ContainerCreate(ctx, &container.Config{Image: image, Labels: map[string]string{dockertest.Label: runID}},
-		&container.HostConfig{PortBindings: nat.PortMap{"8080/tcp": {{HostIP: "0.0.0.0"}}}}, nil, nil, "levee-hm-skew-"+runID)
+	resp, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: image, Labels: map[string]string{dockertest.Label: runID}},
+		HostConfig: &container.HostConfig{PortBindings: network.PortMap{network.MustParsePort("8080/tcp"): {{HostIP: netip.IPv4Unspecified()}}}},
+		Name:       "levee-hm-skew-" + runID,
+	})
 	if err != nil {
 		t.Fatalf("create the IPv4-only publisher: %v", err)
 	}
@@ -191,7 +194,7 @@ func hostModeSpec(name, image, runID string, replicas uint64, labels map[string]
 		},
 		Mode: swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &replicas}},
 		EndpointSpec: &swarm.EndpointSpec{Ports: []swarm.PortConfig{
-			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishMode: swarm.PortConfigPublishModeHost},
+			{Protocol: network.TCP, TargetPort: 8080, PublishMode: swarm.PortConfigPublishModeHost},
 		}},
 	}
 }
@@ -217,21 +220,21 @@ func scaleSwarmService(t *testing.T, cli *client.Client, id string, replicas uin
 func taskIPv4Ports(cli *client.Client, service string, target int) ([]int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ts, err := cli.TaskList(ctx, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", service))})
+	ts, err := cli.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("service", service)})
 	if err != nil {
 		return nil, err
 	}
 	var out []int
-	for _, tk := range ts {
+	for _, tk := range ts.Items {
 		if tk.Status.State != swarm.TaskStateRunning || tk.DesiredState != swarm.TaskStateRunning || tk.Status.ContainerStatus == nil {
 			continue
 		}
-		info, err := cli.ContainerInspect(ctx, tk.Status.ContainerStatus.ContainerID)
+		r, err := cli.ContainerInspect(ctx, tk.Status.ContainerStatus.ContainerID, client.ContainerInspectOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("inspect task %s's container: %w", tk.ID, err)
 		}
-		for _, b := range info.NetworkSettings.Ports[nat.Port(strconv.Itoa(target)+"/tcp")] {
-			if b.HostIP == "0.0.0.0" {
+		for _, b := range r.Container.NetworkSettings.Ports[network.MustParsePort(strconv.Itoa(target)+"/tcp")] {
+			if b.HostIP == netip.IPv4Unspecified() {
 				n, _ := strconv.Atoi(b.HostPort)
 				out = append(out, n)
 			}
@@ -247,12 +250,12 @@ func logBindings(t *testing.T, cli *client.Client, runID string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", dockertest.Label+"="+runID))})
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", dockertest.Label+"="+runID)})
 	if err != nil {
 		t.Logf("list the run's containers: %v", err)
 		return
 	}
-	for _, c := range cs {
+	for _, c := range cs.Items {
 		var ps []string
 		for _, p := range c.Ports {
 			ps = append(ps, fmt.Sprintf("%s:%d->%d", p.IP, p.PublicPort, p.PrivatePort))

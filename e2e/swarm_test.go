@@ -7,13 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/swarm"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -97,9 +97,9 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 		dockertest.Eventually(t, 30*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			cs, err := e.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "com.docker.swarm.service.id="+web))})
-			if err == nil && len(cs) != 1 {
-				err = fmt.Errorf("%d task containers running", len(cs))
+			cs, err := e.cli.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", "com.docker.swarm.service.id="+web)})
+			if err == nil && len(cs.Items) != 1 {
+				err = fmt.Errorf("%d task containers running", len(cs.Items))
 			}
 			return err
 		})
@@ -129,7 +129,7 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 		oldIPs := e.taskIPs(tasks)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := e.cli.ContainerKill(ctx, victim.Status.ContainerStatus.ContainerID, "KILL"); err != nil {
+		if _, err := e.cli.ContainerKill(ctx, victim.Status.ContainerStatus.ContainerID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 			t.Fatalf("kill task %s: %v", victim.ID, err)
 		}
 		killed := time.Now()
@@ -207,13 +207,14 @@ func TestSwarmServiceThroughLevee(t *testing.T) {
 		dockertest.Eventually(t, 30*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			s, _, err := e.cli.ServiceInspectWithRaw(ctx, vip, swarm.ServiceInspectOptions{})
+			in, err := e.cli.ServiceInspect(ctx, vip, client.ServiceInspectOptions{})
 			if err != nil {
 				return err
 			}
+			s := in.Service
 			for _, v := range s.Endpoint.VirtualIPs {
 				if v.NetworkID == e.netID {
-					addr, _, _ = strings.Cut(v.Addr, "/")
+					addr = v.Addr.Addr().String()
 					return nil
 				}
 			}
@@ -279,7 +280,7 @@ func hostModePorts(t *testing.T, e *swarmEnv) {
 		"levee.enable": "true", "levee.http.hp.host": host, "levee.http.hp.port": "8080",
 	})
 	spec.EndpointSpec = &swarm.EndpointSpec{Ports: []swarm.PortConfig{
-		{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishMode: swarm.PortConfigPublishModeHost},
+		{Protocol: network.TCP, TargetPort: 8080, PublishMode: swarm.PortConfigPublishModeHost},
 	}}
 	id := e.createService(spec)
 	const ep = "hp@swarm"

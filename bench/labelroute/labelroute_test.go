@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
@@ -95,11 +95,11 @@ func TestLabelToRoute(t *testing.T) {
 		cmd.Wait()
 	}()
 
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	status := func(ctx context.Context, host string) int {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+proxyAddr+"/", nil)
 		req.Host = host
-		resp, err := client.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			return 0
 		}
@@ -144,7 +144,7 @@ func TestLabelToRoute(t *testing.T) {
 	}
 	ready := fmt.Sprintf("http://%s/ready", apiAddr)
 	if err := dockertest.Poll(30*time.Second, func() error {
-		resp, err := client.Get(ready)
+		resp, err := hc.Get(ready)
 		if err != nil {
 			return err
 		}
@@ -176,13 +176,13 @@ func TestLabelToRoute(t *testing.T) {
 		if got := status(ctx, hosts[i]); got != http.StatusNotFound {
 			t.Fatalf("%s answered %d before its container started, want 404", hosts[i], got)
 		}
-		if err := cli.ContainerStart(ctx, ids[i], container.StartOptions{}); err != nil {
+		if _, err := cli.ContainerStart(ctx, ids[i], client.ContainerStartOptions{}); err != nil {
 			t.Fatalf("starting container %s: %v", ids[i], err)
 		}
 		up = append(up, waitFor(hosts[i], http.StatusOK, time.Now()))
 	}
 	for i, id := range ids {
-		if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
+		if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil {
 			t.Fatalf("removing container %s: %v", id, err)
 		}
 		down = append(down, waitFor(hosts[i], http.StatusServiceUnavailable, time.Now()))

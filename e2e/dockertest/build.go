@@ -18,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 )
 
 // buildTimeout bounds one `go build` or image build on a loaded machine.
@@ -142,7 +141,7 @@ func buildOnce(cli *client.Client, files map[string][]byte, tag, runID string) e
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
+	resp, err := cli.ImageBuild(ctx, tarball, client.ImageBuildOptions{
 		Tags:        []string{tag},
 		Labels:      map[string]string{Label: runID},
 		Remove:      true,

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
-	"github.com/docker/go-connections/nat"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
 )
 
 // opTimeout bounds one engine call made by a helper.
@@ -55,9 +54,9 @@ func Create(t testing.TB, cli *client.Client, spec Spec) string {
 		Healthcheck: spec.Healthcheck,
 	}
 	if len(spec.ExposedPorts) > 0 {
-		cfg.ExposedPorts = nat.PortSet{}
+		cfg.ExposedPorts = network.PortSet{}
 		for _, p := range spec.ExposedPorts {
-			cfg.ExposedPorts[nat.Port(strconv.Itoa(p)+"/tcp")] = struct{}{}
+			cfg.ExposedPorts[network.MustParsePort(strconv.Itoa(p)+"/tcp")] = struct{}{}
 		}
 	}
 	var netCfg *network.NetworkingConfig
@@ -70,7 +69,7 @@ func Create(t testing.TB, cli *client.Client, spec Spec) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	resp, err := cli.ContainerCreate(ctx, cfg, &container.HostConfig{}, netCfg, nil, name)
+	resp, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: &container.HostConfig{}, NetworkingConfig: netCfg, Name: name})
 	if err != nil {
 		t.Fatalf("create container %s from %s: %v", name, spec.Image, err)
 	}
@@ -93,7 +92,7 @@ func Start(t testing.TB, cli *client.Client, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		t.Fatalf("start container %s: %v", id, err)
 	}
 }
@@ -104,7 +103,7 @@ func Stop(t testing.TB, cli *client.Client, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	grace := 5
-	if err := cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &grace}); err != nil {
+	if _, err := cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &grace}); err != nil {
 		t.Fatalf("stop container %s: %v", id, err)
 	}
 }
@@ -114,7 +113,7 @@ func Remove(t testing.TB, cli *client.Client, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
+	if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil {
 		t.Fatalf("remove container %s: %v", id, err)
 	}
 }
@@ -126,7 +125,7 @@ func Network(t testing.TB, cli *client.Client) string {
 	name := objectName(t, "n")
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	_, err := cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Labels: map[string]string{Label: RunID(t)}})
+	_, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: map[string]string{Label: RunID(t)}})
 	if err != nil {
 		t.Fatalf("create network %s: %v", name, err)
 	}
@@ -138,7 +137,7 @@ func Connect(t testing.TB, cli *client.Client, net, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := cli.NetworkConnect(ctx, net, id, nil); err != nil {
+	if _, err := cli.NetworkConnect(ctx, net, client.NetworkConnectOptions{Container: id}); err != nil {
 		t.Fatalf("connect container %s to network %s: %v", id, net, err)
 	}
 }
@@ -148,7 +147,7 @@ func Disconnect(t testing.TB, cli *client.Client, net, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := cli.NetworkDisconnect(ctx, net, id, false); err != nil {
+	if _, err := cli.NetworkDisconnect(ctx, net, client.NetworkDisconnectOptions{Container: id}); err != nil {
 		t.Fatalf("disconnect container %s from network %s: %v", id, net, err)
 	}
 }
@@ -158,15 +157,16 @@ func IPs(t testing.TB, cli *client.Client, id string) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	info, err := cli.ContainerInspect(ctx, id)
+	r, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatalf("inspect container %s: %v", id, err)
 	}
+	info := r.Container
 	ips := map[string]string{}
 	if info.NetworkSettings != nil {
 		for name, ep := range info.NetworkSettings.Networks {
-			if ep != nil && ep.IPAddress != "" {
-				ips[name] = ep.IPAddress
+			if ep != nil && ep.IPAddress.IsValid() {
+				ips[name] = ep.IPAddress.String()
 			}
 		}
 	}
@@ -191,12 +191,13 @@ func IP(t testing.TB, cli *client.Client, id string) string {
 // Health returns the container's health status ("starting", "healthy",
 // "unhealthy"), or "" when it has no health check.
 func Health(ctx context.Context, cli *client.Client, id string) (string, error) {
-	info, err := cli.ContainerInspect(ctx, id)
+	r, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
 		return "", fmt.Errorf("inspect container %s: %w", id, err)
 	}
+	info := r.Container
 	if info.State == nil || info.State.Health == nil {
 		return "", nil
 	}
-	return info.State.Health.Status, nil
+	return string(info.State.Health.Status), nil
 }

@@ -29,11 +29,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 )
 
 // Label is the label key every test object carries; its value is the run ID.
@@ -83,14 +79,14 @@ func Require(t testing.TB) *client.Client {
 	if testing.Short() {
 		t.Skip("-short: this test needs a Docker Engine")
 	}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		unavailable(t, "", err)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := cli.Ping(ctx); err != nil {
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
 		_ = cli.Close()
 		unavailable(t, cli.DaemonHost(), err)
 		return nil
@@ -129,33 +125,33 @@ func Cleanup(t testing.TB, cli *client.Client) {
 
 // removeLabelled removes containers first (they pin networks and images).
 func removeLabelled(ctx context.Context, cli *client.Client, runID string) error {
-	f := filters.NewArgs(filters.Arg("label", Label+"="+runID))
+	f := make(client.Filters).Add("label", Label+"="+runID)
 	var errs []error
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list containers: %w", err))
 	}
-	for _, c := range cs {
-		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	for _, c := range cs.Items {
+		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
 		}
 	}
-	ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	}
-	for _, n := range ns {
-		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+	for _, n := range ns.Items {
+		if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 		}
 	}
-	is, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	is, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list images: %w", err))
 	}
-	for _, im := range is {
-		_, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+	for _, im := range is.Items {
+		_, err := cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove image %s: %w", im.ID, err))
 		}

@@ -13,11 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/volume"
+	"github.com/moby/moby/client"
 )
 
 func TestRunIDStablePerTestAndUniqueAcrossTests(t *testing.T) {
@@ -103,18 +99,18 @@ func TestEchoContainerServesAndIsCleanedUp(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	f := filters.NewArgs(filters.Arg("label", Label+"="+runID))
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil || len(cs) != 0 {
-		t.Errorf("containers left after cleanup: %d (err %v)", len(cs), err)
+	f := make(client.Filters).Add("label", Label+"="+runID)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil || len(cs.Items) != 0 {
+		t.Errorf("containers left after cleanup: %d (err %v)", len(cs.Items), err)
 	}
-	ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f})
-	if err != nil || len(ns) != 0 {
-		t.Errorf("networks left after cleanup: %d (err %v)", len(ns), err)
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil || len(ns.Items) != 0 {
+		t.Errorf("networks left after cleanup: %d (err %v)", len(ns.Items), err)
 	}
-	is, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
-	if err != nil || len(is) != 0 {
-		t.Errorf("images left after cleanup: %d (err %v)", len(is), err)
+	is, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: f})
+	if err != nil || len(is.Items) != 0 {
+		t.Errorf("images left after cleanup: %d (err %v)", len(is.Items), err)
 	}
 }
 
@@ -152,7 +148,7 @@ func TestSweepRemovesWhatAKilledTestLeft(t *testing.T) {
 		cli := Require(t)
 		net := Network(t, cli)
 		ctx := context.Background()
-		if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: net + "-vol", Labels: map[string]string{Label: RunID(t)}}); err != nil {
+		if _, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: net + "-vol", Labels: map[string]string{Label: RunID(t)}}); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Printf("created %s %s\n", RunID(t), net)
@@ -188,9 +184,9 @@ func TestSweepRemovesWhatAKilledTestLeft(t *testing.T) {
 	// The child's objects are there, as a killed run leaves them, and
 	// would be removed by hand at its own run ID only.
 	t.Cleanup(func() { _ = removeLabelled(context.Background(), cli, childRun) })
-	f := filters.NewArgs(filters.Arg("label", Label+"="+childRun))
-	if ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 1 {
-		t.Fatalf("before the sweep: networks of the killed run = %d (%v), want 1", len(ns), err)
+	f := make(client.Filters).Add("label", Label+"="+childRun)
+	if ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err != nil || len(ns.Items) != 1 {
+		t.Fatalf("before the sweep: networks of the killed run = %d (%v), want 1", len(ns.Items), err)
 	}
 
 	removed, err := sweep(ctx, cli, processAlive)
@@ -200,13 +196,13 @@ func TestSweepRemovesWhatAKilledTestLeft(t *testing.T) {
 	if removed < 2 {
 		t.Errorf("sweep removed %d objects, want at least the killed run's network and volume", removed)
 	}
-	if ns, _ := cli.NetworkList(ctx, network.ListOptions{Filters: f}); len(ns) != 0 {
+	if ns, _ := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); len(ns.Items) != 0 {
 		t.Errorf("network %s of the killed run is still there", childNet)
 	}
-	if vs, _ := cli.VolumeList(ctx, volume.ListOptions{Filters: f}); len(vs.Volumes) != 0 {
+	if vs, _ := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f}); len(vs.Items) != 0 {
 		t.Errorf("volume of the killed run is still there")
 	}
-	if _, err := cli.NetworkInspect(ctx, mine, network.InspectOptions{}); err != nil {
+	if _, err := cli.NetworkInspect(ctx, mine, client.NetworkInspectOptions{}); err != nil {
 		t.Errorf("the sweep removed this living run's network %s: %v", mine, err)
 	}
 }

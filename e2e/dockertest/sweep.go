@@ -12,13 +12,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/swarm"
-	"github.com/docker/docker/api/types/volume"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 )
 
 // ComposeProjectPrefix begins the name of every compose project a test
@@ -93,8 +87,8 @@ func sweep(ctx context.Context, cli *client.Client, alive func(int) bool) (int, 
 			errs = append(errs, fmt.Errorf("remove %s: %w", what, err))
 		}
 	}
-	tested := filters.NewArgs(filters.Arg("label", Label))
-	composed := filters.NewArgs(filters.Arg("label", "com.docker.compose.project"))
+	tested := make(client.Filters).Add("label", Label)
+	composed := make(client.Filters).Add("label", "com.docker.compose.project")
 	runOf := func(labels map[string]string) string {
 		if id, ok := labels[Label]; ok {
 			return id
@@ -107,53 +101,53 @@ func sweep(ctx context.Context, cli *client.Client, alive func(int) bool) (int, 
 		}
 		return leftover(runOf(labels), alive)
 	}
-	for _, f := range []filters.Args{tested, composed} {
-		cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	for _, f := range []client.Filters{tested, composed} {
+		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list containers: %w", err))
 		}
-		for _, c := range cs {
+		for _, c := range cs.Items {
 			if isLeft(c.Labels) {
-				note(cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}), "container "+c.ID)
+				note(second(cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})), "container "+c.ID)
 			}
 		}
 	}
 	// Services exist only on a Swarm manager; elsewhere the list is an error
 	// that says so, and there is nothing to sweep.
-	if ss, err := cli.ServiceList(ctx, swarm.ServiceListOptions{Filters: tested}); err == nil {
-		for _, s := range ss {
+	if ss, err := cli.ServiceList(ctx, client.ServiceListOptions{Filters: tested}); err == nil {
+		for _, s := range ss.Items {
 			if isLeft(s.Spec.Labels) {
-				note(cli.ServiceRemove(ctx, s.ID), "service "+s.Spec.Name)
+				note(second(cli.ServiceRemove(ctx, s.ID, client.ServiceRemoveOptions{})), "service "+s.Spec.Name)
 			}
 		}
 	}
-	for _, f := range []filters.Args{tested, composed} {
-		ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	for _, f := range []client.Filters{tested, composed} {
+		ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list networks: %w", err))
 		}
-		for _, n := range ns {
+		for _, n := range ns.Items {
 			if isLeft(n.Labels) {
-				note(cli.NetworkRemove(ctx, n.ID), "network "+n.Name)
+				note(second(cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})), "network "+n.Name)
 			}
 		}
-		vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+		vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list volumes: %w", err))
 		}
-		for _, v := range vs.Volumes {
+		for _, v := range vs.Items {
 			if isLeft(v.Labels) {
-				note(cli.VolumeRemove(ctx, v.Name, true), "volume "+v.Name)
+				note(second(cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})), "volume "+v.Name)
 			}
 		}
 	}
-	is, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: tested})
+	is, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: tested})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list images: %w", err))
 	}
-	for _, im := range is {
+	for _, im := range is.Items {
 		if isLeft(im.Labels) {
-			_, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+			_, err := cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 			note(err, "image "+im.ID)
 		}
 	}
@@ -164,3 +158,7 @@ func sweep(ctx context.Context, cli *client.Client, alive func(int) bool) (int, 
 // sweep checks), then a clock reading that keeps two processes that reuse
 // one ID apart.
 var processID = fmt.Sprintf("%d-%x", os.Getpid(), time.Now().UnixNano()&0xffffff)
+
+// second is the error of a call that also returns a result the sweep does
+// not read.
+func second[T any](_ T, err error) error { return err }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/e2e/dockertest"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/moby/moby/api/types/events"
 )
 
 // hangGrace is how long after its call timeout a hung call may be reported:

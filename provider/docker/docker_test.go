@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/client"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/e2e/dockertest"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 )
 

@@ -9,21 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/provider/labels"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 )
-
-// engine is the part of the Docker API client the provider uses; tests
-// substitute a fake.
-type engine interface {
-	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
-	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
-	Ping(ctx context.Context) (types.Ping, error)
-	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
-	DaemonHost() string
-}
 
 // routable reports whether a container can serve traffic: running, not
 // paused, not restarting.
@@ -52,7 +41,7 @@ func facts(info container.InspectResponse) labels.Container {
 			if p.Proto() != "tcp" {
 				continue
 			}
-			if n := p.Int(); n > 0 && !slices.Contains(c.ExposedPorts, n) {
+			if n := int(p.Num()); n > 0 && !slices.Contains(c.ExposedPorts, n) {
 				c.ExposedPorts = append(c.ExposedPorts, n)
 			}
 		}
@@ -71,8 +60,8 @@ func facts(info container.InspectResponse) labels.Container {
 	if info.NetworkSettings != nil {
 		for name, ep := range info.NetworkSettings.Networks {
 			n := labels.Network{Name: name}
-			if ep != nil {
-				n.IP = ep.IPAddress
+			if ep != nil && ep.IPAddress.IsValid() {
+				n.IP = ep.IPAddress.String()
 			}
 			c.Networks = append(c.Networks, n)
 		}
@@ -90,7 +79,7 @@ func facts(info container.InspectResponse) labels.Container {
 func listFacts(ctx context.Context, eng engine, timeout time.Duration, relevant func(map[string]string) bool) (map[string]labels.Container, error) {
 	var list []container.Summary
 	err := bounded(ctx, timeout, func(ctx context.Context) (err error) {
-		list, err = eng.ContainerList(ctx, container.ListOptions{})
+		list, err = eng.ContainerList(ctx, client.ContainerListOptions{})
 		return err
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"sort"
 	"strings"
@@ -19,14 +20,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/go-connections/nat"
+	"github.com/moby/moby/client"
+
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/network"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -211,7 +212,7 @@ func (e *fakeEngine) counts() (lists int, inspects map[string]int) {
 	return e.lists, m
 }
 
-func (e *fakeEngine) ContainerList(ctx context.Context, _ container.ListOptions) ([]container.Summary, error) {
+func (e *fakeEngine) ContainerList(ctx context.Context, _ client.ContainerListOptions) ([]container.Summary, error) {
 	if e.hang(ctx, "list") {
 		return nil, ctx.Err()
 	}
@@ -253,22 +254,19 @@ func (e *fakeEngine) ContainerInspect(ctx context.Context, id string) (container
 	return container.InspectResponse{}, errNotFound{id}
 }
 
-func (e *fakeEngine) Ping(ctx context.Context) (types.Ping, error) {
+func (e *fakeEngine) Ping(ctx context.Context) error {
 	if e.hang(ctx, "ping") {
-		return types.Ping{}, ctx.Err()
+		return ctx.Err()
 	}
 	e.mu.Lock()
 	down := e.down
 	e.mu.Unlock()
-	if down != nil {
-		return types.Ping{}, down
-	}
-	return types.Ping{APIVersion: "1.41", OSType: "linux"}, nil
+	return down
 }
 
 // Events blocks until the stream is open, as the client's does (it
 // returns once the engine has sent the response headers).
-func (e *fakeEngine) Events(ctx context.Context, _ events.ListOptions) (<-chan events.Message, <-chan error) {
+func (e *fakeEngine) Events(ctx context.Context, _ client.EventsListOptions) (<-chan events.Message, <-chan error) {
 	s := &fakeStream{eng: e, ctx: ctx, msgs: make(chan events.Message), errs: make(chan error, 1)}
 	if e.hang(ctx, "events") {
 		s.errs <- ctx.Err()
@@ -340,20 +338,18 @@ func (c ctr) inspect() container.InspectResponse {
 		c.labels = nil
 	}
 	r := container.InspectResponse{
-		ContainerJSONBase: &container.ContainerJSONBase{
-			ID:      c.id,
-			Name:    "/" + c.name,
-			Created: "2026-01-02T03:04:05.123456789Z",
-			State:   &container.State{Running: true, Paused: c.paused},
-		},
-		Config:          &container.Config{Labels: c.labels, ExposedPorts: nat.PortSet{}},
+		ID:              c.id,
+		Name:            "/" + c.name,
+		Created:         "2026-01-02T03:04:05.123456789Z",
+		State:           &container.State{Running: true, Paused: c.paused},
+		Config:          &container.Config{Labels: c.labels, ExposedPorts: network.PortSet{}},
 		NetworkSettings: &container.NetworkSettings{Networks: map[string]*network.EndpointSettings{}},
 	}
 	for _, p := range c.ports {
-		r.Config.ExposedPorts[nat.Port(p)] = struct{}{}
+		r.Config.ExposedPorts[network.MustParsePort(p)] = struct{}{}
 	}
 	for n, ip := range c.nets {
-		r.NetworkSettings.Networks[n] = &network.EndpointSettings{IPAddress: ip}
+		r.NetworkSettings.Networks[n] = &network.EndpointSettings{IPAddress: netip.MustParseAddr(ip)}
 	}
 	if c.health != "" {
 		r.Config.Healthcheck = &container.HealthConfig{Test: []string{"CMD", "/echo", "-healthcheck", "x"}}
@@ -525,7 +521,7 @@ func (w *wireEngine) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.WriteHeader(http.StatusForbidden)
 		_, _ = io.WriteString(rw, `{"message":"forbidden"}`)
 	case path == "/_ping":
-		if _, err := w.eng.Ping(r.Context()); err != nil {
+		if err := w.eng.Ping(r.Context()); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -533,7 +529,7 @@ func (w *wireEngine) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Ostype", "linux")
 		_, _ = io.WriteString(rw, "OK")
 	case path == "/containers/json":
-		list, err := w.eng.ContainerList(r.Context(), container.ListOptions{})
+		list, err := w.eng.ContainerList(r.Context(), client.ContainerListOptions{})
 		writeEngineJSON(rw, list, err)
 	case inspecting:
 		info, err := w.eng.ContainerInspect(r.Context(), id)
@@ -549,7 +545,7 @@ func (w *wireEngine) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // headers once subscribed, then one JSON message per event; a break the
 // test sends ends the response.
 func (w *wireEngine) events(rw http.ResponseWriter, r *http.Request) {
-	msgs, errs := w.eng.Events(r.Context(), events.ListOptions{})
+	msgs, errs := w.eng.Events(r.Context(), client.EventsListOptions{})
 	select {
 	case err := <-errs:
 		writeEngineJSON(rw, nil, err)

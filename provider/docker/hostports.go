@@ -3,12 +3,15 @@ package docker
 import (
 	"context"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/swarm"
+	"github.com/moby/moby/api/types/network"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/swarm"
 )
 
 // How a Levee outside any container reaches a Swarm task: at its node's
@@ -113,7 +116,7 @@ func settle(byTarget map[int][]int) (ports map[int]int, ambiguous map[int][]int)
 }
 
 func hostTCP(p swarm.PortConfig) bool {
-	return p.PublishMode == swarm.PortConfigPublishModeHost && (p.Protocol == swarm.PortConfigProtocolTCP || p.Protocol == "")
+	return p.PublishMode == swarm.PortConfigPublishModeHost && (p.Protocol == network.TCP || p.Protocol == "")
 }
 
 // portCache holds, by container ID, what inspecting a task's container
@@ -179,7 +182,7 @@ func containerBindings(info container.InspectResponse, task string) portEntry {
 	}
 	e := portEntry{onNode: true}
 	for p, bs := range info.NetworkSettings.Ports {
-		if p.Proto() != "tcp" || p.Int() <= 0 {
+		if p.Proto() != network.TCP || p.Num() == 0 {
 			continue
 		}
 		for _, b := range bs {
@@ -187,8 +190,17 @@ func containerBindings(info container.InspectResponse, task string) portEntry {
 			if err != nil || n <= 0 {
 				continue
 			}
-			e.bindings = append(e.bindings, binding{target: p.Int(), hostIP: b.HostIP, port: n})
+			e.bindings = append(e.bindings, binding{target: int(p.Num()), hostIP: addrText(b.HostIP), port: n})
 		}
 	}
 	return e
+}
+
+// addrText is an address as text, "" for none (a binding on every
+// address).
+func addrText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }

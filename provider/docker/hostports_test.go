@@ -2,14 +2,15 @@ package docker
 
 import (
 	"context"
+	"net/netip"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/swarm"
-	"github.com/docker/go-connections/nat"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/swarm"
 
 	"github.com/levee-proxy/levee/provider/labels"
 )
@@ -22,7 +23,7 @@ func hostModeTask(id, cid string, ports ...uint32) swarm.Task {
 	tk.Status.State = swarm.TaskStateRunning
 	tk.Status.ContainerStatus = &swarm.ContainerStatus{ContainerID: cid}
 	for _, p := range ports {
-		tk.Status.PortStatus.Ports = append(tk.Status.PortStatus.Ports, swarm.PortConfig{Protocol: swarm.PortConfigProtocolTCP,
+		tk.Status.PortStatus.Ports = append(tk.Status.PortStatus.Ports, swarm.PortConfig{Protocol: network.TCP,
 			TargetPort: 8080, PublishedPort: p, PublishMode: swarm.PortConfigPublishModeHost})
 	}
 	return tk
@@ -32,11 +33,11 @@ func hostModeTask(id, cid string, ports ...uint32) swarm.Task {
 // 8080/tcp bound as bindings (host IP, host port) in that order.
 func taskContainer(cid, task string, bindings ...[2]string) container.InspectResponse {
 	r := ctr{id: cid, name: "web.1." + task, labels: map[string]string{swarmTaskLabel: task, swarmServiceLabel: "s1"}}.inspect()
-	var pb []nat.PortBinding
+	var pb []network.PortBinding
 	for _, b := range bindings {
-		pb = append(pb, nat.PortBinding{HostIP: b[0], HostPort: b[1]})
+		pb = append(pb, network.PortBinding{HostIP: parseAddr(b[0]), HostPort: b[1]})
 	}
-	r.NetworkSettings.Ports = nat.PortMap{"8080/tcp": pb}
+	r.NetworkSettings.Ports = network.PortMap{network.MustParsePort("8080/tcp"): pb}
 	return r
 }
 
@@ -191,4 +192,12 @@ func TestSwarmHostPortCacheForgetsAContainerOnItsEvents(t *testing.T) {
 	if _, ok := p.ports["c2"]; !ok {
 		t.Fatal("another container's entry was dropped")
 	}
+}
+
+// parseAddr is a binding's host address, none for "".
+func parseAddr(s string) netip.Addr {
+	if s == "" {
+		return netip.Addr{}
+	}
+	return netip.MustParseAddr(s)
 }

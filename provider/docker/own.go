@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/docker/docker/api/types/container"
+	"github.com/moby/moby/api/types/container"
 )
 
 // detectOwn finds the container Levee runs in, by its ID from mountinfo or

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/client"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -165,7 +165,7 @@ func New(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := newProvider(opts, cli)
+	p, err := newProvider(opts, mobyEngine{cli})
 	if err != nil {
 		cli.Close()
 		return nil, err
@@ -175,11 +175,11 @@ func New(opts Options) (*Provider, error) {
 }
 
 func newClient(host string) (*client.Client, error) {
-	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	clientOpts := []client.Opt{client.FromEnv}
 	if host != "" {
 		clientOpts = append(clientOpts, client.WithHost(host))
 	}
-	cli, err := client.NewClientWithOpts(clientOpts...)
+	cli, err := client.New(clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker client for host %q: %w", host, err)
 	}
@@ -413,7 +413,7 @@ func ListContainers(ctx context.Context, host string) ([]labels.Container, error
 	// validate reports what it finds under any prefix it is given later,
 	// so it inspects every running container; it runs once.
 	everything := func(map[string]string) bool { return true }
-	cache, err := listFacts(ctx, cli, DefaultCallTimeout, everything)
+	cache, err := listFacts(ctx, mobyEngine{cli}, DefaultCallTimeout, everything)
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +432,8 @@ func ListServices(ctx context.Context, host string) ([]labels.Container, error) 
 	defer cli.Close()
 	var manager bool
 	if err := bounded(ctx, DefaultCallTimeout, func(ctx context.Context) error {
-		info, err := cli.Info(ctx)
-		manager = info.Swarm.ControlAvailable
+		r, err := cli.Info(ctx, client.InfoOptions{})
+		manager = r.Info.Swarm.ControlAvailable
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("engine info at %s: %w", host, err)
@@ -441,11 +441,12 @@ func ListServices(ctx context.Context, host string) ([]labels.Container, error) 
 	if !manager {
 		return nil, nil
 	}
-	st, err := listSwarm(ctx, cli, host, DefaultCallTimeout)
+	eng := mobyEngine{cli}
+	st, err := listSwarm(ctx, eng, host, DefaultCallTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if st.onNode, err = taskBindings(ctx, cli, DefaultCallTimeout, st.tasks, portCache{}); err != nil {
+	if st.onNode, err = taskBindings(ctx, eng, DefaultCallTimeout, st.tasks, portCache{}); err != nil {
 		return nil, err
 	}
 	cache, _ := swarmFacts(st, "")

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
 )
 
 // ending is how a session ended.
@@ -125,7 +125,7 @@ func (p *Provider) session(ctx context.Context, sink Sink, stable func()) (endin
 // an answer in time, which is all the ping asks for.
 func (p *Provider) ping(ctx context.Context) error {
 	err := bounded(ctx, p.opts.CallTimeout, func(ctx context.Context) error {
-		_, err := p.eng.Ping(ctx)
+		err := p.eng.Ping(ctx)
 		return err
 	})
 	if err != nil && !isRefusal(err) {
@@ -171,7 +171,7 @@ func (p *Provider) subscribe(ctx context.Context) (*stream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	opened := make(chan *stream, 1)
 	go func() {
-		msgs, errs := p.eng.Events(sctx, events.ListOptions{Filters: p.eventFilters()})
+		msgs, errs := p.eng.Events(sctx, client.EventsListOptions{Filters: p.eventFilters()})
 		opened <- &stream{msgs: msgs, errs: errs, close: cancel}
 	}()
 	deadline, stop := context.WithTimeout(ctx, p.opts.CallTimeout)
@@ -310,11 +310,8 @@ func (w *debounce) stop() {
 // eventFilters selects the events that can change the container set. The
 // health_status variants are listed too because older engines match the
 // action string exactly ("health_status: healthy").
-func eventFilters() filters.Args {
-	f := filters.NewArgs(
-		filters.Arg("type", string(events.ContainerEventType)),
-		filters.Arg("type", string(events.NetworkEventType)),
-	)
+func eventFilters() client.Filters {
+	f := make(client.Filters).Add("type", string(events.ContainerEventType)).Add("type", string(events.NetworkEventType))
 	for _, a := range []string{
 		"start", "kill", "die", "stop", "destroy", "pause", "unpause", "rename",
 		"health_status", "health_status: starting", "health_status: healthy", "health_status: unhealthy",

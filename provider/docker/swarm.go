@@ -1,20 +1,19 @@
-//lint:file-ignore SA1019 ServiceSpec.Networks is still what engines before API v1.44 set; it is read beside TaskSpec.Networks until the provider moves to the moby/moby/client module
-
 package docker
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/swarm"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/provider/labels"
 )
@@ -38,15 +37,6 @@ const (
 	swarmUnsettledMax = time.Minute
 )
 
-// swarmEngine is the part of the Docker API client Swarm mode uses, on a
-// manager node.
-type swarmEngine interface {
-	ServiceList(ctx context.Context, options swarm.ServiceListOptions) ([]swarm.Service, error)
-	TaskList(ctx context.Context, options swarm.TaskListOptions) ([]swarm.Task, error)
-	NodeList(ctx context.Context, options swarm.NodeListOptions) ([]swarm.Node, error)
-	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
-}
-
 // swarmState is what one list of the swarm says.
 type swarmState struct {
 	services []swarm.Service
@@ -68,19 +58,19 @@ func listSwarm(ctx context.Context, eng swarmEngine, host string, timeout time.D
 		call func(context.Context) error
 	}{
 		{"services", func(ctx context.Context) (err error) {
-			st.services, err = eng.ServiceList(ctx, swarm.ServiceListOptions{Status: true})
+			st.services, err = eng.ServiceList(ctx, client.ServiceListOptions{Status: true})
 			return err
 		}},
 		{"tasks", func(ctx context.Context) (err error) {
-			st.tasks, err = eng.TaskList(ctx, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("desired-state", "running"))})
+			st.tasks, err = eng.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("desired-state", "running")})
 			return err
 		}},
 		{"nodes", func(ctx context.Context) (err error) {
-			st.nodes, err = eng.NodeList(ctx, swarm.NodeListOptions{})
+			st.nodes, err = eng.NodeList(ctx, client.NodeListOptions{})
 			return err
 		}},
 		{"networks", func(ctx context.Context) (err error) {
-			st.networks, err = eng.NetworkList(ctx, network.ListOptions{})
+			st.networks, err = eng.NetworkList(ctx, client.NetworkListOptions{})
 			return err
 		}},
 	}
@@ -156,15 +146,11 @@ func serviceFacts(s swarm.Service, netName map[string]string) labels.Container {
 	}
 	vip := map[string]string{}
 	for _, v := range s.Endpoint.VirtualIPs {
-		vip[v.NetworkID] = stripPrefixLen(v.Addr)
+		vip[v.NetworkID] = prefixAddr(v.Addr)
 	}
-	attached := s.Spec.TaskTemplate.Networks
-	if len(attached) == 0 {
-		// Services created through API versions before 1.44 may carry
-		// their networks in the deprecated spec field only.
-		attached = s.Spec.Networks //nolint:staticcheck // read for old services
-	}
-	for _, n := range attached {
+	// The engine client fills TaskTemplate.Networks from the old spec
+	// field for engines that keep them there (mobyEngine.ServiceList).
+	for _, n := range s.Spec.TaskTemplate.Networks {
 		id, name := n.Target, netName[n.Target]
 		if name == "" {
 			// A target given by name; find its ID for the VIP.
@@ -179,7 +165,7 @@ func serviceFacts(s swarm.Service, netName map[string]string) labels.Container {
 	}
 	sort.Slice(c.Networks, func(i, j int) bool { return c.Networks[i].Name < c.Networks[j].Name })
 	for _, p := range s.Endpoint.Spec.Ports {
-		if p.Protocol != swarm.PortConfigProtocolTCP && p.Protocol != "" {
+		if p.Protocol != network.TCP && p.Protocol != "" {
 			continue
 		}
 		if n := int(p.TargetPort); n > 0 && !slices.Contains(c.ExposedPorts, n) {
@@ -204,7 +190,7 @@ func taskFacts(t swarm.Task, service, nodeAddr string, onNode map[string][]bindi
 	for _, a := range t.NetworksAttachments {
 		n := labels.Network{Name: a.Network.Spec.Name}
 		if len(a.Addresses) > 0 {
-			n.IP = stripPrefixLen(a.Addresses[0])
+			n.IP = prefixAddr(a.Addresses[0])
 		}
 		lt.Networks = append(lt.Networks, n)
 	}
@@ -251,8 +237,10 @@ func taskName(t swarm.Task, service string) string {
 	return service + "." + t.NodeID
 }
 
-// stripPrefixLen turns "10.0.1.5/24" into "10.0.1.5".
-func stripPrefixLen(addr string) string {
-	ip, _, _ := strings.Cut(addr, "/")
-	return ip
+// prefixAddr turns 10.0.1.5/24 into "10.0.1.5", and no prefix into "".
+func prefixAddr(p netip.Prefix) string {
+	if !p.IsValid() {
+		return ""
+	}
+	return p.Addr().String()
 }

@@ -1,19 +1,20 @@
-//lint:file-ignore SA1019 ServiceSpec.Networks is still what engines before API v1.44 set; it is read beside TaskSpec.Networks until the provider moves to the moby/moby/client module
-
 package docker
 
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"reflect"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/swarm"
 
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
@@ -37,7 +38,7 @@ func newFakeSwarm() *fakeSwarm {
 		tasks:      map[string]swarm.Task{},
 		nodes: map[string]swarm.Node{"n1": {ID: "n1", Spec: swarm.NodeSpec{Availability: swarm.NodeAvailabilityActive},
 			Status: swarm.NodeStatus{State: swarm.NodeStateReady}}},
-		nets: []network.Summary{{ID: "netfront", Name: "front"}, {ID: "netingress", Name: "ingress"}},
+		nets: []network.Summary{{Network: network.Network{ID: "netfront", Name: "front"}}, {Network: network.Network{ID: "netingress", Name: "ingress"}}},
 	}
 }
 
@@ -47,7 +48,7 @@ func (e *fakeSwarm) failure() error {
 	return e.down
 }
 
-func (e *fakeSwarm) ServiceList(ctx context.Context, _ swarm.ServiceListOptions) ([]swarm.Service, error) {
+func (e *fakeSwarm) ServiceList(ctx context.Context, _ client.ServiceListOptions) ([]swarm.Service, error) {
 	if err := e.failure(); err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (e *fakeSwarm) ServiceList(ctx context.Context, _ swarm.ServiceListOptions)
 	return out, nil
 }
 
-func (e *fakeSwarm) TaskList(ctx context.Context, _ swarm.TaskListOptions) ([]swarm.Task, error) {
+func (e *fakeSwarm) TaskList(ctx context.Context, _ client.TaskListOptions) ([]swarm.Task, error) {
 	if err := e.failure(); err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (e *fakeSwarm) TaskList(ctx context.Context, _ swarm.TaskListOptions) ([]sw
 	return out, nil
 }
 
-func (e *fakeSwarm) NodeList(ctx context.Context, _ swarm.NodeListOptions) ([]swarm.Node, error) {
+func (e *fakeSwarm) NodeList(ctx context.Context, _ client.NodeListOptions) ([]swarm.Node, error) {
 	if err := e.failure(); err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (e *fakeSwarm) NodeList(ctx context.Context, _ swarm.NodeListOptions) ([]sw
 	return out, nil
 }
 
-func (e *fakeSwarm) NetworkList(ctx context.Context, _ network.ListOptions) ([]network.Summary, error) {
+func (e *fakeSwarm) NetworkList(ctx context.Context, _ client.NetworkListOptions) ([]network.Summary, error) {
 	if err := e.failure(); err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (e *fakeSwarm) service(id, name string, replicas uint64) {
 	s.Spec.Labels = map[string]string{"levee.enable": "true", "levee.http." + name + ".host": name + ".example.com"}
 	s.Spec.Mode.Replicated = &swarm.ReplicatedService{Replicas: &replicas}
 	s.Spec.TaskTemplate.Networks = []swarm.NetworkAttachmentConfig{{Target: "netfront"}}
-	s.Endpoint.VirtualIPs = []swarm.EndpointVirtualIP{{NetworkID: "netfront", Addr: "10.0.1.2/24"}, {NetworkID: "netingress", Addr: "10.255.0.2/16"}}
+	s.Endpoint.VirtualIPs = []swarm.EndpointVirtualIP{{NetworkID: "netfront", Addr: netip.MustParsePrefix("10.0.1.2/24")}, {NetworkID: "netingress", Addr: netip.MustParsePrefix("10.255.0.2/16")}}
 	e.services[id] = s
 }
 
@@ -126,7 +127,7 @@ func (e *fakeSwarm) task(id, service string, slot int, node string, state swarm.
 	t := swarm.Task{ID: id, ServiceID: service, Slot: slot, NodeID: node, DesiredState: swarm.TaskStateRunning}
 	t.Status.State = state
 	t.NetworksAttachments = []swarm.NetworkAttachment{
-		{Network: swarm.Network{ID: "netfront", Spec: swarm.NetworkSpec{Annotations: swarm.Annotations{Name: "front"}}}, Addresses: []string{ip + "/24"}},
+		{Network: swarm.Network{ID: "netfront", Spec: swarm.NetworkSpec{Annotations: swarm.Annotations{Name: "front"}}}, Addresses: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}},
 	}
 	e.tasks[id] = t
 }
@@ -346,14 +347,17 @@ func advanceUntilUpdate(t *testing.T, h *harness, step time.Duration) parseCall 
 	return parseCall{}
 }
 
-func TestSwarmFactsReadTheDeprecatedNetworksField(t *testing.T) {
-	s := swarm.Service{ID: "s1"}
-	s.Spec.Name = "old"
-	s.Spec.Networks = []swarm.NetworkAttachmentConfig{{Target: "netfront"}} //nolint:staticcheck // the field under test
-	s.Endpoint.VirtualIPs = []swarm.EndpointVirtualIP{{NetworkID: "netfront", Addr: "10.0.1.2/24"}}
-	c := serviceFacts(s, map[string]string{"netfront": "front"})
-	if want := []labels.Network{{Name: "front", IP: "10.0.1.2"}}; !reflect.DeepEqual(c.Networks, want) {
-		t.Fatalf("networks %+v, want %+v", c.Networks, want)
+func TestLegacyNetworksAreReadFromTheRawService(t *testing.T) {
+	raw := []byte(`{"ID":"s1","Spec":{"Name":"old","Networks":[{"Target":"netfront","Aliases":["web"]}]}}`)
+	got, err := legacyNetworks(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []swarm.NetworkAttachmentConfig{{Target: "netfront", Aliases: []string{"web"}}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("networks %+v, want %+v", got, want)
+	}
+	if _, err := legacyNetworks([]byte(`{"Spec":`)); err == nil {
+		t.Fatal("a truncated answer gave no error")
 	}
 }
 
@@ -391,7 +395,7 @@ func TestSwarmFactsNodeAddressAndHostPorts(t *testing.T) {
 		return n
 	}
 	host := func(target, published uint32) swarm.PortConfig {
-		return swarm.PortConfig{Protocol: swarm.PortConfigProtocolTCP, TargetPort: target, PublishedPort: published, PublishMode: swarm.PortConfigPublishModeHost}
+		return swarm.PortConfig{Protocol: network.TCP, TargetPort: target, PublishedPort: published, PublishMode: swarm.PortConfigPublishModeHost}
 	}
 	cases := []struct {
 		name      string
@@ -411,8 +415,8 @@ func TestSwarmFactsNodeAddressAndHostPorts(t *testing.T) {
 		{"0.0.0.0 and no manager status: unknown", node("n", "0.0.0.0", ""), []swarm.PortConfig{host(8080, 30001)},
 			"", map[int]int{8080: 30001}},
 		{"ingress and UDP ports ignored", node("n", "192.168.1.7", ""), []swarm.PortConfig{
-			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: 8080, PublishedPort: 30080, PublishMode: swarm.PortConfigPublishModeIngress},
-			{Protocol: swarm.PortConfigProtocolUDP, TargetPort: 53, PublishedPort: 30053, PublishMode: swarm.PortConfigPublishModeHost},
+			{Protocol: network.TCP, TargetPort: 8080, PublishedPort: 30080, PublishMode: swarm.PortConfigPublishModeIngress},
+			{Protocol: network.UDP, TargetPort: 53, PublishedPort: 30053, PublishMode: swarm.PortConfigPublishModeHost},
 			{TargetPort: 9090, PublishedPort: 30090, PublishMode: swarm.PortConfigPublishModeHost}, // protocol unset: TCP
 		}, "192.168.1.7", map[int]int{9090: 30090}},
 		{"two published ports for one target: neither (ambiguous)", node("n", "192.168.1.7", ""), []swarm.PortConfig{host(8080, 30002), host(8080, 30001)},

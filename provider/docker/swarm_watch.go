@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/provider/labels"
 )
@@ -188,16 +188,11 @@ func (w *poller) stop() {
 
 // eventFilters selects the events that can change what the provider
 // watches.
-func (p *Provider) eventFilters() filters.Args {
+func (p *Provider) eventFilters() client.Filters {
 	if p.swarm == nil {
 		return eventFilters()
 	}
-	f := filters.NewArgs(
-		filters.Arg("type", string(events.ServiceEventType)),
-		filters.Arg("type", string(events.NodeEventType)),
-		filters.Arg("type", string(events.ContainerEventType)),
-		filters.Arg("type", string(events.NetworkEventType)),
-	)
+	f := make(client.Filters).Add("type", string(events.ServiceEventType)).Add("type", string(events.NodeEventType)).Add("type", string(events.ContainerEventType)).Add("type", string(events.NetworkEventType))
 	for _, a := range []string{"create", "update", "remove", "start", "kill", "die", "stop", "destroy", "connect", "disconnect"} {
 		f.Add("event", a)
 	}
