@@ -8,6 +8,7 @@ if ! command -v named >/dev/null 2>&1 && [ ! -x /usr/sbin/named ]; then
   apt_install bind9 bind9-utils
 fi
 if command -v systemctl >/dev/null 2>&1; then systemctl stop named >/dev/null 2>&1 || true; fi
+if command -v service >/dev/null 2>&1; then service named stop >/dev/null 2>&1 || true; fi
 LEVEE_TEST_NAMED=$(command -v named || echo /usr/sbin/named)
 export LEVEE_TEST_NAMED
 "$LEVEE_TEST_NAMED" -v
