@@ -89,7 +89,7 @@ func TestACMEDNS01WithBind(t *testing.T) {
 }
 
 // refusedUpdate: the server refuses the update signed with clause; the
-// order fails as W044 (log and API) naming dns-01, rfc2136 and refusal,
+// order fails as W044 (log, API, metric) naming dns-01, rfc2136 and refusal,
 // a plain route serves and the wildcard host gets the default
 // certificate.
 func refusedUpdate(t *testing.T, ca *pebble, ns *namedServer, clause, refusal, wildRoute, bport string) {
@@ -113,6 +113,9 @@ func refusedUpdate(t *testing.T, ca *pebble, ns *namedServer, clause, refusal, w
 		}
 		return nil
 	})
+	if v, ok := metricValue(metrics(t, p), "levee_tls_acme_failures_total", `host="*.example.test"`); !ok || v < 1 {
+		t.Errorf("levee_tls_acme_failures_total{host=\"*.example.test\"} = %v (present %v), want at least 1", v, ok)
+	}
 	if status, _, body := get(t, p.proxyURL()+"/", "plain.test"); status != 200 || body != "backend plain.test" {
 		t.Errorf("plain route: %d %q", status, body)
 	}
