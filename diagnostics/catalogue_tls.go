@@ -18,7 +18,7 @@ const (
 	// ACMEFailed is a certificate order or renewal that failed.
 	ACMEFailed Code = "W044"
 	// WildcardNeedsDNS is a wildcard host on a TLS route without a static
-	// certificate for it: ACME would need DNS-01, which Levee does not do.
+	// certificate for it: ACME would need DNS-01, which is not enabled.
 	WildcardNeedsDNS Code = "W045"
 	// UnknownListener is a route naming a listener levee serve does not
 	// declare.
@@ -69,13 +69,13 @@ func tlsEntries() []Entry {
 		{
 			Code: ACMEFailed, Severity: Warn, Title: "certificate order failed",
 			Effect:  "The host keeps its current certificate (an older one, else the default certificate, which clients will not trust). Levee retries with backoff; the message names the host, the challenge, the CA's error and the next try.",
-			Fix:     "Check that the host's DNS points at Levee, that ports 80 (HTTP-01) and 443 (TLS-ALPN-01) reach Levee's listeners, and the CA's error; for a private CA, --acme-ca and --acme-ca-root.",
+			Fix:     "Check that the host's DNS points at Levee, that ports 80 (HTTP-01) and 443 (TLS-ALPN-01) reach Levee's listeners, and the CA's error; for a private CA, --acme-ca and --acme-ca-root. For DNS-01 (challenge dns-01), that the DNS provider's credentials may write TXT records in the host's zone and that --acme-dns-resolvers see it.",
 			Example: "shop.example.com resolves to another address",
 		},
 		{
-			Code: WildcardNeedsDNS, Severity: Warn, Title: "wildcard host needs a static certificate",
-			Effect:  "A wildcard certificate can only be issued through the DNS-01 challenge, which Levee does not do: the wildcard host is served with the default certificate until a static certificate covers it.",
-			Fix:     "Put a certificate for the wildcard (issued elsewhere, e.g. by certbot with DNS-01) and its key in --tls-cert-dir, or list the sub-domains as hosts.",
+			Code: WildcardNeedsDNS, Severity: Warn, Title: "wildcard host needs DNS-01 or a static certificate",
+			Effect:  "A wildcard certificate can only be issued through the DNS-01 challenge, which is not enabled (no --acme-dns-provider, or dns-01 left out of --acme-challenges): the wildcard host is served with the default certificate until DNS-01 is enabled or a static certificate covers it.",
+			Fix:     "Give --acme-dns-provider with its credentials (docs/tls.md, DNS-01), with dns-01 in --acme-challenges if you set it; or put a certificate for the wildcard and its key in --tls-cert-dir; or list the sub-domains as hosts.",
 			Example: "levee.http.app.host=*.example.com with levee.http.app.tls=true",
 		},
 		{

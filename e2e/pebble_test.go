@@ -89,11 +89,19 @@ type pebble struct {
 // not 0, is the lifetime of the certificates it issues.
 func startPebble(t *testing.T, dir string, httpPort, tlsPort int, validity time.Duration) *pebble {
 	t.Helper()
-	dnsPort, acmePort, mgmtPort, challMgmt := freePort(t), freePort(t), freePort(t), freePort(t)
+	dnsPort, challMgmt := freePort(t), freePort(t)
 	dns := exec.Command(filepath.Join(dir, "pebble-challtestsrv"), "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
 		"-dnsserver", fmt.Sprintf("127.0.0.1:%d", dnsPort), "-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", "",
 		"-management", fmt.Sprintf("127.0.0.1:%d", challMgmt))
 	startProcess(t, dns)
+	return startPebbleWithDNS(t, dir, httpPort, tlsPort, validity, fmt.Sprintf("127.0.0.1:%d", dnsPort))
+}
+
+// startPebbleWithDNS runs Pebble whose validation authority resolves
+// names (and DNS-01 TXT records) through dnsServer (host:port).
+func startPebbleWithDNS(t *testing.T, dir string, httpPort, tlsPort int, validity time.Duration, dnsServer string) *pebble {
+	t.Helper()
+	acmePort, mgmtPort := freePort(t), freePort(t)
 	cfg := map[string]any{"pebble": map[string]any{
 		"listenAddress":           fmt.Sprintf("127.0.0.1:%d", acmePort),
 		"managementListenAddress": fmt.Sprintf("127.0.0.1:%d", mgmtPort),
@@ -114,7 +122,7 @@ func startPebble(t *testing.T, dir string, httpPort, tlsPort int, validity time.
 	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "pebble"), "-config", cfgFile, "-dnsserver", fmt.Sprintf("127.0.0.1:%d", dnsPort))
+	cmd := exec.Command(filepath.Join(dir, "pebble"), "-config", cfgFile, "-dnsserver", dnsServer)
 	// No random sleeps in validation, no nonce rejections, a fresh
 	// validation for every order.
 	cmd.Env = append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")

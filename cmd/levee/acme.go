@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +18,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
+	"github.com/levee-proxy/levee/router/certs/dnsprovider"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
 )
@@ -35,12 +40,23 @@ func (a *app) enableACME(cfg serveConfig, bound []listenerSpec, log zerolog.Logg
 		if cfg.acmeEnabled() {
 			log.Warn().Msg("--acme-email and --acme-ca have no effect without a TLS listener (--listen name=addr,tls)")
 		}
+		if cfg.ACMEDNSProvider != "" && !cfg.acmeEnabled() {
+			log.Warn().Msg("--acme-dns-provider has no effect without --acme-email or --acme-ca")
+		}
 		return nil
 	}
+	challenges, _ := certs.ParseChallenges(cfg.ACMEChallenges) // checked with the flags
 	opts := certs.ACMEOptions{
 		Email: cfg.ACMEEmail, CA: cfg.ACMECA, CARoot: cfg.ACMECARoot, StorageDir: cfg.CertDir,
-		RenewCheckInterval: cfg.ACMERenewInterval,
-		Sink:               a.router, Logger: log.With().Str("component", "acme").Logger(), Registerer: reg,
+		RenewCheckInterval: cfg.ACMERenewInterval, Challenges: challenges,
+		Sink: a.router, Logger: log.With().Str("component", "acme").Logger(), Registerer: reg,
+	}
+	if cfg.ACMEDNSProvider != "" {
+		dns, err := cfg.dnsOptions(context.Background())
+		if err != nil {
+			return err
+		}
+		opts.DNS = dns
 	}
 	for _, s := range bound {
 		host, port, _ := net.SplitHostPort(s.Addr)
@@ -63,6 +79,69 @@ func (a *app) enableACME(cfg serveConfig, bound []listenerSpec, log zerolog.Logg
 		m.Stop()
 	})
 	return nil
+}
+
+// checkDNS01 checks the DNS-01 and challenge flags: a known provider,
+// valid resolvers, a list of known challenges with dns-01 only beside a
+// provider. The provider's credentials are read later, by dnsOptions.
+func (c serveConfig) checkDNS01() []error {
+	var errs []error
+	if c.ACMEDNSProvider != "" && !dnsprovider.Known(c.ACMEDNSProvider) {
+		errs = append(errs, fmt.Errorf("--acme-dns-provider (LEVEE_ACME_DNS_PROVIDER) %q: want one of %s", c.ACMEDNSProvider, strings.Join(dnsprovider.Names(), ", ")))
+	}
+	challenges, err := certs.ParseChallenges(c.ACMEChallenges)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--acme-challenges (LEVEE_ACME_CHALLENGES): %w", err))
+	}
+	if slices.Contains(challenges, certs.ChallengeDNS01) && c.ACMEDNSProvider == "" {
+		errs = append(errs, errors.New("--acme-challenges (LEVEE_ACME_CHALLENGES) names dns-01: it needs --acme-dns-provider (LEVEE_ACME_DNS_PROVIDER)"))
+	}
+	if _, err := c.dnsResolvers(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ACMEDNSPropagationTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--acme-dns-propagation-timeout (LEVEE_ACME_DNS_PROPAGATION_TIMEOUT) %s: must not be negative", c.ACMEDNSPropagationTimeout))
+	}
+	return errs
+}
+
+// dnsResolvers parses --acme-dns-resolvers: host[:port], comma-separated
+// (port 53 by default).
+func (c serveConfig) dnsResolvers() ([]string, error) {
+	var out []string
+	for _, item := range strings.Split(c.ACMEDNSResolvers, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(item)
+		if err != nil {
+			host, port = strings.Trim(item, "[]"), "53"
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" || strings.ContainsAny(host, "/ []") {
+			return nil, fmt.Errorf("--acme-dns-resolvers (LEVEE_ACME_DNS_RESOLVERS): %q is not host[:port]", item)
+		}
+		out = append(out, net.JoinHostPort(host, port))
+	}
+	return out, nil
+}
+
+// dnsOptions builds the DNS-01 provider from its credentials in the
+// environment (an error names the variable) and the resolver flags.
+func (c serveConfig) dnsOptions(ctx context.Context) (*certs.DNSOptions, error) {
+	getenv := c.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	p, err := dnsprovider.New(ctx, c.ACMEDNSProvider, dnsprovider.Env{Getenv: getenv, ReadFile: os.ReadFile})
+	if err != nil {
+		return nil, fmt.Errorf("--acme-dns-provider: %w", err)
+	}
+	resolvers, _ := c.dnsResolvers() // checked with the flags
+	timeout := c.ACMEDNSPropagationTimeout
+	if timeout == 0 {
+		timeout = -1 // certmagic's "no check"
+	}
+	return &certs.DNSOptions{Name: c.ACMEDNSProvider, Provider: p, Resolvers: resolvers, PropagationTimeout: timeout}, nil
 }
 
 // plainHandler is the plain listeners' handler: the request path, behind

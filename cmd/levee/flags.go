@@ -125,6 +125,15 @@ type serveConfig struct {
 	CertDir    string
 	// ACMERenewInterval is how often certificates are checked for renewal.
 	ACMERenewInterval time.Duration
+	// DNS-01 (acme.go, router/certs/dnsprovider): the provider, the
+	// resolvers of the propagation check and its limit (0: no check), and
+	// the challenges in order (certs.ParseChallenges).
+	ACMEDNSProvider           string
+	ACMEDNSResolvers          string
+	ACMEDNSPropagationTimeout time.Duration
+	ACMEChallenges            string
+	// getenv is the environment the DNS provider's credentials come from.
+	getenv func(string) string
 }
 
 // envName maps a flag name to its environment variable: http-listen →
@@ -147,6 +156,10 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.ACMECA, "acme-ca", "", "ACME directory URL (default: Let's Encrypt; its staging CA or a private CA for tests)")
 	fs.StringVar(&cfg.ACMECARoot, "acme-ca-root", "", "PEM file of the root that signs the ACME directory's HTTPS certificate (a private CA)")
 	durationVar(fs, &cfg.ACMERenewInterval, "acme-renew-interval", 10*time.Minute, "how often ACME certificates are checked for renewal (a certificate is renewed once a third of its lifetime is left)")
+	fs.StringVar(&cfg.ACMEDNSProvider, "acme-dns-provider", "", "DNS provider of the dns-01 challenge, which also issues wildcard hosts: cloudflare, route53 or rfc2136 (credentials from the environment, see docs/tls.md)")
+	fs.StringVar(&cfg.ACMEDNSResolvers, "acme-dns-resolvers", "", "DNS servers (host[:port], comma-separated) asked for a name's zone and whether the dns-01 record is visible (default: the system's resolvers, then the zone's own servers)")
+	durationVar(fs, &cfg.ACMEDNSPropagationTimeout, "acme-dns-propagation-timeout", 2*time.Minute, "how long to wait for the dns-01 record to be visible before the CA is told to look (0: do not check)")
+	fs.StringVar(&cfg.ACMEChallenges, "acme-challenges", "", "ACME challenges tried, in order, comma-separated: tls-alpn-01, http-01, dns-01 (default: dns-01 with --acme-dns-provider, else http-01 and tls-alpn-01 on the listeners there are)")
 	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
@@ -240,6 +253,7 @@ func parseServeFlags(args []string, getenv func(string) string, out io.Writer) (
 	}
 	cfg.httpListenGiven = flagGiven(fs, getenv, "http-listen")
 	cfg.gogc = getenv("GOGC")
+	cfg.getenv = getenv
 	return cfg, cfg.check()
 }
 
@@ -329,6 +343,7 @@ func (c serveConfig) check() error {
 	if _, err := c.trustedProxies(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.checkDNS01()...)
 	if err := api.CheckHosts(c.apiHosts()); err != nil {
 		errs = append(errs, fmt.Errorf("--api-hosts (LEVEE_API_HOSTS): %w", err))
 	}

@@ -7,6 +7,7 @@
 //	levee validate [FILE...]     check labels in compose files (or the live engine)
 //	levee explain CODE           explain a diagnostic code, e.g. W024
 //	levee health [URL]           probe a running Levee's /health (for HEALTHCHECK)
+//	levee import-acme FILE       copy Traefik's acme.json certificates into --cert-dir
 //	levee version                print the version, commit and Go version (also --version, -v)
 //	levee help                   list the commands (also --help, -h)
 //
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runExplain(args, stdout, stderr)
 	case "health":
 		return runHealth(ctx, args, stdout, stderr)
+	case "import-acme":
+		return runImportACME(ctx, args, stdout, stderr, getenv)
 	case "version":
 		if len(args) > 0 {
 			fmt.Fprintf(stderr, "levee version: unexpected argument %q (version takes none)\n", args[0])
@@ -114,6 +117,7 @@ Usage:
   levee validate [FILE...]     check labels in compose files, or the live engine
   levee explain CODE           explain a diagnostic code, e.g. W024
   levee health [URL]           probe a running Levee (default http://127.0.0.1:3035/health)
+  levee import-acme FILE       copy the certificates of Traefik's acme.json into --cert-dir
   levee version                print the version, commit and Go version (also --version, -v)
   levee help                   print this list (also --help, -h)
 

@@ -48,7 +48,13 @@ type ACMEOptions struct {
 	// RenewCheckInterval is how often certificates are checked for renewal
 	// (certmagic's default, 10m, if 0).
 	RenewCheckInterval time.Duration
-	Now                func() time.Time
+	// Challenges are the challenges tried, in order (ParseChallenges);
+	// nil: DNS-01 when DNS is set, else HTTP-01 and TLS-ALPN-01 on the
+	// listeners there are (planChallenges).
+	Challenges []string
+	// DNS is the DNS-01 provider (--acme-dns-provider); nil: no DNS-01.
+	DNS *DNSOptions
+	Now func() time.Time
 	// Sink receives W044 and W045 (nil: logged only).
 	Sink       Sink
 	Logger     zerolog.Logger
@@ -61,8 +67,9 @@ type ACME struct {
 	opts    ACMEOptions
 	store   *Store
 	cache   *certmagic.Cache
-	cfg     *certmagic.Config
-	issuer  *certmagic.ACMEIssuer
+	cfg     *certmagic.Config // exact host names
+	wildCfg *certmagic.Config // wildcards, through DNS-01; nil without it
+	http    *certmagic.ACMEIssuer
 	managed atomic.Pointer[map[string]bool]
 	fails   *prometheus.CounterVec
 
@@ -113,17 +120,20 @@ func NewACME(opts ACMEOptions, store *Store) (*ACME, error) {
 	a.managed.Store(&empty)
 	zl := zapLogger(opts.Logger)
 	a.cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return a.cfg, nil },
+		GetConfigForCert:   func(c certmagic.Certificate) (*certmagic.Config, error) { return a.configFor(c.Names...), nil },
 		RenewCheckInterval: opts.RenewCheckInterval,
 		Logger:             zl,
 	})
-	a.cfg = certmagic.New(a.cache, certmagic.Config{
-		Storage:   &certmagic.FileStorage{Path: opts.StorageDir},
-		KeySource: certmagic.StandardKeyGenerator{KeyType: certmagic.P256},
-		OnEvent:   a.onEvent,
-		Logger:    zl,
-	})
-	a.issuer = certmagic.NewACMEIssuer(a.cfg, certmagic.ACMEIssuer{
+	newConfig := func() *certmagic.Config {
+		return certmagic.New(a.cache, certmagic.Config{
+			Storage:   &certmagic.FileStorage{Path: opts.StorageDir},
+			KeySource: certmagic.StandardKeyGenerator{KeyType: certmagic.P256},
+			OnEvent:   a.onEvent,
+			Logger:    zl,
+		})
+	}
+	a.cfg = newConfig()
+	base := certmagic.ACMEIssuer{
 		CA:             opts.CA,
 		TestCA:         opts.CA, // a private or staging CA: no fallback elsewhere
 		Email:          opts.Email,
@@ -133,19 +143,45 @@ func NewACME(opts ACMEOptions, store *Store) (*ACME, error) {
 		AltTLSALPNPort: opts.TLSPort,
 		TrustedRoots:   roots,
 		Logger:         zl,
-	})
-	if opts.CA == "" {
-		a.issuer.CA, a.issuer.TestCA = certmagic.LetsEncryptProductionCA, certmagic.LetsEncryptStagingCA
 	}
-	a.issuer.DisableHTTPChallenge = opts.HTTPPort == 0
-	a.issuer.DisableTLSALPNChallenge = opts.TLSPort == 0
-	a.cfg.Issuers = []certmagic.Issuer{a.issuer}
+	if opts.CA == "" {
+		base.CA, base.TestCA = certmagic.LetsEncryptProductionCA, certmagic.LetsEncryptStagingCA
+	}
+	plan, err := planChallenges(a.cfg, opts, base)
+	if err != nil {
+		a.cache.Stop()
+		return nil, fmt.Errorf("--acme-challenges: %w", err)
+	}
+	a.cfg.Issuers, a.http = plan.names, plan.http
+	if plan.wild != nil {
+		a.wildCfg = newConfig()
+		a.wildCfg.Issuers = plan.wild
+	}
 	store.SetIssuer(a)
 	return a, nil
 }
 
-// Manages reports whether name is one of the hosts SetHosts gave.
-func (a *ACME) Manages(name string) bool { return (*a.managed.Load())[name] }
+// Manages reports whether name is one of the hosts SetHosts gave, or is
+// covered by a wildcard among them (one label, RFC 6125 6.4.3).
+func (a *ACME) Manages(name string) bool {
+	m := *a.managed.Load()
+	if m[name] {
+		return true
+	}
+	_, rest, ok := strings.Cut(name, ".")
+	return ok && !strings.HasPrefix(name, "*") && m["*."+rest]
+}
+
+// configFor is the configuration that orders and renews a certificate
+// for names: the wildcard one when one of them is a wildcard.
+func (a *ACME) configFor(names ...string) *certmagic.Config {
+	for _, n := range names {
+		if strings.HasPrefix(n, "*.") && a.wildCfg != nil {
+			return a.wildCfg
+		}
+	}
+	return a.cfg
+}
 
 // GetCertificate answers a handshake for a managed host or a TLS-ALPN-01
 // challenge.
@@ -156,7 +192,10 @@ func (a *ACME) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, err
 // HTTPHandler answers HTTP-01 challenges (/.well-known/acme-challenge/)
 // in front of next, on the plain listeners.
 func (a *ACME) HTTPHandler(next http.Handler) http.Handler {
-	return a.issuer.HTTPChallengeHandler(next)
+	if a.http == nil {
+		return next
+	}
+	return a.http.HTTPChallengeHandler(next)
 }
 
 // Stop stops renewals and every order under way.
@@ -170,8 +209,9 @@ func (a *ACME) Stop() {
 }
 
 // SetHosts makes the managed set the hosts of TLS routes that need ACME:
-// not covered by a static certificate, not a wildcard (W045: DNS-01 is
-// not done), a valid DNS name. New hosts are ordered in the background;
+// not covered by a static certificate, a valid DNS name, and for a
+// wildcard DNS-01 enabled (else W045: no other challenge proves a whole
+// domain, RFC 8555 7.1.3). New hosts are ordered in the background;
 // hosts no route names any more stop being renewed.
 func (a *ACME) SetHosts(ctx context.Context, hosts []string) {
 	want := map[string]bool{}
@@ -180,11 +220,11 @@ func (a *ACME) SetHosts(ctx context.Context, hosts []string) {
 		h = normalizeName(h)
 		switch {
 		case a.store.HasStatic(h):
-		case strings.HasPrefix(h, "*"):
+		case strings.HasPrefix(h, "*") && a.wildCfg == nil:
 			wild = append(wild, diagnostics.New(diagnostics.WildcardNeedsDNS, diagnostics.Source{Provider: ACMESource, ObjectName: h},
 				"host", h, "default certificate",
-				fmt.Sprintf("%s is a wildcard: ACME can only issue it through DNS-01, which Levee does not do", h),
-				"put a certificate for "+h+" and its key in --tls-cert-dir (issued with DNS-01 elsewhere), or list the sub-domains as hosts"))
+				fmt.Sprintf("%s is a wildcard: ACME can only issue it through DNS-01, which is not enabled", h),
+				"give --acme-dns-provider (with dns-01 in --acme-challenges, if set), or put a certificate for "+h+" and its key in --tls-cert-dir, or list the sub-domains as hosts"))
 		case validName(h):
 			want[h] = true
 		}
@@ -228,7 +268,7 @@ func (a *ACME) SetHosts(ctx context.Context, hosts []string) {
 	// reports it through onEvent, which takes the lock.
 	slices.SortFunc(starts, func(x, y start) int { return strings.Compare(x.host, y.host) })
 	for _, st := range starts {
-		if err := a.cfg.ManageAsync(st.ctx, []string{st.host}); err != nil {
+		if err := a.configFor(st.host).ManageAsync(st.ctx, []string{st.host}); err != nil {
 			a.opts.Logger.Warn().Err(err).Str("host", st.host).Msg("ACME: cannot manage host")
 		}
 	}
@@ -246,7 +286,7 @@ func (a *ACME) publishLocked() {
 			"host", h, "current certificate",
 			fmt.Sprintf("certificate for %s not obtained (challenge %s, attempt %d): %s; next try about %s",
 				h, st.challenge, st.failures, st.lastErr, st.nextTry.UTC().Format(time.RFC3339)),
-			"check that "+h+" resolves to Levee and that the CA reaches the plain (HTTP-01) and TLS (TLS-ALPN-01) listeners"))
+			failureHint(h, st.challenge)))
 	}
 	diagnostics.Sort(ds)
 	if a.opts.Sink != nil {

@@ -82,6 +82,9 @@ func (a *ACME) recordFailure(ctx context.Context, host string, err error, renewa
 // challengesOf names the challenge types the CA tried and found invalid,
 // from the ACME problem's authorization (RFC 8555 7.1.4, 8).
 func challengesOf(err error) string {
+	if de := (*dnsError)(nil); errors.As(err, &de) {
+		return ChallengeDNS01 + " (the record was not published through " + de.provider + ")"
+	}
 	var p acme.Problem
 	if !errors.As(err, &p) {
 		return "none (the order failed before any challenge)"
@@ -113,4 +116,13 @@ func caError(err error) string {
 		return fmt.Sprintf("%s: %s", p.Type, p.Detail)
 	}
 	return err.Error()
+}
+
+// failureHint is W044's fix for host, by the challenges that failed.
+func failureHint(host, challenge string) string {
+	if strings.HasPrefix(challenge, ChallengeDNS01) {
+		return "check the DNS provider's credentials and that it serves the zone of " + host +
+			" (the record is _acme-challenge." + strings.TrimPrefix(host, "*.") + "), and --acme-dns-resolvers"
+	}
+	return "check that " + host + " resolves to Levee and that the CA reaches the plain (HTTP-01) and TLS (TLS-ALPN-01) listeners"
 }

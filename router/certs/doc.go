@@ -19,7 +19,10 @@
 //     without affecting the others.
 //  2. an Issuer (ACME, package certs's caller wires certmagic) for the names
 //     it manages: exactly the hosts of TLS routes without a static
-//     certificate, never a name a client merely asks for.
+//     certificate, never a name a client merely asks for. A wildcard host
+//     is managed only with DNS-01 (the one challenge that proves a whole
+//     domain, RFC 8555 7.1.3, 8.4; providers in package dnsprovider), and
+//     its certificate then answers every name one label below it.
 //  3. the default certificate: --tls-default-cert/--tls-default-key, else a
 //     self-signed ECDSA P-256 certificate generated in memory at start
 //     (never written to disk, so it can never replace an operator's file).
