@@ -98,7 +98,9 @@ type serveConfig struct {
 	// does not run (heapFloor); 0 leaves Go's pacing. gogc is GOGC from
 	// the environment: when set, the operator's pacing wins over the floor.
 	GCHeapFloor int
-	gogc        string
+	// Tracing is the --tracing-* flags (tracing.go).
+	Tracing tracingConfig
+	gogc    string
 
 	// The shared breaker store (docs/fleet.md); empty BreakerStore keeps
 	// breakers local.
@@ -202,6 +204,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	durationVar(fs, &cfg.ResponseWriteTimeout, "response-write-timeout", 60*time.Second, "longest wait for a client to accept the next bytes of a response; then the connection is closed")
 	durationVar(fs, &cfg.BackendBodyTimeout, "backend-body-timeout", 60*time.Second, "longest wait for the next bytes of a backend's response body; then the response is cut short")
 	durationVar(fs, &cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
+	cfg.Tracing.register(fs)
 	fs.IntVar(&cfg.GCHeapFloor, "gc-heap-floor", 12, "MiB the heap may reach before the garbage collector runs; above twice its live part it is paced as Go's default, GOGC=100 (0: Go's pacing; ignored when GOGC is set)")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
 	fs.IntVar(&cfg.CompressMemory, "compress-memory", compress.DefaultBudget>>20, "MiB that the compression encoders of all routes may hold together (about 1 MiB a gzip stream, 2 MiB a brotli or zstd one); past it responses are sent uncompressed (0: never compress)")
@@ -274,6 +277,9 @@ func (c serveConfig) check() error {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json, console or auto", c.LogFormat))
 	}
 	if _, _, err := c.accessLogFilter(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Tracing.check(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.AccessLogMinDuration < 0 {

@@ -100,6 +100,7 @@ var serveFlagGroups = []flagGroup{
 	{title: "Breakers and fleet", prefixes: []string{"breaker-"}},
 	{title: "API", names: []string{"state-file"}, prefixes: []string{"api-"}},
 	{title: "Logging and metrics", names: []string{"access-log"}, prefixes: []string{"access-log-", "log-", "metrics-"}},
+	{title: "Tracing", prefixes: []string{"tracing-"}},
 	{title: "Runtime", names: []string{"gc-heap-floor"}},
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -91,7 +92,12 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	tracer, stopTracing, err := cfg.Tracing.start(ctx, version)
+	if err != nil {
+		return nil, err
+	}
 	handler := proxy.New(rt, proxy.Options{
+		Tracer:            tracer,
 		Logger:            routerLog,
 		Registerer:        reg,
 		AccessLog:         cfg.AccessLog,
@@ -117,6 +123,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	closeAll := func() {
 		rt.Close()
 		handler.Close()
+		// The spans still batched are sent before the process exits.
+		flushCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = stopTracing(flushCtx)
+		done()
 		if breakers != nil {
 			_ = breakers.Close()
 		}

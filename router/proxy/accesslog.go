@@ -22,6 +22,9 @@ func (p *Handler) finish(x *exchange) {
 		at = time.Since(x.start)
 	}
 	series.duration.Observe(at.Seconds())
+	if x.span != nil {
+		x.endSpans(x.status)
+	}
 	if !p.opts.AccessLog {
 		return
 	}
@@ -70,6 +73,9 @@ func (p *Handler) logJSON(x *exchange, status int, took time.Duration) {
 	}
 	if x.backendErr != nil {
 		ev = ev.AnErr("error", x.backendErr)
+	}
+	if id := x.span.TraceID(); id != "" {
+		ev = ev.Str("trace_id", id)
 	}
 	if x.guarded {
 		st := x.breakerSt

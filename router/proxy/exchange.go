@@ -15,6 +15,7 @@ import (
 	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/client"
+	"github.com/levee-proxy/levee/router/proxy/trace"
 )
 
 // exchange is one client request on its way through the proxy: the
@@ -57,9 +58,11 @@ type exchange struct {
 	tried     [4]*router.Backend
 	moreTried []*router.Backend
 	// excluded backends refused admission (scope=backend breaker) in this
-	// request: never picked again, whatever the level.
+	// request: never picked again, whatever the level. moreExcluded is
+	// a pointer (rarely needed) so that the exchange stays in its
+	// allocation size class.
 	excluded     *router.Backend
-	moreExcluded []*router.Backend
+	moreExcluded *[]*router.Backend
 
 	// openRetryAfter is the smallest Retry-After among open backend
 	// breakers met while picking (scope=backend), when sawOpen.
@@ -92,6 +95,9 @@ type exchange struct {
 	// allocated only when a route uses it: most requests never do, and
 	// the exchange stays in its allocation size class.
 	fb *fallbackState
+	// span is the request's server span, which holds its current
+	// attempt's client span; nil with tracing off.
+	span *trace.Server
 }
 
 // attemptResult is what one attempt produced.
@@ -180,7 +186,9 @@ func (x *exchange) admit(l *attemptLoop) bool {
 		return true
 	}
 	x.guarded = true
+	st := l.guard.Breaker().State()
 	d := l.guard.Breaker().Admit()
+	x.span.Breaker(st.String(), d.Admitted)
 	if !d.Admitted {
 		x.refusedByRoute(l.guard, d.RetryAfter)
 		return false
@@ -293,6 +301,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 		b.State().AddInFlight(-1)
 	}
 	l.last = res
+	x.span.EndAttempt(res.err)
 	x.series().retry()
 	return false
 }
@@ -366,8 +375,16 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	out.Close = in.Body != nil && in.Body != http.NoBody && in.ContentLength != 0 && !methodDefinesBody(in.Method)
 
 	b.State().AddInFlight(1)
+	if x.span != nil {
+		// The attempt's span context replaces the client's traceparent
+		// (W3C Trace Context 3.2): the backend's span is its child.
+		x.span.StartAttempt(x.attempts, b.HostPort(), out.Header)
+	}
 	t0 := time.Now()
 	resp, err := x.transport.RoundTripInformational(out, x)
+	if err == nil && x.span != nil {
+		x.span.Answered(resp.StatusCode)
+	}
 	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !x.upgradeAccepted(resp) {
 		_ = resp.Body.Close()
 		resp, err = nil, errUnaskedUpgrade

@@ -98,6 +98,7 @@ func (x *exchange) refusedByRoute(g *router.Guard, retryAfter time.Duration) {
 // (scope=backend): the route is open, with the smallest Retry-After.
 func (x *exchange) refusedByBackends() {
 	x.breakerSt = breaker.Open
+	x.span.Breaker(breaker.Open.String(), false)
 	x.route.State().NoteRejected()
 	x.answerOpen(x.backendsRetryAfter())
 }

@@ -77,6 +77,9 @@ func (p *Handler) Close() { p.transports.close() }
 func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	x := &exchange{p: p, w: w, req: req, uri: req.RequestURI, start: time.Now()}
 	x.initDeadlines()
+	if p.opts.Tracer != nil {
+		x.startSpan()
+	}
 	if req.Method == http.MethodConnect {
 		// An edge reverse proxy is not a forward proxy: no tunnels.
 		w.Header()["Allow"] = valueAllow
@@ -105,6 +108,9 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	l := router.ListenerOf(req.Context())
 	route, redirect := p.src.Snapshot().MatchOn(l, req.Method, req.Host, req.URL.Path)
 	x.route = route
+	if route != nil {
+		x.span.Route(route.Config().ID)
+	}
 	switch {
 	case route == nil:
 		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")

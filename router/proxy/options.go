@@ -11,11 +11,15 @@ import (
 
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/proxy/trace"
 )
 
 // Options are the request path's collaborators and tunables. Zero values
 // mean the documented defaults.
 type Options struct {
+	// Tracer starts each request's spans (router/proxy/trace); nil is
+	// tracing off, and the request path pays a nil check for it.
+	Tracer *trace.Tracer
 	// Logger receives passive ejections and (when AccessLog is set) one
 	// line per request.
 	Logger zerolog.Logger

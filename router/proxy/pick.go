@@ -12,7 +12,7 @@ import (
 // excluded, healthy and not ejected (level < 2), not tried yet (level < 1),
 // its breaker not open.
 func (x *exchange) eligible(b *router.Backend) bool {
-	if x.excluded != nil && x.excluded == b || x.moreExcluded != nil && slices.Contains(x.moreExcluded, b) {
+	if x.excluded != nil && x.excluded == b || x.moreExcluded != nil && slices.Contains(*x.moreExcluded, b) {
 		return false
 	}
 	if x.level < 2 && (b.State().Down() || b.State().Ejected(x.now)) {
@@ -47,7 +47,10 @@ func (x *exchange) exclude(b *router.Backend) {
 		x.excluded = b
 		return
 	}
-	x.moreExcluded = append(x.moreExcluded, b)
+	if x.moreExcluded == nil {
+		x.moreExcluded = new([]*router.Backend)
+	}
+	*x.moreExcluded = append(*x.moreExcluded, b)
 }
 
 func (x *exchange) markTried(b *router.Backend) {
