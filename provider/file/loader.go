@@ -166,7 +166,7 @@ func (l *loader) scan() scanResult {
 		res.fileOf[win.k.ep.ID] = win.file
 		for _, lose := range list[1:] {
 			res.diags = append(res.diags, diagnostics.New(diagnostics.ConfigEntrypointRefused,
-				entrySource(lose.file, name), "name", name, "not routed",
+				entrySource(lose.file, name), "name", name, "",
 				fmt.Sprintf("entrypoints[%d]: the name %s is already used in %s (older); this one is not routed", lose.k.index, name, win.file),
 				"rename one of the two entrypoints"))
 		}
@@ -275,7 +275,7 @@ func decodeRaw(path string, raw rawEntry, prev []kept) (kept, []diagnostics.Diag
 	}
 	i := slices.IndexFunc(prev, func(k kept) bool { return raw.name != "" && k.ep.Name == raw.name })
 	if i < 0 {
-		return kept{}, append(ds, diagnostics.New(diagnostics.ConfigEntrypointRefused, src, "", "", "not routed",
+		return kept{}, append(ds, diagnostics.New(diagnostics.ConfigEntrypointRefused, src, "", "", "",
 			where+": "+msg+"; this entrypoint is not routed", "")), false
 	}
 	old := prev[i]
@@ -300,7 +300,7 @@ func entrySource(path, name string) diagnostics.Source {
 func keptFallback(prev []kept) string {
 	switch len(prev) {
 	case 0:
-		return "no entrypoints (the file never parsed)"
+		return "" // nothing to keep: the file never gave an entrypoint
 	case 1:
 		return "its last good entrypoint"
 	}
