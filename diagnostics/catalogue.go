@@ -62,8 +62,9 @@ const (
 // range of numbers (in every severity) so that codes never collide:
 // 040-049 TLS and certificates, 050-069 traffic policies, 070-074 Swarm,
 // 075-079 the shared breaker store, 080-084 breaker fallbacks, 085-089
-// scale (bulk writes, provider filtering, draining), 090-094 discovery.
-var catalogue = slices.Concat(entries(), backendTLSEntries(), tlsEntries(), policyEntries(), transformPolicyEntries(), swarmEntries(), storeEntries(), fallbackEntries(), scaleEntries(), discoveryEntries())
+// scale (bulk writes, provider filtering, draining), 090-094 discovery;
+// the file provider has 026, 037 and 038.
+var catalogue = slices.Concat(entries(), backendTLSEntries(), tlsEntries(), policyEntries(), transformPolicyEntries(), swarmEntries(), storeEntries(), fallbackEntries(), scaleEntries(), discoveryEntries(), fileEntries())
 
 // Lookup returns the catalogue entry for code.
 func Lookup(code Code) (Entry, bool) {

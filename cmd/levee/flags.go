@@ -78,6 +78,11 @@ type serveConfig struct {
 	HTTPServer    string
 	BackendClient string
 
+	// ConfigDirs and ConfigFiles are the file provider's config files
+	// (provider/file); with neither it does not run.
+	ConfigDirs  []string
+	ConfigFiles []string
+
 	// DockerConstraints chooses the containers and Swarm services routed
 	// (constraintflag.go); nil routes every one.
 	DockerConstraints *constraint.Expr
@@ -175,6 +180,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&cfg.SwarmEnabled, "swarm", false, "watch the Swarm services of the Docker Engine (a manager) for labelled services (deploy.labels); runs beside --docker")
 	durationVar(fs, &cfg.SwarmPoll, "swarm-poll", docker.DefaultSwarmPoll, "how often the swarm's tasks are re-listed while nothing happens (a task stopping on another node sends no event); after an event and while a service scales, every 250ms")
 	fs.Var(constraintFlag{&cfg.DockerConstraints}, "docker-constraints", dockerConstraintsUsage)
+	fs.Var(pathsFlag{&cfg.ConfigDirs}, "config-dir", "directory of YAML and JSON config files (*.yaml, *.yml, *.json) of entrypoints in the API's payload shape, watched and reloaded (repeatable; LEVEE_CONFIG_DIR separates several with ';'; docs/file-provider.md)")
+	fs.Var(pathsFlag{&cfg.ConfigFiles}, "config-file", "one config file of entrypoints, watched and reloaded, whatever its name (repeatable; LEVEE_CONFIG_FILE separates several with ';')")
 	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")

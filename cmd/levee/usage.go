@@ -97,6 +97,7 @@ var serveFlagGroups = []flagGroup{
 	{title: "Client timeouts and shutdown", names: []string{"request-body-timeout", "request-body-min-rate", "response-write-timeout", "tunnel-idle-timeout", "shutdown-timeout"}},
 	{title: "Backends", names: []string{"backend-client", "dial-timeout", "idle-conn-timeout", "backend-body-timeout", "route-grace"}},
 	{title: "Docker and Swarm", names: []string{"label-prefix"}, prefixes: []string{"docker", "swarm"}},
+	{title: "Config files", prefixes: []string{"config-"}},
 	{title: "Breakers and fleet", prefixes: []string{"breaker-"}},
 	{title: "API", names: []string{"state-file"}, prefixes: []string{"api-"}},
 	{title: "Logging and metrics", names: []string{"access-log"}, prefixes: []string{"access-log-", "log-", "metrics-"}},

@@ -92,6 +92,12 @@ against them too (W046, W047). A service without a port label, ports or
 expose gets the ports its image EXPOSEs from the engine (--docker-host),
 when it is reachable and has the image, as levee serve would.
 
+With --config-dir or --config-file, the config files of levee serve's file
+provider are checked too (rows marked [file]: the file, then the
+entrypoint), with the diagnostics serve would give them; without a compose
+file, only they are (the engine is not read). A file that does not parse
+(W037, with its line) or cannot be read (W026) is a skipped row.
+
 Exit status (for CI):
   0  no diagnostic is an error: every service is routed as written, or
      with fields that fell back to their defaults (warnings)
@@ -122,6 +128,9 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 	var listen []listenerSpec
 	fs.Var(listenFlag{&listen}, "listen", "levee serve's --listen (repeatable): given, it or --http-listen checks the routes against serve's listeners (W046, W047)")
 	httpListen := fs.String("http-listen", ":8080", "levee serve's --http-listen, when serve is given it")
+	var configDirs, configFiles []string
+	fs.Var(pathsFlag{&configDirs}, "config-dir", "directory of config files, as levee serve --config-dir reads it (repeatable); checked instead of the live engine when no compose file is given")
+	fs.Var(pathsFlag{&configFiles}, "config-file", "one config file, as levee serve --config-file reads it (repeatable)")
 	strict := fs.Bool("strict", false, "exit 1 on warnings too (a field that fell back to its default), not only on errors")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, validateUsage)
@@ -173,6 +182,12 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 			})
 		}
 		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners)
+	} else if len(configDirs) > 0 || len(configFiles) > 0 {
+		// Config files only: nothing of the engine is read.
+		if len(envFiles) > 0 || len(profiles) > 0 {
+			fmt.Fprintln(stderr, "levee validate: --env-file and --profile apply to compose files; none given")
+			return 2
+		}
 	} else {
 		if len(envFiles) > 0 || len(profiles) > 0 {
 			fmt.Fprintln(stderr, "levee validate: --env-file and --profile apply to compose files; none given")
@@ -200,6 +215,9 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}
+	}
+	if len(configDirs) > 0 || len(configFiles) > 0 {
+		addRows(&rep, fileRows(configDirs, configFiles, listeners))
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)

@@ -71,8 +71,11 @@ func writeText(w io.Writer, rep validateReport) {
 		if r.Status == statusIgnored {
 			detail = "(not enabled)"
 		}
-		if r.Provider == config.SourceSwarm {
+		switch r.Provider {
+		case config.SourceSwarm:
 			detail += " [swarm]"
+		case config.SourceFile:
+			detail += " [file]"
 		}
 		line := fmt.Sprintf("%-*s  %-*s  %-*s  %s", ws, r.Status, wc, r.Container, wv, svc, detail)
 		fmt.Fprintln(w, strings.TrimRight(line, " "))

@@ -14,6 +14,7 @@ import (
 	"github.com/levee-proxy/levee/api/dashboard"
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/provider/docker"
+	"github.com/levee-proxy/levee/provider/file"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/certs"
@@ -178,6 +179,25 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		})
 	}
 
+	if len(cfg.ConfigDirs) > 0 || len(cfg.ConfigFiles) > 0 {
+		prov, err := file.New(file.Options{
+			Dirs:       cfg.ConfigDirs,
+			Files:      cfg.ConfigFiles,
+			Logger:     log.With().Str("component", config.SourceFile).Logger(),
+			Registerer: reg,
+		})
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		ready = append(ready, api.ReadyCheck{Name: config.SourceFile, Ready: prov.Synced, Connection: fileConnection(prov)})
+		a.background = append(a.background, func(ctx context.Context) {
+			if err := prov.Run(ctx, rt); err != nil {
+				log.Error().Err(err).Msg("file provider stopped")
+			}
+		})
+	}
+
 	srv, err := api.New(api.Options{
 		Router:       rt,
 		Store:        entrypoints,
@@ -224,6 +244,15 @@ func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prom
 
 // dockerConnection reports the provider's connection in the API's terms.
 func dockerConnection(prov *docker.Provider) func() api.Connection {
+	return func() api.Connection {
+		st := prov.Status()
+		return api.Connection{State: string(st.State), Since: st.Since, Error: st.LastError, Reconnects: st.Reconnects}
+	}
+}
+
+// fileConnection reports the file provider's hold on its files in the
+// API's terms.
+func fileConnection(prov *file.Provider) func() api.Connection {
 	return func() api.Connection {
 		st := prov.Status()
 		return api.Connection{State: string(st.State), Since: st.Since, Error: st.LastError, Reconnects: st.Reconnects}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/levee-proxy/levee/provider"
 )
 
 // State is the provider's connection to the engine.
@@ -86,22 +88,22 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
-	provider := prometheus.Labels{"provider": name}
+	constLabels := prometheus.Labels{"provider": name}
 	m := &metrics{
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        "levee_provider_connected",
-			Help:        "1 while the provider is connected to its source (docker: event stream open, full sync delivered, pings answered), else 0.",
-			ConstLabels: provider,
+			Name:        provider.ConnectedMetric,
+			Help:        provider.ConnectedHelp,
+			ConstLabels: constLabels,
 		}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name:        "levee_provider_state",
-			Help:        "1 for the provider's current connection state (connecting, connected, disconnected), 0 for the others.",
-			ConstLabels: provider,
+			Name:        provider.StateMetric,
+			Help:        provider.StateHelp,
+			ConstLabels: constLabels,
 		}, []string{"state"}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "levee_provider_reconnects_total",
 			Help:        "Connection attempts after the first: after a failed attempt or a lost connection.",
-			ConstLabels: provider,
+			ConstLabels: constLabels,
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.connected, m.state, m.reconnects} {

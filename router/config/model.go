@@ -17,6 +17,9 @@ const (
 	// SourceSwarm is the Docker provider in Swarm mode (services, not
 	// containers); its entrypoint IDs end in "@swarm".
 	SourceSwarm = "swarm"
+	// SourceFile is the file provider (--config-dir, --config-file); its
+	// entrypoint IDs end in "@file".
+	SourceFile = "file"
 )
 
 // Load-balancing policies.
