@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -195,7 +194,7 @@ func parseYAML(data []byte, src diagnostics.Source) ([]rawEntry, []diagnostics.D
 			line := cmp.Or(yamlErrorLine(err.Error()), doc.Content[0].Line)
 			return nil, ds, &syntaxError{line: line, msg: "malformed YAML: " + yamlMessage(err)}
 		}
-		jv, err := fromYAML(v, 0)
+		jv, err := config.JSONValueOfYAML(v)
 		if err != nil {
 			return nil, ds, &syntaxError{line: doc.Content[0].Line, msg: err.Error()}
 		}
@@ -326,60 +325,6 @@ func kindOf(v any) string {
 		return "a number"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// fromYAML converts a decoded YAML value to the values encoding/json
-// gives (numbers as json.Number, maps with string keys, timestamps as RFC
-// 3339 text), so that both formats reach the validator as one payload.
-func fromYAML(v any, depth int) (any, error) {
-	if depth > 64 {
-		return nil, errors.New("malformed YAML: nested too deeply")
-	}
-	switch x := v.(type) {
-	case nil, string, bool:
-		return x, nil
-	case int:
-		return json.Number(strconv.Itoa(x)), nil
-	case int64:
-		return json.Number(strconv.FormatInt(x, 10)), nil
-	case uint64:
-		return json.Number(strconv.FormatUint(x, 10)), nil
-	case float64:
-		return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
-	case time.Time:
-		return x.Format(time.RFC3339Nano), nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := fromYAML(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := fromYAML(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := fromYAML(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[fmt.Sprint(k)] = c
-		}
-		return out, nil
-	}
-	return fmt.Sprint(v), nil
 }
 
 // payloadOf is an entry as the JSON payload the validator reads.

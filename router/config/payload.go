@@ -186,13 +186,17 @@ func parsePayload(format Format, body []byte) (any, error) {
 		if err := yaml.Unmarshal(body, &v); err != nil {
 			return nil, &InputError{Status: statusBadRequest, Message: fmt.Sprintf("malformed YAML: %v", err)}
 		}
-		return fromYAML(v, 0)
+		return JSONValueOfYAML(v)
 	}
 	return nil, &InputError{Status: statusBadRequest, Message: fmt.Sprintf("unknown payload format %d", format)}
 }
 
-// fromYAML converts a decoded YAML value to the JSON value forms the field
-// table understands (numbers as json.Number, maps with string keys).
+// JSONValueOfYAML converts a value decoded from YAML to the forms
+// encoding/json gives (numbers as json.Number, maps with string keys,
+// timestamps as RFC 3339 text), so that a YAML payload reaches the field
+// table as its JSON twin would. The error is an *InputError.
+func JSONValueOfYAML(v any) (any, error) { return fromYAML(v, 0) }
+
 func fromYAML(v any, depth int) (any, error) {
 	if depth > 64 {
 		return nil, &InputError{Status: statusBadRequest, Message: "malformed YAML: nested too deeply"}
