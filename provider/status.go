@@ -1,12 +1,81 @@
 package provider
 
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// State is a provider's hold on its source: the engine's event stream for
+// the Docker provider, the watched directories for the file provider.
+type State string
+
+const (
+	// StateConnecting: before the first full read of the source, and
+	// while a new attempt is under way.
+	StateConnecting State = "connecting"
+	// StateConnected: the source is followed and its full set was read.
+	StateConnected State = "connected"
+	// StateDisconnected: the source is not followed; the routes of the
+	// last good read stay in place meanwhile.
+	StateDisconnected State = "disconnected"
+)
+
+var states = []State{StateConnecting, StateConnected, StateDisconnected}
+
 // The series every provider with a connection to its source exports,
 // labelled provider="<name>" (docker, swarm, file). A Prometheus registry
 // takes several collectors of one name only when their help texts are the
-// same, so the providers share these.
+// same, so the providers share them through ConnectionMetrics.
 const (
 	ConnectedMetric = "levee_provider_connected"
 	ConnectedHelp   = "1 while the provider is connected to its source (docker: event stream open, full sync delivered, pings answered; file: every directory watched and read), else 0."
 	StateMetric     = "levee_provider_state"
 	StateHelp       = "1 for the provider's current connection state (connecting, connected, disconnected), 0 for the others."
 )
+
+// ConnectionMetrics are one provider's levee_provider_connected and
+// levee_provider_state series. A nil *ConnectionMetrics records nothing.
+type ConnectionMetrics struct {
+	connected prometheus.Gauge
+	state     *prometheus.GaugeVec
+}
+
+// NewConnectionMetrics registers the series labelled provider=name with
+// reg, in the connecting state. A nil reg registers none and returns nil.
+func NewConnectionMetrics(reg prometheus.Registerer, name string) (*ConnectionMetrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	labels := prometheus.Labels{"provider": name}
+	m := &ConnectionMetrics{
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: ConnectedMetric, Help: ConnectedHelp, ConstLabels: labels}),
+		state:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: StateMetric, Help: StateHelp, ConstLabels: labels}, []string{"state"}),
+	}
+	for _, c := range []prometheus.Collector{m.connected, m.state} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the %s provider's metrics: %w", name, err)
+		}
+	}
+	m.Set(StateConnecting)
+	return m, nil
+}
+
+// Set records s as the current state.
+func (m *ConnectionMetrics) Set(s State) {
+	if m == nil {
+		return
+	}
+	for _, x := range states {
+		v := 0.0
+		if x == s {
+			v = 1
+		}
+		m.state.WithLabelValues(string(x)).Set(v)
+	}
+	if s == StateConnected {
+		m.connected.Set(1)
+	} else {
+		m.connected.Set(0)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/e2e/dockertest"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/moby/moby/api/types/events"
 )
@@ -37,7 +38,7 @@ func waitLine(t *testing.T, logs *syncBuffer, began time.Time, level string, par
 	return line, time.Since(began)
 }
 
-func waitState(t *testing.T, p *Provider, want State) {
+func waitState(t *testing.T, p *Provider, want provider.State) {
 	t.Helper()
 	dockertest.Eventually(t, waitLimit, func() error {
 		if got := p.Status().State; got != want {
@@ -66,7 +67,7 @@ func TestSilentEngineTimesOutThenConnects(t *testing.T) {
 	if !strings.Contains(line, "ping the engine at "+w.host) {
 		t.Errorf("error line %s: want it to say the ping went unanswered", line)
 	}
-	wantConnection(t, h.p, h.reg, StateDisconnected)
+	wantConnection(t, h.p, h.reg, provider.StateDisconnected)
 	started := h.clock.Now()
 	if st := h.p.Status(); !strings.Contains(st.LastError, w.host) || st.Synced || !st.Since.Equal(started) {
 		t.Errorf("status = %+v, want the error naming %s, not synced, since the start (%v)", st, w.host, started)
@@ -79,8 +80,8 @@ func TestSilentEngineTimesOutThenConnects(t *testing.T) {
 	if call, _ := h.rec.next(t); names(call.containers) != "web" {
 		t.Fatalf("after connecting = %s, want web", names(call.containers))
 	}
-	waitState(t, h.p, StateConnected)
-	wantConnection(t, h.p, h.reg, StateConnected)
+	waitState(t, h.p, provider.StateConnected)
+	wantConnection(t, h.p, h.reg, provider.StateConnected)
 	// Synced is set once the sink's Update returns; the recorder sees the
 	// call from inside it, so wait for it rather than read it at once.
 	dockertest.Eventually(t, waitLimit, func() error {
@@ -115,7 +116,7 @@ func TestHungEventStreamStillSyncsThenConnects(t *testing.T) {
 	if call, _ := h.rec.next(t); names(call.containers) != "web" {
 		t.Fatalf("sync without a stream = %s, want web", names(call.containers))
 	}
-	wantConnection(t, h.p, h.reg, StateDisconnected)
+	wantConnection(t, h.p, h.reg, provider.StateDisconnected)
 	dockertest.Eventually(t, waitLimit, func() error {
 		if !h.p.Synced() {
 			return fmt.Errorf("Synced() = false after the sync without a stream")
@@ -139,8 +140,8 @@ func TestHungEventStreamStillSyncsThenConnects(t *testing.T) {
 	h.clock.expectTimer(t, 2*DefaultRetryMin)
 	h.clock.Advance(2 * DefaultRetryMin)
 	s := eng.stream(t)
-	waitState(t, h.p, StateConnected)
-	wantConnection(t, h.p, h.reg, StateConnected)
+	waitState(t, h.p, provider.StateConnected)
+	wantConnection(t, h.p, h.reg, provider.StateConnected)
 	eng.set(ctr{id: "id-api", name: "api"}.inspect())
 	s.send(t, events.ContainerEventType, "start", "id-api", nil)
 	if call, _ := h.rec.next(t); names(call.containers) != "api" {
@@ -168,7 +169,7 @@ func TestRefusedEventStreamIsAnErrorAndStillSyncs(t *testing.T) {
 	if after, _ := eng.counts(); after <= lists {
 		t.Errorf("lists = %d after a retry, want more than %d: each retry syncs", after, lists)
 	}
-	wantConnection(t, h.p, h.reg, StateDisconnected)
+	wantConnection(t, h.p, h.reg, provider.StateDisconnected)
 	if n := len(h.logs.lines("error", "")); n != 1 {
 		t.Errorf("error lines = %d, want 1; logs:\n%s", n, h.logs.String())
 	}
@@ -189,7 +190,7 @@ func TestPingRefusedByASocketProxyCountsAsAnAnswer(t *testing.T) {
 	if call, _ := h.rec.next(t); names(call.containers) != "web" {
 		t.Fatalf("first sync = %s, want web", names(call.containers))
 	}
-	waitState(t, h.p, StateConnected)
+	waitState(t, h.p, provider.StateConnected)
 	h.clock.expectTimer(t, DefaultPingInterval)
 	h.clock.Advance(DefaultPingInterval)
 	h.clock.expectTimer(t, DefaultPingInterval) // re-armed: the refusal was an answer
@@ -198,7 +199,7 @@ func TestPingRefusedByASocketProxyCountsAsAnAnswer(t *testing.T) {
 		t.Fatal("the stream was abandoned after a refused ping")
 	default:
 	}
-	wantConnection(t, h.p, h.reg, StateConnected)
+	wantConnection(t, h.p, h.reg, provider.StateConnected)
 }
 
 // Docker sends nothing on an idle stream: the watchdog's ping is what
@@ -210,7 +211,7 @@ func TestWatchdogPingTimeoutReconnectsWithFullResync(t *testing.T) {
 	h := start(t, eng, Options{CallTimeout: 50 * time.Millisecond, PingInterval: 20 * time.Second})
 	s := eng.stream(t)
 	h.rec.next(t)
-	wantConnection(t, h.p, h.reg, StateConnected)
+	wantConnection(t, h.p, h.reg, provider.StateConnected)
 
 	// A quiet, answering engine keeps the stream.
 	h.clock.expectTimer(t, 20*time.Second)
@@ -234,8 +235,8 @@ func TestWatchdogPingTimeoutReconnectsWithFullResync(t *testing.T) {
 	}
 	waitLine(t, h.logs, time.Now(), "warn", "lost the connection to the engine at tcp://fake:2375",
 		"watchdog: ping the engine at tcp://fake:2375: no answer within 50ms")
-	waitState(t, h.p, StateDisconnected)
-	wantConnection(t, h.p, h.reg, StateDisconnected)
+	waitState(t, h.p, provider.StateDisconnected)
+	wantConnection(t, h.p, h.reg, provider.StateDisconnected)
 
 	eng.setHang("ping", false)
 	h.clock.expectTimer(t, DefaultRetryMin)
@@ -247,7 +248,7 @@ func TestWatchdogPingTimeoutReconnectsWithFullResync(t *testing.T) {
 	if lists, _ := eng.counts(); lists != 2 {
 		t.Errorf("lists = %d, want 2 (initial + resync)", lists)
 	}
-	waitState(t, h.p, StateConnected)
+	waitState(t, h.p, provider.StateConnected)
 	if st := h.p.Status(); st.Reconnects != 1 {
 		t.Errorf("reconnects = %d, want 1", st.Reconnects)
 	}
@@ -263,5 +264,5 @@ func TestHungInspectEndsTheConnection(t *testing.T) {
 	eng.setHang("inspect", true)
 	s.send(t, events.ContainerEventType, "start", "id-x", map[string]string{"levee.enable": "true"})
 	waitLine(t, h.logs, time.Now(), "warn", "inspect container id-x at tcp://fake:2375: no answer within 50ms")
-	waitState(t, h.p, StateDisconnected)
+	waitState(t, h.p, provider.StateDisconnected)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/moby/moby/api/types/container"
@@ -622,20 +623,20 @@ func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[
 
 // wantConnection checks the provider's state in its Status and its
 // metrics (labelled with its source, docker or swarm).
-func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want State) {
+func wantConnection(t *testing.T, p *Provider, reg prometheus.Gatherer, want provider.State) {
 	t.Helper()
 	if got := p.Status().State; got != want {
 		t.Errorf("Status().State = %q, want %q", got, want)
 	}
 	docker := map[string]string{"provider": p.name}
 	connected := 0.0
-	if want == StateConnected {
+	if want == provider.StateConnected {
 		connected = 1
 	}
 	if v := metricValue(t, reg, "levee_provider_connected", docker); v != connected {
 		t.Errorf("levee_provider_connected = %v, want %v", v, connected)
 	}
-	for _, s := range states {
+	for _, s := range []provider.State{provider.StateConnecting, provider.StateConnected, provider.StateDisconnected} {
 		v := 0.0
 		if s == want {
 			v = 1

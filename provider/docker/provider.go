@@ -13,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/moby/moby/api/types/events"
@@ -210,7 +211,7 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 		host:    host,
 		log:     opts.Logger.With().Str("provider", name).Str("docker_host", host).Logger(),
 		metrics: m,
-		status:  Status{State: StateConnecting, Since: opts.Clock.Now()},
+		status:  Status{State: provider.StateConnecting, Since: opts.Clock.Now()},
 		cache:   map[string]labels.Container{},
 		settled: true,
 		gone:    map[string]time.Time{},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 )
@@ -29,19 +30,19 @@ const (
 // then returns nil. It never gives up on an unreachable engine. Run must not
 // be called twice at once.
 func (p *Provider) Run(ctx context.Context, sink Sink) error {
-	defer p.setState(StateDisconnected, nil)
+	defer p.setState(provider.StateDisconnected, nil)
 	bo := newBackoff(p.opts.RetryMin, p.opts.RetryMax, p.opts.Jitter)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			p.reconnecting()
 		}
-		p.setState(StateConnecting, nil)
+		p.setState(provider.StateConnecting, nil)
 		end, err := p.session(ctx, sink, bo.reset)
 		if ctx.Err() != nil {
 			return nil
 		}
 		delay := bo.delay()
-		p.setState(StateDisconnected, err)
+		p.setState(provider.StateDisconnected, err)
 		p.logEnding(end, err, delay)
 		if end == noStream {
 			p.syncWithoutStream(ctx, sink)
@@ -114,7 +115,7 @@ func (p *Provider) session(ctx context.Context, sink Sink, stable func()) (endin
 		return failed, fmt.Errorf("open the event stream at %s: %w", p.host, err)
 	}
 	p.announced = false
-	p.setState(StateConnected, nil)
+	p.setState(provider.StateConnected, nil)
 	p.log.Info().Msgf("%s: connected to the engine at %s", p.name, p.host)
 	p.publish(sink, !p.everSent)
 	return lost, p.follow(ctx, sink, st, stable)

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/swarm"
 
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -269,7 +270,7 @@ func TestSwarmProviderReconnectsAndResyncs(t *testing.T) {
 	h := startSwarm(t, e, Options{})
 	h.rec.next(t)
 	s := h.eng.stream(t)
-	wantConnection(t, h.p, h.reg, StateConnected)
+	wantConnection(t, h.p, h.reg, provider.StateConnected)
 	if v := metricValue(t, h.reg, "levee_provider_connected", map[string]string{"provider": "swarm"}); v != 1 {
 		t.Fatalf("levee_provider_connected{provider=swarm} = %v", v)
 	}

@@ -58,25 +58,14 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// State is the provider's hold on its files.
-type State string
-
-const (
-	// StateConnecting: before the first read.
-	StateConnecting State = "connecting"
-	// StateConnected: every directory is watched and was listed.
-	StateConnected State = "connected"
-	// StateDisconnected: a directory could not be listed or watched;
-	// the files are still read every Rescan, and the last good
-	// entrypoints of those that cannot be read keep being routed.
-	StateDisconnected State = "disconnected"
-)
-
-var states = []State{StateConnecting, StateConnected, StateDisconnected}
-
 // Status is a snapshot of the provider's hold on its files, for the API.
 type Status struct {
-	State State
+	// State is connecting before the first read, connected while every
+	// directory is watched and was listed, and disconnected while one
+	// could not be listed or watched (the files are still read every
+	// Rescan, and the last good entrypoints of those that cannot be
+	// read keep being routed).
+	State provider.State
 	// Since is when the state last changed between connected and not.
 	Since time.Time
 	// LastError says what is not watched or listed; "" when connected.
@@ -91,8 +80,7 @@ type Provider struct {
 	loader *loader
 	log    zerolog.Logger
 
-	connected prometheus.Gauge
-	state     *prometheus.GaugeVec
+	metrics *provider.ConnectionMetrics
 
 	synced atomic.Bool
 	mu     sync.Mutex
@@ -119,18 +107,12 @@ func New(opts Options) (*Provider, error) {
 	opts.Dirs, opts.Files = cleanPaths(opts.Dirs), cleanPaths(opts.Files)
 	p := &Provider{opts: opts, log: opts.Logger,
 		loader: newLoader(opts.Dirs, opts.Files, opts.MaxFileBytes, opts.Now)}
-	p.status = Status{State: StateConnecting, Since: opts.Now()}
-	if opts.Registerer != nil {
-		labels := prometheus.Labels{"provider": config.SourceFile}
-		p.connected = prometheus.NewGauge(prometheus.GaugeOpts{Name: provider.ConnectedMetric, Help: provider.ConnectedHelp, ConstLabels: labels})
-		p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: provider.StateMetric, Help: provider.StateHelp, ConstLabels: labels}, []string{"state"})
-		for _, c := range []prometheus.Collector{p.connected, p.state} {
-			if err := opts.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("registering the file provider's metrics: %w", err)
-			}
-		}
-		p.setMetrics(StateConnecting)
+	p.status = Status{State: provider.StateConnecting, Since: opts.Now()}
+	m, err := provider.NewConnectionMetrics(opts.Registerer, config.SourceFile)
+	if err != nil {
+		return nil, err
 	}
+	p.metrics = m
 	return p, nil
 }
 
@@ -252,15 +234,15 @@ func (p *Provider) watch(w *fsnotify.Watcher) error {
 }
 
 func (p *Provider) setState(problem error) {
-	s := StateConnected
+	s := provider.StateConnected
 	if problem != nil {
-		s = StateDisconnected
+		s = provider.StateDisconnected
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if (s == StateConnected) != (p.status.State == StateConnected) {
+	if (s == provider.StateConnected) != (p.status.State == provider.StateConnected) {
 		p.status.Since = p.opts.Now()
-		if s == StateConnected && p.status.State == StateDisconnected {
+		if s == provider.StateConnected && p.status.State == provider.StateDisconnected {
 			p.status.Reconnects++
 		}
 		if problem != nil {
@@ -272,25 +254,7 @@ func (p *Provider) setState(problem error) {
 	if problem != nil {
 		p.status.LastError = problem.Error()
 	}
-	p.setMetrics(s)
-}
-
-func (p *Provider) setMetrics(s State) {
-	if p.state == nil {
-		return
-	}
-	for _, x := range states {
-		v := 0.0
-		if x == s {
-			v = 1
-		}
-		p.state.WithLabelValues(string(x)).Set(v)
-	}
-	if s == StateConnected {
-		p.connected.Set(1)
-	} else {
-		p.connected.Set(0)
-	}
+	p.metrics.Set(s)
 }
 
 // Entry is one entrypoint Load found, with the file it came from.

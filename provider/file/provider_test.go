@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -241,7 +242,7 @@ func TestStatusFollowsTheDirectory(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p, s := start(t, Options{Dirs: []string{dir}, Rescan: 50 * time.Millisecond, Registerer: reg})
 	st := p.Status()
-	if st.State != StateDisconnected || !strings.Contains(st.LastError, dir) {
+	if st.State != provider.StateDisconnected || !strings.Contains(st.LastError, dir) {
 		t.Fatalf("status %+v, want disconnected naming %s", st, dir)
 	}
 	if v := gauge(t, reg, "levee_provider_connected", ""); v != 0 {
@@ -254,7 +255,7 @@ func TestStatusFollowsTheDirectory(t *testing.T) {
 	writeAtomic(t, filepath.Join(dir, "x.yaml"), "entrypoints:\n"+entry("x", "x.test"))
 	waitState(t, s, "x@file=x.test", "")
 	eventually(t, changeDeadline, func() error {
-		if st := p.Status(); st.State != StateConnected || st.LastError != "" || st.Reconnects != 1 {
+		if st := p.Status(); st.State != provider.StateConnected || st.LastError != "" || st.Reconnects != 1 {
 			return fmt.Errorf("status %+v, want connected after one reconnect", st)
 		}
 		if v := gauge(t, reg, "levee_provider_connected", ""); v != 1 {
