@@ -152,7 +152,9 @@ func TestTracingThroughTheBinary(t *testing.T) {
 	var failedRetry atomic.Bool
 	a := tracedBackend(t, endpoint, &failedRetry)
 	b := tracedBackend(t, endpoint, &failedRetry)
-	p := startLevee(t, "--docker=false", "--tracing-endpoint", endpoint, "--tracing-protocol", "grpc", "--tracing-insecure")
+	p := startLevee(t, "--docker=false", "--tracing-endpoint", endpoint, "--tracing-protocol", "grpc", "--tracing-insecure",
+		// The test client is the peer whose traceparent Levee continues.
+		"--trusted-proxies", "127.0.0.1/32")
 
 	backendJSON := func(srvs ...*httptest.Server) string {
 		var parts []string

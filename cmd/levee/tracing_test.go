@@ -67,7 +67,7 @@ func TestTracingExportsOverHTTP(t *testing.T) {
 	if err != nil || tr == nil {
 		t.Fatalf("start: %v, %v", tr, err)
 	}
-	tr.StartServer(httptest.NewRequest(http.MethodGet, "http://a.test/", nil), "web").End(200, "", false)
+	tr.StartServer(httptest.NewRequest(http.MethodGet, "http://a.test/", nil), "web", false).End(200, "", false)
 	if err := stop(context.Background()); err != nil {
 		t.Fatalf("flush: %v", err)
 	}

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"net"
+
 	"github.com/levee-proxy/levee/router"
 )
 
@@ -10,7 +12,8 @@ func (x *exchange) startSpan() {
 	if l := router.ListenerOf(x.req.Context()); l != nil {
 		name = l.Name
 	}
-	x.span = x.p.opts.Tracer.StartServer(x.req, name)
+	ip, _, err := net.SplitHostPort(x.req.RemoteAddr)
+	x.span = x.p.opts.Tracer.StartServer(x.req, name, err == nil && x.p.trusts(ip))
 }
 
 // endSpans ends the last attempt's span (after its body was copied) and

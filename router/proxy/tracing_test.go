@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"testing"
 
@@ -21,7 +22,7 @@ const clientTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-
 
 // tracedRoute serves route "tr" on tr.test through a handler with tracer
 // tr, to a backend that answers the traceparent it got.
-func tracedRoute(t *testing.T, tr *trace.Tracer) *Handler {
+func tracedRoute(t *testing.T, tr *trace.Tracer, trusted ...netip.Prefix) *Handler {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Got", r.Header.Get("Traceparent"))
@@ -31,7 +32,7 @@ func tracedRoute(t *testing.T, tr *trace.Tracer) *Handler {
 	n, _ := strconv.Atoi(port)
 	r := router.New(router.Options{Logger: zerolog.Nop()})
 	t.Cleanup(r.Close)
-	p := New(r, Options{Logger: zerolog.Nop(), Tracer: tr})
+	p := New(r, Options{Logger: zerolog.Nop(), Tracer: tr, TrustedProxies: trusted})
 	t.Cleanup(p.Close)
 	e := ep("tr", config.Backend{Address: host, Port: n, Weight: 1})
 	r.Update(config.SourceUpdate{Source: config.SourceDocker, Entrypoints: []config.Entrypoint{e}})
@@ -55,13 +56,16 @@ func TestTracingOffPassesTraceparentThrough(t *testing.T) {
 	}
 }
 
+// httptest.NewRequest's peer.
+var testPeer = netip.MustParsePrefix("192.0.2.1/32")
+
 // With tracing on the backend gets the attempt span's traceparent, in
-// the client's trace; the server span is the client span's child and the
-// attempt span the server span's.
+// the client's trace (the peer is a trusted proxy); the server span is the
+// client span's child and the attempt span the server span's.
 func TestTracingOnReplacesTraceparentWithTheAttempts(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	w := tracedGet(tracedRoute(t, trace.New(tp, propagation.TraceContext{})))
+	w := tracedGet(tracedRoute(t, trace.New(tp, propagation.TraceContext{}), testPeer))
 	spans := rec.Ended()
 	if w.Code != http.StatusOK || len(spans) != 2 {
 		t.Fatalf("status %d, %d spans ended, want 200 and 2", w.Code, len(spans))
@@ -77,5 +81,40 @@ func TestTracingOnReplacesTraceparentWithTheAttempts(t *testing.T) {
 	want := "00-4bf92f3577b34da6a3ce929d0e0e4736-" + attempt.SpanContext().SpanID().String() + "-01"
 	if got := w.Header().Get("X-Got"); got != want {
 		t.Errorf("backend got traceparent %q, want %q", got, want)
+	}
+}
+
+// A peer that is not a trusted proxy cannot choose the trace or force
+// sampling: its sampled traceparent is only linked to a new root, and the
+// sampler's own ratio (here: never) decides.
+func TestTracingUntrustedPeerStartsANewRoot(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	w := tracedGet(tracedRoute(t, trace.New(tp, propagation.TraceContext{})))
+	spans := rec.Ended()
+	if w.Code != http.StatusOK || len(spans) != 2 {
+		t.Fatalf("status %d, %d spans ended, want 200 and 2", w.Code, len(spans))
+	}
+	server := spans[1]
+	if server.Parent().IsValid() || server.SpanContext().TraceID().String() == "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("server span parent %v trace %s: want a new root", server.Parent(), server.SpanContext().TraceID())
+	}
+	if links := server.Links(); len(links) != 1 || links[0].SpanContext.SpanID().String() != "00f067aa0ba902b7" {
+		t.Errorf("links %+v, want one to the client's span", links)
+	}
+	if got := w.Header().Get("X-Got"); got == clientTraceparent || got == "" {
+		t.Errorf("backend got traceparent %q, want Levee's attempt's", got)
+	}
+
+	never := tracetest.NewSpanRecorder()
+	tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(never),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+	tracedGet(tracedRoute(t, trace.New(tp, propagation.TraceContext{})))
+	if n := len(never.Ended()); n != 0 {
+		t.Errorf("%d spans recorded for an untrusted sampled traceparent at ratio 0, want 0", n)
+	}
+	tracedGet(tracedRoute(t, trace.New(tp, propagation.TraceContext{}), testPeer))
+	if n := len(never.Ended()); n != 2 {
+		t.Errorf("%d spans recorded for a trusted proxy's sampled traceparent, want 2 (parent-based)", n)
 	}
 }

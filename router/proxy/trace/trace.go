@@ -48,14 +48,26 @@ type Server struct {
 	att  attempt // the current attempt's, span nil when none
 }
 
-// StartServer starts req's server span, its parent the context req's
-// headers carry. It returns nil when t is nil.
-func (t *Tracer) StartServer(req *http.Request, listener string) *Server {
+// StartServer starts req's server span. It returns nil when t is nil.
+//
+// When trustParent is set (the peer is a trusted proxy), the span's parent
+// is the context req's headers carry, and its sampled flag decides. Any
+// other client's context is only linked to a new root trace: a client may
+// not pick the trace an operator's spans land in, nor force its requests
+// past --tracing-sample-ratio by sending sampled flags.
+func (t *Tracer) StartServer(req *http.Request, listener string, trustParent bool) *Server {
 	if t == nil {
 		return nil
 	}
 	parent := t.prop.Extract(req.Context(), propagation.HeaderCarrier(req.Header))
-	ctx, span := t.tracer.Start(parent, req.Method, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+	opts := []oteltrace.SpanStartOption{oteltrace.WithSpanKind(oteltrace.SpanKindServer)}
+	if !trustParent {
+		opts = append(opts, oteltrace.WithNewRoot())
+		if sc := oteltrace.SpanContextFromContext(parent); sc.IsValid() {
+			opts = append(opts, oteltrace.WithLinks(oteltrace.Link{SpanContext: sc}))
+		}
+	}
+	ctx, span := t.tracer.Start(parent, req.Method, append(opts,
 		oteltrace.WithAttributes(
 			attribute.String("http.request.method", req.Method),
 			attribute.String("url.path", req.URL.Path),
@@ -63,7 +75,7 @@ func (t *Tracer) StartServer(req *http.Request, listener string) *Server {
 			attribute.String("network.protocol.name", "http"),
 			attribute.String("network.protocol.version", protoVersion(req)),
 			KeyListener.String(listener),
-		))
+		))...)
 	return &Server{t: t, ctx: ctx, span: span}
 }
 
