@@ -32,7 +32,7 @@ func listParams() []queryParam {
 		{name: "limit", typ: "integer", doc: fmt.Sprintf("At most this many entrypoints (1-%d), ordered by id; the answer's next is the after= of the next page. Default: all.", MaxPageLimit)},
 		{name: "after", doc: "Only entrypoints whose id sorts after this one (the previous page's next)."},
 		{name: "host", doc: "Only entrypoints routing this hostname (exact, case-insensitive; a wildcard entrypoint matches its own pattern, e.g. *.example.com)."},
-		{name: "source", doc: "Only entrypoints of this source: api or docker."},
+		{name: "source", doc: "Only entrypoints of this source: api, docker, swarm or file."},
 	}
 }
 

@@ -45,7 +45,7 @@ type Entrypoint struct {
 	ID string `json:"id"`
 	// Name is the service name as the operator wrote it.
 	Name string `json:"name"`
-	// Source is the provider that owns this entrypoint (SourceDocker, SourceAPI).
+	// Source is the provider that owns this entrypoint (SourceDocker, SourceSwarm, SourceFile, SourceAPI).
 	Source   string `json:"source"`
 	Protocol string `json:"protocol"`
 	// Hosts are lower-case host names without port; "*.example.com" matches
