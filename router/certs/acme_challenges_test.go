@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -53,13 +54,41 @@ func newTestACME(t *testing.T, opts ACMEOptions) (*ACME, *Store, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.CA, opts.Email, opts.StorageDir = "https://127.0.0.1:1/dir", "ops@example.com", t.TempDir()
+	opts.CA, opts.Email, opts.StorageDir = "https://127.0.0.1:1/dir", "ops@example.com", storageDir(t)
 	opts.Logger, opts.Registerer = zerolog.Nop(), prometheus.NewRegistry()
 	m, err := NewACME(opts, store)
 	if err == nil {
 		t.Cleanup(m.Stop)
 	}
 	return m, store, err
+}
+
+// storageDir is a temporary certmagic storage directory, removed when the
+// test ends. Stop cancels the orders but does not wait for certmagic's
+// workers, which may still write a lock file as they leave; the removal is
+// retried until the directory is gone (t.TempDir's single attempt fails
+// the test on such a late file).
+func storageDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "levee-acme-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("remove the ACME storage %s: %v", dir, err)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // Each challenge of the list is one issuer, in the list's order; DNS-01
