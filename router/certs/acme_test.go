@@ -35,7 +35,7 @@ func TestACMERefusingCAAndHostRules(t *testing.T) {
 	ln.Close() // nothing listens there now
 	sink := &fakeSink{}
 	reg := prometheus.NewRegistry()
-	m, err := NewACME(ACMEOptions{CA: deadCA, Email: "ops@example.com", StorageDir: t.TempDir(),
+	m, err := NewACME(ACMEOptions{CA: deadCA, Email: "ops@example.com", StorageDir: storageDir(t),
 		HTTPPort: 1, TLSPort: 2, ListenHost: "127.0.0.1", Sink: sink, Logger: zerolog.Nop(), Registerer: reg}, store)
 	if err != nil {
 		t.Fatal(err)
