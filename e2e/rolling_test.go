@@ -52,6 +52,11 @@ func (f *i20Fixture) replica(t *testing.T, host string, n int) (id, name string)
 	name = fmt.Sprintf("levee-i20-%s-app-%d", f.run, n)
 	spec := echoSpec(f.image, f.network, name, host, nil)
 	spec.Name = name
+	// The replica keeps serving for a moment after its stop signal, as
+	// operations.md asks of a backend that wants no request lost: a
+	// request Levee sent before it saw the stop is answered, not reset
+	// in the listener's backlog.
+	spec.Env = append(spec.Env, "ECHO_DRAIN=500ms")
 	return dockertest.Run(t, f.cli, spec), name
 }
 

@@ -31,7 +31,10 @@
 //	                  HEALTHCHECK CMD ["/echo","-healthcheck","http://127.0.0.1:8080/_echo/health"]
 //
 // On SIGTERM or SIGINT the server shuts down at once, so `docker stop` does
-// not wait for its kill timeout.
+// not wait for its kill timeout; with -drain D (env ECHO_DRAIN) it first
+// keeps serving, new connections too, for D, as a backend that wants no
+// request lost does while its proxy takes it out of rotation
+// (docs/operations.md, rolling restarts).
 package main
 
 import (
@@ -60,6 +63,15 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", envOr(getenv, "ECHO_LISTEN", ":8080"), "listen address (env ECHO_LISTEN)")
 	probe := fs.String("healthcheck", "", "probe this URL once and exit 0 on 2xx, 1 otherwise")
+	drain := fs.Duration("drain", 0, "after SIGTERM, keep serving for this long before shutting down (env ECHO_DRAIN)")
+	if d := getenv("ECHO_DRAIN"); d != "" {
+		v, err := time.ParseDuration(d)
+		if err != nil || v < 0 {
+			fmt.Fprintf(stderr, "echo: ECHO_DRAIN=%q: want a duration such as 500ms\n", d)
+			return 2
+		}
+		*drain = v
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -96,6 +108,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "echo: serve: %v\n", err)
 		return 1
 	case <-ctx.Done():
+	}
+	if *drain > 0 {
+		logger.Printf("echo: stop signal: serving for %s more", *drain)
+		time.Sleep(*drain) // the drain itself: serving goes on meanwhile
 	}
 	// Hanging requests would hold a graceful shutdown for their whole
 	// duration; a test backend should just go.

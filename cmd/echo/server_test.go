@@ -313,3 +313,16 @@ func TestListenAddressFromEnvAndFlag(t *testing.T) {
 		t.Errorf("default listen = %q, want :8080", got)
 	}
 }
+
+func TestBadDrainIsRefused(t *testing.T) {
+	env := func(k string) string {
+		if k == "ECHO_DRAIN" {
+			return "soon"
+		}
+		return ""
+	}
+	var stderr bytes.Buffer
+	if code := run(nil, env, &stderr); code != 2 || !strings.Contains(stderr.String(), `ECHO_DRAIN="soon"`) {
+		t.Errorf("exit %d, stderr %q: want 2 and the bad ECHO_DRAIN named", code, stderr.String())
+	}
+}
