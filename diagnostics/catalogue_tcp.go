@@ -12,6 +12,9 @@ const (
 	TCPFieldIgnored Code = "W093"
 	// TCPTLSUnsupported is a tcp.tls value Levee does not support.
 	TCPTLSUnsupported Code = "W094"
+	// TCPListenerMismatch is a TCP route whose listener is not declared,
+	// or not of the kind the route needs.
+	TCPListenerMismatch Code = "W095"
 )
 
 // tcpEntries are the codes of TCP routes.
@@ -40,6 +43,12 @@ func tcpEntries() []Entry {
 			Effect:  "`passthrough` applies: the TLS bytes are relayed untouched and the backend terminates TLS. `terminate` is not supported yet.",
 			Fix:     "Use `tls=passthrough` with a backend that serves TLS itself, or route the service over HTTP with `levee.http.<service>.tls=true`.",
 			Example: "levee.tcp.db.tls=terminate",
+		},
+		{
+			Code: TCPListenerMismatch, Severity: Warn, Title: "TCP route on a listener that cannot serve it",
+			Effect:  "The TCP route is not served: its listener is not declared, or a route without `sni` names a listener that is not a TCP listener (`--listen name=addr,tcp`), or a route with `sni` names one that is not a TLS listener.",
+			Fix:     "Declare the listener (`--listen postgres=:5432,tcp`), or give `sni` and name a TLS listener (`--listen websecure=:443,tls`).",
+			Example: "levee.tcp.pg.listener=postgres   # without --listen postgres=:5432,tcp",
 		},
 	}
 }

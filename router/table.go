@@ -91,6 +91,8 @@ type Snapshot struct {
 	collided map[string]bool
 	// redirects: some route redirects plain listeners to HTTPS.
 	redirects bool
+	// tcp holds the TCP routes by listener name (tcp.go).
+	tcp map[string]*tcpTable
 }
 
 // listenerFilter keeps the routes that answer on a listener.

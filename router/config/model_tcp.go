@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // ProtocolTCP names the entrypoints that carry TCP connections rather
 // than HTTP requests (fields_tcp.go): they are matched by listener, or on
@@ -41,4 +44,10 @@ type TCP struct {
 	// MaxConnections bounds the route's open client connections; a
 	// connection beyond it is closed at once. Zero: no limit.
 	MaxConnections int `json:"max_connections,omitempty"`
+}
+
+// Equal reports whether t and o are the same settings.
+func (t TCP) Equal(o TCP) bool {
+	return t.Listener == o.Listener && slices.Equal(t.SNI, o.SNI) && t.TLS == o.TLS &&
+		t.ConnectTimeout == o.ConnectTimeout && t.IdleTimeout == o.IdleTimeout && t.MaxConnections == o.MaxConnections
 }
