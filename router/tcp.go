@@ -127,5 +127,5 @@ func tcpListenerDiagnostics(ep config.Entrypoint, byName map[string]*Listener) [
 	default:
 		return nil
 	}
-	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.TCPListenerMismatch, sourceOf(ep), "listener", name, "not served", problem, hint)}
+	return []diagnostics.Diagnostic{diagnostics.New(diagnostics.TCPListenerMismatch, sourceOf(ep), "listener", name, "", problem+": not served", hint)}
 }
