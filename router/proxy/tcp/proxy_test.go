@@ -358,3 +358,38 @@ func value(m prometheus.Metric) float64 {
 	}
 	return out.Gauge.GetValue()
 }
+
+// A client that stops reading while the backend sends is closed after the
+// idle timeout: the write toward it is bounded too.
+func TestStalledReaderIsClosed(t *testing.T) {
+	h := newHarness(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				done <- err // Levee closed the backend side
+				return
+			}
+		}
+	}()
+	h.route(config.TCP{IdleTimeout: 300 * time.Millisecond}, nil, ln.Addr().String())
+	c := h.dial()
+	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a client that never reads held the relay past its idle timeout")
+	}
+}

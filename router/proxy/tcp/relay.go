@@ -106,7 +106,8 @@ var (
 )
 
 // pump copies src to dst until src's EOF (nil), an error, or idle without
-// a byte either way (errIdle). first, if set, is set at the first byte.
+// a byte either way, or a write to dst that does not complete in idle
+// (errIdle). first, if set, is set at the first byte.
 // A read error of src is wrapped with errBackendRead when first is set
 // (src is then the backend).
 func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atomic.Bool) error {
@@ -119,7 +120,13 @@ func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atom
 			if first != nil {
 				first.Store(true)
 			}
+			// A peer that stops reading holds the write: it gets the idle
+			// limit too.
+			_ = dst.SetWriteDeadline(time.Now().Add(idle))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
+				if errors.Is(werr, os.ErrDeadlineExceeded) {
+					return errIdle
+				}
 				return werr
 			}
 		}
