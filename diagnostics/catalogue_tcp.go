@@ -40,9 +40,9 @@ func tcpEntries() []Entry {
 		},
 		{
 			Code: TCPTLSUnsupported, Severity: Warn, Title: "unsupported TCP TLS mode",
-			Effect:  "`passthrough` applies: the TLS bytes are relayed untouched and the backend terminates TLS. `terminate` is not supported yet.",
-			Fix:     "Use `tls=passthrough` with a backend that serves TLS itself, or route the service over HTTP with `levee.http.<service>.tls=true`.",
-			Example: "levee.tcp.db.tls=terminate",
+			Effect:  "`passthrough` applies: the TLS bytes are relayed untouched and the backend terminates TLS.",
+			Fix:     "Use `tls=passthrough` with a backend that serves TLS itself, or `tls=terminate` for Levee to terminate TLS and relay plain bytes.",
+			Example: "levee.tcp.db.tls=offload",
 		},
 		{
 			Code: TCPListenerMismatch, Severity: Warn, Title: "TCP route on a listener that cannot serve it",

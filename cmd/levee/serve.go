@@ -298,7 +298,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	}
 	ls := routerListeners(bound)
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
-	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg})
+	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
 	for i, l := range ls {
 		switch {
 		case out[i].spec.TCP:

@@ -23,8 +23,8 @@ func tcpFields() []Field {
 			Doc:     "TCP routes only: on a TLS listener, the server names (SNI, RFC 6066 3) whose connections the route takes, read from the ClientHello before any HTTP, comma-separated; `*.example.com` matches one label below example.com, `*` any name. Connections with another name (or none) go to the listener's HTTP routes.",
 			Example: "db.example.com", set: setTCPSNI, get: onTCPIf(func(t *TCP) any { return t.SNI }, func(t *TCP) bool { return len(t.SNI) > 0 })},
 		{Label: "tcp.tls", JSON: "config.tcp.tls", Kind: KindEnum, Default: TCPPassthrough, Code: diagnostics.TCPTLSUnsupported,
-			Values:  []string{TCPPassthrough},
-			Doc:     "TCP routes only, with `tcp.sni`: how TLS is handled. `passthrough` relays the TLS bytes untouched (the backend terminates TLS with its own certificate). `terminate` is not supported yet (W094, passthrough applies).",
+			Values:  []string{TCPPassthrough, TCPTerminate},
+			Doc:     "TCP routes only, with `tcp.sni`: how TLS is handled. `passthrough` relays the TLS bytes untouched (the backend terminates TLS with its own certificate); `terminate` has Levee complete the handshake with its certificates (those of the HTTPS routes: --tls-cert-dir, --tls-cert, the default certificate) and relay the plain bytes to the backend. Another value is W094 and passthrough applies.",
 			Example: TCPPassthrough, set: setTCPTLS, get: onTCPIf(func(t *TCP) any { return t.TLS }, func(t *TCP) bool { return t.TLS != "" })},
 		{Label: "tcp.connectTimeout", JSON: "config.tcp.connect_timeout", Kind: KindDuration, Default: DefaultTCPConnectTimeout.String(), Code: diagnostics.BadTCP,
 			Doc:     "TCP routes only: how long Levee waits for a backend's TCP connect (whole seconds or a Go duration). A connect that times out is a backend failure (breaker, next backend).",
@@ -122,13 +122,11 @@ func setTCPTLS(d *draft, f *Field, key string, v any) {
 	s, err := toString(v)
 	if err == nil {
 		switch s = strings.ToLower(s); s {
-		case TCPPassthrough:
+		case TCPPassthrough, TCPTerminate:
 			d.ep.TCP.TLS = s
 			return
-		case "terminate":
-			err = fmt.Errorf("terminate is not supported yet")
 		default:
-			err = fmt.Errorf("want passthrough")
+			err = fmt.Errorf("want passthrough or terminate")
 		}
 	}
 	d.bad(f, key, v, err.Error())

@@ -22,9 +22,9 @@ var tcpFieldCases = []fieldCase{
 		valid:   []validCase{{"db.example.com", `["db.example.com"]`, []string{"db.example.com"}}, {"DB.example.com,*.x.org", `["DB.example.com","*.x.org"]`, []string{"db.example.com", "*.x.org"}}},
 		invalid: []invalidCase{{label: "http://x/", json: `["http://x/"]`, value: "http://x/", code: diagnostics.BadTCP, fallback: "-"}}},
 	{field: "tcp.tls", get: func(d cfgDecoded) any { return d.ep.TCP.TLS },
-		valid: []validCase{{"passthrough", "", TCPPassthrough}, {"PassThrough", "", TCPPassthrough}},
+		valid: []validCase{{"passthrough", "", TCPPassthrough}, {"PassThrough", "", TCPPassthrough}, {"terminate", "", TCPTerminate}},
 		invalid: []invalidCase{
-			{label: "terminate", code: diagnostics.TCPTLSUnsupported},
+			{label: "offload", code: diagnostics.TCPTLSUnsupported},
 			{label: "yes", code: diagnostics.TCPTLSUnsupported},
 		}},
 	{field: "tcp.connectTimeout", get: func(d cfgDecoded) any { return d.ep.TCP.ConnectTimeout },

@@ -15,6 +15,9 @@ const (
 	// TCPPassthrough relays the TLS bytes untouched: the backend
 	// terminates TLS with its own certificate.
 	TCPPassthrough = "passthrough"
+	// TCPTerminate has Levee complete the TLS handshake with its own
+	// certificates (as for HTTPS routes) and relay the plain bytes.
+	TCPTerminate = "terminate"
 )
 
 // Defaults of the TCP fields.
@@ -34,8 +37,8 @@ type TCP struct {
 	// matches one label) the route takes on a TLS listener, read from the
 	// ClientHello before any HTTP.
 	SNI []string `json:"sni,omitempty"`
-	// TLS is how a route with SNI handles TLS: TCPPassthrough, also when
-	// empty (the default).
+	// TLS is how a route with SNI handles TLS: TCPPassthrough (also when
+	// empty, the default) or TCPTerminate.
 	TLS string `json:"tls,omitempty"`
 	// ConnectTimeout bounds a backend connect; IdleTimeout closes a
 	// connection that moved no byte either way for that long.

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -28,6 +29,10 @@ type Options struct {
 	// Dial opens a backend connection; nil uses net.Dialer. The context
 	// carries the connect timeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS is the server configuration (certificates) with which TCP
+	// routes with tls=terminate complete the handshake; nil refuses their
+	// connections.
+	TLS *tls.Config
 }
 
 // Outcomes of a client connection, the outcome label of
@@ -39,12 +44,15 @@ const (
 	OutcomeCircuitOpen   = "circuit_open"
 	OutcomeNoBackend     = "no_backend"
 	OutcomeConnectFailed = "connect_failed"
+	// OutcomeHandshake: a tls=terminate route's handshake failed.
+	OutcomeHandshake = "tls_handshake"
 )
 
 // Proxy relays the connections of TCP routes (see the package doc).
 type Proxy struct {
-	opts Options
-	log  zerolog.Logger
+	opts    Options
+	log     zerolog.Logger
+	termTLS *tls.Config // Options.TLS without ALPN
 
 	conns   *prometheus.CounterVec
 	open    *prometheus.GaugeVec
@@ -65,7 +73,7 @@ func New(opts Options) *Proxy {
 		log:  opts.Logger.With().Str("component", "tcp").Logger(),
 		conns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_tcp_connections_total",
-			Help: "Client connections of TCP routes, by listener, route (empty without one) and outcome (relayed, no_route, limit, circuit_open, no_backend, connect_failed).",
+			Help: "Client connections of TCP routes, by listener, route (empty without one) and outcome (relayed, no_route, limit, circuit_open, no_backend, connect_failed, tls_handshake).",
 		}, []string{"listener", "route", "outcome"}),
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "levee_tcp_connections_open",
@@ -75,6 +83,12 @@ func New(opts Options) *Proxy {
 	}
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(p.conns, p.open)
+	}
+	if opts.TLS != nil {
+		// A terminated TCP route speaks no HTTP: no ALPN protocol is
+		// offered (RFC 7301 3.2: the server then selects none).
+		p.termTLS = opts.TLS.Clone()
+		p.termTLS.NextProtos = nil
 	}
 	return p
 }

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -30,8 +31,15 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessTLS(t, nil)
+}
+
+// newHarnessTLS is newHarness with the TLS configuration of tls=terminate
+// routes.
+func newHarnessTLS(t *testing.T, cfg *tls.Config) *harness {
+	t.Helper()
 	h := &harness{t: t, r: router.New(router.Options{}), reg: prometheus.NewRegistry()}
-	h.p = New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Registerer: h.reg})
+	h.p = New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Registerer: h.reg, TLS: cfg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

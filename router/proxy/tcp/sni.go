@@ -8,13 +8,16 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // SNIListener wraps ln, the socket of the TLS listener named listener,
 // so that TCP routes with SNI and the HTTP server share it: a connection
 // whose ClientHello names a TCP route of the listener (Snapshot.MatchTCP)
 // is relayed by the proxy, its ClientHello included, untouched (TLS
-// passthrough); any other is returned by Accept to the HTTP server, the
+// passthrough), or, for a route with tls=terminate, handshaken with
+// Options.TLS and relayed in plain; any other is returned by Accept to the HTTP server, the
 // bytes read replayed, as if nothing had been read. While the listener
 // has no SNI route, connections are returned as accepted, unread.
 //
@@ -75,13 +78,38 @@ func (s *sniListener) sort(c net.Conn) {
 		return
 	}
 	pc := &peekedConn{Conn: c, r: io.MultiReader(bytes.NewReader(replay), c)}
-	if err == nil && s.p.opts.Snapshot().MatchTCP(s.name, name) != nil {
+	if rt := s.p.opts.Snapshot().MatchTCP(s.name, name); err == nil && rt != nil {
+		if rt.Config().TCP.TLS == config.TCPTerminate {
+			s.terminate(pc, name, rt.ID())
+			return
+		}
 		s.p.Handle(pc, s.name, name)
 		return
 	}
 	// Not a TCP route's (or no ClientHello Levee can read): the HTTP
 	// server's handshake sees the same bytes and answers as it would.
 	s.deliver(pc)
+}
+
+// terminate completes the TLS handshake of a tls=terminate route's
+// connection with Levee's certificates, within the hello timeout, and
+// relays the plain bytes.
+func (s *sniListener) terminate(c net.Conn, name, route string) {
+	if s.p.termTLS == nil {
+		s.p.refuse(s.name, route, OutcomeHandshake, c, errors.New("no TLS configuration for tls=terminate"))
+		_ = c.Close()
+		return
+	}
+	tc := tls.Server(c, s.p.termTLS)
+	_ = c.SetDeadline(time.Now().Add(s.timeout))
+	err := tc.Handshake()
+	_ = c.SetDeadline(time.Time{})
+	if err != nil {
+		s.p.refuse(s.name, route, OutcomeHandshake, c, err)
+		_ = c.Close()
+		return
+	}
+	s.p.Handle(tc, s.name, name)
 }
 
 func (s *sniListener) deliver(c net.Conn) {

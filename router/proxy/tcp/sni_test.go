@@ -141,3 +141,42 @@ func (t *trickle) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// tls=terminate: Levee completes the handshake with its own certificate
+// (no ALPN) and the backend receives the plain bytes.
+func TestSNITerminate(t *testing.T) {
+	cert, pool := selfSigned(t, "plain.example.com")
+	h := newHarnessTLS(t, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}})
+	h.route(config.TCP{Listener: "websecure", SNI: []string{"plain.example.com"}, TLS: config.TCPTerminate}, nil, echoBackend(t))
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := h.p.SNIListener(raw, "websecure", 5*time.Second)
+	defer ln.Close()
+	c, err := tls.Dial("tcp", raw.Addr().String(), &tls.Config{ServerName: "plain.example.com", RootCAs: pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatalf("TLS to Levee: %v", err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "" {
+		t.Errorf("ALPN %q negotiated on a TCP route", p)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("plain\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "plain\n" {
+		t.Fatalf("echo %q %v", buf, err)
+	}
+	// The client's close_notify half-closes toward the backend, whose
+	// goodbye still arrives.
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(c)
+	if string(rest) != "bye\n" {
+		t.Fatalf("after close_notify got %q, want bye", rest)
+	}
+}
