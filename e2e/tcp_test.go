@@ -92,11 +92,13 @@ func TestDockerTCPRouteAndBreaker(t *testing.T) {
 // SNI passthrough through the binary: on one TLS listener, a client
 // naming the TCP route's server name reaches the TLS backend and sees its
 // own certificate, while HTTPS for another name is served by Levee with
-// Levee's certificate.
+// Levee's certificate, and a tls=terminate TCP route gets Levee's
+// certificate and a plain backend.
 func TestTCPSNIPassthroughBesideHTTPS(t *testing.T) {
 	ca := newE2ECA(t)
 	levCerts, backDir := t.TempDir(), t.TempDir()
 	ca.issue(t, levCerts, "www", "www.sni.test")
+	ca.issue(t, levCerts, "plain", "plain.sni.test")
 	ca.issue(t, backDir, "db", "db.sni.test")
 	pair, err := tls.LoadX509KeyPair(filepath.Join(backDir, "db.crt"), filepath.Join(backDir, "db.key"))
 	if err != nil {
@@ -137,6 +139,46 @@ func TestTCPSNIPassthroughBesideHTTPS(t *testing.T) {
 		t.Fatalf("POST HTTP route: %d %s", code, body)
 	}
 
+	// A plain TCP echo backend behind a route whose TLS Levee terminates.
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pln.Close()
+	go func() {
+		for {
+			c, err := pln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	phost, pport, _ := net.SplitHostPort(pln.Addr().String())
+	termRoute := fmt.Sprintf(`{"name":"plain","protocol":"Tcp","backends":[{"address":%q,"port":%s}],"config":{"tcp":{"listener":"websecure","sni":["plain.sni.test"],"tls":"terminate"}}}`, phost, pport)
+	if code, body := apiCall(t, p, "POST", "/entrypoints", "", termRoute, "Content-Type", "application/json"); code/100 != 2 {
+		t.Fatalf("POST terminated TCP route: %d %s", code, body)
+	}
+
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", secure, &tls.Config{ServerName: "plain.sni.test", RootCAs: ca.pool})
+		if err != nil {
+			return fmt.Errorf("TLS to plain.sni.test: %w", err)
+		}
+		defer c.Close()
+		if cn := c.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != "plain.sni.test" {
+			return fmt.Errorf("certificate %q, want Levee's plain.sni.test", cn)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("term")); err != nil {
+			return err
+		}
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "term" {
+			return fmt.Errorf("echo %q %v", buf, err)
+		}
+		return nil
+	})
 	dockertest.Eventually(t, 20*time.Second, func() error {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", secure, &tls.Config{ServerName: "db.sni.test", RootCAs: ca.pool})
 		if err != nil {
