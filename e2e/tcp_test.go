@@ -3,12 +3,14 @@ package e2e
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,4 +215,77 @@ func TestTCPSNIPassthroughBesideHTTPS(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A TCP connection being relayed when Levee is told to stop keeps working
+// until its client closes it, within --shutdown-timeout; new connections
+// are no longer accepted meanwhile.
+func TestTCPConnectionDrainsOnShutdown(t *testing.T) {
+	bln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bln.Close()
+	go func() {
+		for {
+			c, err := bln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	p := startLevee(t, "--docker=false", "--shutdown-timeout", "20s", "--listen", "pg=127.0.0.1:0,tcp")
+	pg := p.listenerAddr("pg")
+	host, port, _ := net.SplitHostPort(bln.Addr().String())
+	route := fmt.Sprintf(`{"name":"pg","protocol":"Tcp","backends":[{"address":%q,"port":%s}],"config":{"tcp":{"listener":"pg"}}}`, host, port)
+	if code, body := apiCall(t, p, "POST", "/entrypoints", "", route, "Content-Type", "application/json"); code/100 != 2 {
+		t.Fatalf("POST TCP route: %d %s", code, body)
+	}
+	var c net.Conn
+	exchange := func(msg string) error {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, msg); err != nil {
+			return err
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
+			return fmt.Errorf("echo %q %v", buf, err)
+		}
+		return nil
+	}
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		if c != nil {
+			c.Close()
+		}
+		c, err = net.DialTimeout("tcp", pg, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		return exchange("before")
+	})
+	defer c.Close()
+	exited := make(chan error, 1)
+	go func() {
+		exitErr, err := p.Signal(syscall.SIGTERM, 30*time.Second)
+		exited <- errors.Join(exitErr, err)
+	}()
+	p.waitLog(10*time.Second, func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["message"]), "shutting down") })
+	if err := exchange("during"); err != nil {
+		t.Fatalf("the relayed connection broke at shutdown: %v", err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("levee exited with a connection still relayed: %v", err)
+	default:
+	}
+	c.Close()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("levee did not exit once the last connection closed")
+	}
 }

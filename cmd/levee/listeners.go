@@ -302,3 +302,13 @@ func (s *tcpServer) closeListener() {
 		_ = s.ln.Close()
 	}
 }
+
+// tcpDrain stops the TCP proxy with the servers: Shutdown waits for the
+// relayed connections, Close cuts them. It serves nothing itself.
+type tcpDrain struct{ p *tcp.Proxy }
+
+func (d tcpDrain) Serve(net.Listener) error { return errors.New("tcpDrain serves no listener") }
+
+func (d tcpDrain) Shutdown(ctx context.Context) error { return d.p.Shutdown(ctx) }
+
+func (d tcpDrain) Close() error { return d.p.Close() }

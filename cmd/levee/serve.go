@@ -217,6 +217,11 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 		serveOn("proxy", p.spec, p.srv, p.ln)
 		servers = append(servers, p.srv)
 	}
+	if app.tcp != nil {
+		// The TCP connections a TLS listener handed over by SNI drain
+		// with the rest, even without a TCP listener.
+		servers = append(servers, tcpDrain{app.tcp})
+	}
 	serveOn("api", listenerSpec{Name: "api"}, apiSrv, apiLn)
 	for _, background := range app.background {
 		wg.Add(1)
@@ -299,6 +304,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	ls := routerListeners(bound)
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
 	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
+	app.tcp = tp
 	for i, l := range ls {
 		switch {
 		case out[i].spec.TCP:

@@ -21,6 +21,7 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/proxy"
+	"github.com/levee-proxy/levee/router/proxy/tcp"
 	"github.com/levee-proxy/levee/router/status"
 )
 
@@ -39,6 +40,8 @@ type app struct {
 	// acme obtains certificates (--acme-email, --acme-ca); nil when off.
 	acme   *certs.ACME
 	router *router.Router
+	// tcp relays the TCP routes' connections (openProxyListeners).
+	tcp *tcp.Proxy
 }
 
 // build wires the sources, the router, the request path and the API. Data
