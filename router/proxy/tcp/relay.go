@@ -15,12 +15,23 @@ import (
 // relayBuffer is the size of each direction's copy buffer.
 const relayBuffer = 32 << 10
 
+// Who ended a relay first: the side whose read or write failed first, or
+// the idle limit. Only the first end is blamed; the errors that closing
+// both sides then causes are not.
+const (
+	endNone int32 = iota
+	endClient
+	endBackend
+	endIdle
+)
+
 // result is how a relay ended, for the breaker.
 type result struct {
 	// answered: the backend sent at least one byte.
 	answered bool
-	// backendBroke: reading the backend failed (reset) or it closed
-	// before its first byte while the client was still there.
+	// backendBroke: the backend failed (a reset, a refused write) or
+	// closed its side before its first byte while the client was still
+	// there.
 	backendBroke bool
 }
 
@@ -37,22 +48,30 @@ func (r result) verdict() breaker.Result {
 }
 
 // closeWriter is a connection whose write half closes alone
-// (*net.TCPConn, and the connections of this package that wrap one).
+// (*net.TCPConn, *tls.Conn, and the connections of this package that wrap
+// one).
 type closeWriter interface{ CloseWrite() error }
 
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(closeWriter); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
 // relay copies client to backend and back until both directions have
-// ended, one fails, or nothing moved for idle. It closes neither
+// ended, one side fails, or nothing moved for idle. It closes neither
 // connection; the caller does.
 func relay(client, backend net.Conn, idle time.Duration) result {
 	var (
 		last       atomic.Int64 // unix nanos of the last byte either way
 		answered   atomic.Bool
-		clientGone atomic.Bool
-		broke      atomic.Bool
+		clientDone atomic.Bool // the client ended its stream or failed
+		end        atomic.Int32
 		once       sync.Once
 	)
 	last.Store(time.Now().UnixNano())
-	abort := func() {
+	fail := func(who int32) {
+		end.CompareAndSwap(endNone, who)
 		once.Do(func() {
 			_ = client.Close()
 			_ = backend.Close()
@@ -62,54 +81,49 @@ func relay(client, backend net.Conn, idle time.Duration) result {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		err := pump(backend, client, idle, &last, nil)
-		if err != nil {
-			if !errors.Is(err, errIdle) {
-				clientGone.Store(true)
-			}
-			abort()
-			return
-		}
-		// The client ended its stream: so does Levee toward the backend.
-		clientGone.Store(true)
-		if cw, ok := backend.(closeWriter); ok {
-			_ = cw.CloseWrite()
+		switch err := pump(backend, client, idle, &last, nil); {
+		case err == nil:
+			// The client ended its stream: so does Levee toward the
+			// backend (RFC 9293 3.6), and the answer keeps coming.
+			clientDone.Store(true)
+			closeWrite(backend)
+		case errors.Is(err, errRead):
+			clientDone.Store(true)
+			fail(endClient)
+		case errors.Is(err, errWrite):
+			fail(endBackend)
+		default:
+			fail(endIdle)
 		}
 	}()
-	err := pump(client, backend, idle, &last, &answered)
-	switch {
-	case err != nil && !errors.Is(err, errIdle) && !errors.Is(err, net.ErrClosed):
-		// A read error on the backend is a reset (a write error toward
-		// the client is the client's, and closes it anyway).
-		if !answered.Load() && !clientGone.Load() && errors.Is(err, errBackendRead) {
-			broke.Store(true)
+	switch err := pump(client, backend, idle, &last, &answered); {
+	case err == nil:
+		if !answered.Load() && !clientDone.Load() {
+			end.CompareAndSwap(endNone, endBackend) // closed before saying anything
 		}
-		abort()
-	case err != nil:
-		abort()
+		closeWrite(client)
+	case errors.Is(err, errRead):
+		fail(endBackend)
+	case errors.Is(err, errWrite):
+		fail(endClient)
 	default:
-		if !answered.Load() && !clientGone.Load() {
-			broke.Store(true) // closed before saying anything
-		}
-		if cw, ok := client.(closeWriter); ok {
-			_ = cw.CloseWrite()
-		}
+		fail(endIdle)
 	}
 	wg.Wait()
-	abort()
-	return result{answered: answered.Load(), backendBroke: broke.Load()}
+	fail(endNone)
+	return result{answered: answered.Load(), backendBroke: end.Load() == endBackend}
 }
 
 var (
-	errIdle        = errors.New("tcp relay: idle timeout")
-	errBackendRead = errors.New("tcp relay: backend read failed")
+	errIdle  = errors.New("tcp relay: idle timeout")
+	errRead  = errors.New("tcp relay: read failed")
+	errWrite = errors.New("tcp relay: write failed")
 )
 
-// pump copies src to dst until src's EOF (nil), an error, or idle without
-// a byte either way, or a write to dst that does not complete in idle
-// (errIdle). first, if set, is set at the first byte.
-// A read error of src is wrapped with errBackendRead when first is set
-// (src is then the backend).
+// pump copies src to dst until src's EOF (nil), a read error (errRead), a
+// write error (errWrite), or idle without a byte either way or a write
+// to dst that does not complete in idle (errIdle). first, if set, is set
+// at the first byte.
 func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atomic.Bool) error {
 	buf := make([]byte, relayBuffer)
 	for {
@@ -127,7 +141,7 @@ func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atom
 				if errors.Is(werr, os.ErrDeadlineExceeded) {
 					return errIdle
 				}
-				return werr
+				return errors.Join(errWrite, werr)
 			}
 		}
 		switch {
@@ -139,10 +153,8 @@ func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atom
 				continue // the other direction moved meanwhile
 			}
 			return errIdle
-		case first != nil:
-			return errors.Join(errBackendRead, err)
 		default:
-			return err
+			return errors.Join(errRead, err)
 		}
 	}
 }
