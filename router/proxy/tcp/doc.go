@@ -26,8 +26,10 @@
 // The breaker judges the backend, never the client (the rule of the HTTP
 // path too). A connect that fails or times out is a failure. Once
 // connected, the first byte the backend sends is a success; a backend
-// that resets or closes the connection before sending any byte, while
-// the client is still there, is a failure. A client that leaves before
-// the backend has said anything, and a connection that stays silent
-// until the idle timeout, are neutral.
+// that resets the connection before sending any byte is a failure, and so
+// is one that closes its side first while the client's is still open. A
+// client that leaves before the backend has said anything, and a
+// connection that stays silent until the idle timeout, are neutral. Only
+// the side that ended the relay first is judged: closing both sides then
+// makes errors that blame nobody.
 package tcp

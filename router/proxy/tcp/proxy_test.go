@@ -401,3 +401,43 @@ func TestStalledReaderIsClosed(t *testing.T) {
 		t.Fatal("a client that never reads held the relay past its idle timeout")
 	}
 }
+
+// A backend that reads the request and resets without answering is a
+// failure even when the client has half-closed after its request (it is
+// still there to read the answer).
+func TestResetAfterClientHalfCloseIsAFailure(t *testing.T) {
+	h := newHarness(t)
+	cb := config.DefaultCircuitBreaker()
+	cb.Params.ConsecutiveFailures = 1
+	p, _ := cb.Params.Validate()
+	cb.Params = p
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, c) // the whole request, to the client's FIN
+			_ = c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	h.route(config.TCP{}, &cb, ln.Addr().String())
+	c := h.dial()
+	_, _ = c.Write([]byte("request"))
+	_ = c.(*net.TCPConn).CloseWrite()
+	_, _ = c.Read(make([]byte, 1))
+	g := h.r.Snapshot().MatchTCP("pg", "").State().Guard()
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Breaker().State() != breaker.Open {
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker %v after a reset with no answer, want open", g.Breaker().State())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
