@@ -56,10 +56,11 @@ type Proxy struct {
 
 	conns   *prometheus.CounterVec
 	open    *prometheus.GaugeVec
-	counts  sync.Map // route id -> *atomic.Int64: open client connections
-	active  sync.WaitGroup
+	counts sync.Map // route id -> *atomic.Int64: open client connections
+
 	mu      sync.Mutex
-	clients map[net.Conn]struct{}
+	clients map[net.Conn]struct{} // being handled
+	idle    chan struct{}         // closed when clients empties; nil when nobody waits
 }
 
 // New returns a Proxy.
@@ -96,8 +97,6 @@ func New(opts Options) *Proxy {
 // Handle serves one client connection on listener, whose ClientHello
 // named sni ("" on a plain TCP listener), and closes it.
 func (p *Proxy) Handle(c net.Conn, listener, sni string) {
-	p.active.Add(1)
-	defer p.active.Done()
 	p.track(c, true)
 	defer p.track(c, false)
 	defer c.Close()
@@ -213,22 +212,35 @@ func (p *Proxy) track(c net.Conn, add bool) {
 	defer p.mu.Unlock()
 	if add {
 		p.clients[c] = struct{}{}
-	} else {
-		delete(p.clients, c)
+		return
+	}
+	delete(p.clients, c)
+	if len(p.clients) == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
 	}
 }
 
-// Shutdown waits for the relayed connections to end, until ctx is done;
-// then it closes those left and returns ctx's error.
+// Shutdown waits for the connections being handled to end, until ctx is
+// done; then it closes those left and returns ctx's error.
 func (p *Proxy) Shutdown(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { p.active.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		p.Close()
-		return ctx.Err()
+	for {
+		p.mu.Lock()
+		if len(p.clients) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.idle == nil {
+			p.idle = make(chan struct{})
+		}
+		idle := p.idle
+		p.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			_ = p.Close()
+			return ctx.Err()
+		}
 	}
 }
 
