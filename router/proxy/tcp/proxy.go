@@ -54,8 +54,8 @@ type Proxy struct {
 	log     zerolog.Logger
 	termTLS *tls.Config // Options.TLS without ALPN
 
-	conns   *prometheus.CounterVec
-	open    *prometheus.GaugeVec
+	conns  *prometheus.CounterVec
+	open   *prometheus.GaugeVec
 	counts sync.Map // route id -> *atomic.Int64: open client connections
 
 	mu      sync.Mutex
