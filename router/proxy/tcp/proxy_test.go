@@ -441,3 +441,43 @@ func TestResetAfterClientHalfCloseIsAFailure(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// namedBackend answers each connection with its name and closes.
+func namedBackend(t *testing.T, name string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, name)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Connections alternate between the backends (round robin); a backend
+// that refuses gives its turn to the next, and the client never sees it.
+func TestRoundRobinAndConnectFailover(t *testing.T) {
+	h := newHarness(t)
+	h.route(config.TCP{}, nil, namedBackend(t, "a"), closedPort(t), namedBackend(t, "b"))
+	seen := map[string]int{}
+	for range 6 {
+		c := h.dial()
+		b, err := io.ReadAll(c)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("connection got %q, %v: the refused backend reached the client", b, err)
+		}
+		seen[string(b)]++
+	}
+	if seen["a"] == 0 || seen["b"] == 0 || seen["a"]+seen["b"] != 6 {
+		t.Errorf("answers %v, want both backends", seen)
+	}
+}
