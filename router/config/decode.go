@@ -160,6 +160,10 @@ func (d *draft) finish() (Entrypoint, bool) {
 // finishTCP is finish for a TCP route: its own rules and the breaker's.
 func (d *draft) finishTCP() (Entrypoint, bool) {
 	routable := d.tcpRules()
+	if d.hcSet {
+		hc := d.healthCheck()
+		d.ep.HealthCheck = &hc
+	}
 	d.finishBreaker()
 	diagnostics.Sort(d.diags)
 	return d.ep, routable

@@ -39,10 +39,12 @@ func tcpFields() []Field {
 }
 
 // tcpShared are the rows of the HTTP table a TCP route reads too: where
-// its backends are, and the breaker's connect-level rules (an outcome is
-// a connect result, so statuses and slow calls mean nothing there).
+// its backends are, the health check's timing (the check is a TCP
+// connect), and the breaker's connect-level rules (an outcome is a
+// connect result, so statuses and slow calls mean nothing there).
 var tcpShared = map[string]bool{
 	"port": true, "weight": true,
+	"healthCheck.interval": true, "healthCheck.timeout": true, "healthCheck.rise": true, "healthCheck.fall": true,
 	"circuitBreaker.enabled": true, "circuitBreaker.threshold": true, "circuitBreaker.minRequests": true,
 	"circuitBreaker.window": true, "circuitBreaker.consecutiveFailures": true, "circuitBreaker.cooldown": true,
 	"circuitBreaker.maxCooldown": true, "circuitBreaker.halfOpenProbes": true, "circuitBreaker.successesToClose": true,
@@ -68,7 +70,7 @@ func (d *draft) skipped(f *Field, key string, v any) bool {
 		return false
 	}
 	msg := fmt.Sprintf("%s does not apply to a TCP route: ignored", f.Label)
-	hint := "TCP routes read tcp.*, port, weight and the connect-level circuitBreaker.* fields"
+	hint := "TCP routes read tcp.*, port, weight, healthCheck.interval|timeout|rise|fall and the connect-level circuitBreaker.* fields"
 	if d.ep.Protocol != ProtocolTCP {
 		msg = fmt.Sprintf("%s applies to TCP routes only (<prefix>.tcp.<service>.%s): ignored", f.Label, strings.TrimPrefix(f.Label, "tcp."))
 		hint = ""

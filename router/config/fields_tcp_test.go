@@ -43,7 +43,7 @@ var tcpFieldCases = []fieldCase{
 func TestDecodeTCPLabels(t *testing.T) {
 	lc, ds := DecodeTCPLabels(map[string]string{
 		"listener": "postgres", "port": "5432", "maxConnections": "10",
-		"circuitBreaker.consecutiveFailures": "3",
+		"circuitBreaker.consecutiveFailures": "3", "healthCheck.interval": "5s",
 	}, cfgSrc, func(f string) string { return "levee.tcp.pg." + f })
 	if len(ds) != 0 || !lc.Routable {
 		t.Fatalf("routable %v, diagnostics %v", lc.Routable, ds)
@@ -52,6 +52,9 @@ func TestDecodeTCPLabels(t *testing.T) {
 	want := TCP{Listener: "postgres", ConnectTimeout: DefaultTCPConnectTimeout, IdleTimeout: DefaultTCPIdleTimeout, MaxConnections: 10}
 	if ep.Protocol != ProtocolTCP || !reflect.DeepEqual(ep.TCP, want) || lc.Port != 5432 {
 		t.Errorf("got protocol %q tcp %+v port %d, want tcp %+v port 5432", ep.Protocol, ep.TCP, lc.Port, want)
+	}
+	if ep.HealthCheck == nil || ep.HealthCheck.Interval != 5*time.Second {
+		t.Errorf("health check %+v, want a connect check every 5s", ep.HealthCheck)
 	}
 	if ep.CircuitBreaker == nil || ep.CircuitBreaker.Params.ConsecutiveFailures != 3 {
 		t.Errorf("breaker %+v, want consecutiveFailures 3", ep.CircuitBreaker)

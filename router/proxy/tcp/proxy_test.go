@@ -481,3 +481,45 @@ func TestRoundRobinAndConnectFailover(t *testing.T) {
 		t.Errorf("answers %v, want both backends", seen)
 	}
 }
+
+// A TCP route's active health check is a TCP connect: a backend that
+// refuses is taken out of rotation, one that accepts stays in.
+func TestConnectHealthCheck(t *testing.T) {
+	h := newHarness(t)
+	dead, live := closedPort(t), namedBackend(t, "live")
+	ep := config.DefaultEntrypoint()
+	ep.ID, ep.Name, ep.Source, ep.Protocol = "db", "db", config.SourceAPI, config.ProtocolTCP
+	ep.TCP = config.TCP{Listener: "pg"}
+	hc := config.DefaultHealthCheck()
+	hc.Interval, hc.Timeout, hc.Rise, hc.Fall = 50*time.Millisecond, 50*time.Millisecond, 1, 1
+	ep.HealthCheck = &hc
+	for _, a := range []string{dead, live} {
+		host, port, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(port)
+		ep.Backends = append(ep.Backends, config.Backend{Address: host, Port: n, Weight: 1})
+	}
+	h.r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
+	bs := h.r.Snapshot().MatchTCP("pg", "").Backends()
+	deadline := time.Now().Add(5 * time.Second)
+	for !bs[0].State().Down() {
+		if time.Now().After(deadline) {
+			t.Fatal("the refusing backend was never taken out of rotation")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if bs[1].State().Down() {
+		t.Error("the accepting backend was taken out of rotation")
+	}
+	if got := testBody(t, h.dial()); got != "live" {
+		t.Errorf("answer %q, want the live backend's", got)
+	}
+}
+
+func testBody(t *testing.T, c net.Conn) string {
+	t.Helper()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
