@@ -89,6 +89,8 @@ func TestIssueEndpointsAreRegistered(t *testing.T) {
 		"GET /certificates",
 		// bulk writes
 		"POST /entrypoints/bulk", "PUT /entrypoints",
+		// traffic and recent events
+		"GET /traffic", "GET /traffic/{route}", "GET /events/recent",
 	}
 	h := newHarness(t)
 	have := map[string]bool{}
