@@ -63,6 +63,12 @@ func TestDashboardTraffic(t *testing.T) {
 	if top := evalString(t, tab, `document.querySelector('#ov-top-errors li').textContent`); !strings.Contains(top, "shop") || !strings.Contains(top, "4 errors (25 %)") {
 		t.Errorf("top route by errors %q, want shop with 4 errors (25 %%)", top)
 	}
+	// Readable: the list is not drawn in its card's background colour.
+	if same := evalString(t, tab, `(() => { const li = document.querySelector('#ov-top-traffic li');
+		return String(getComputedStyle(li).color === getComputedStyle(li.closest(".card")).backgroundColor) })()`); same != "false" {
+		t.Error("the top routes are drawn in their card's background colour")
+	}
+	screenshot(t, tab, "overview-traffic")
 
 	browsertest.Run(t, tab, pageTimeout, "activity page", chromedp.Navigate(f.base+"#activity"))
 	waitJS(t, tab, pageTimeout, `[...document.querySelectorAll('#activity li[data-type="breaker"]')].some(li => li.textContent.includes("breaker shop: closed → open (rule error_ratio)"))`)

@@ -52,7 +52,7 @@ const TOP = 5;
 // ordered by order, each with its figures in words.
 function topCard(title, id, m, keep, order, text, none) {
   const list = [...m.traffic.values()].filter(keep).sort(order).slice(0, TOP);
-  return h("div", { class: "card top", id },
+  return h("div", { class: "card rank", id },
     h("h3", {}, title),
     list.length ? h("ol", {}, list.map((t) => h("li", { "data-route": t.route }, h("a", { href: `#routes` }, t.route), " — ", text(t)))) : h("p", {}, none));
 }
