@@ -119,3 +119,16 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Record allocates %v times", a)
 	}
 }
+
+// BenchmarkRecordParallel is the request path's cost: every goroutine
+// records into one route's ring, as concurrent requests do.
+func BenchmarkRecordParallel(b *testing.B) {
+	var r Ring
+	n := at(0)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Record(n, time.Millisecond, false)
+		}
+	})
+}
