@@ -86,6 +86,9 @@ func New(opts Options) *Router {
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
 	r.authTransport = newAuthTransport(opts)
+	if r.opts.Policies == nil {
+		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders})
+	}
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
 	}

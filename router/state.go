@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/traffic"
 )
 
@@ -421,17 +422,7 @@ func joinHostPort(host string, port int) string {
 // has the wrong type for it (the name was reused by another kind) gets a
 // fresh one.
 func PolicyState[T any](rs *RouteState, name string, create func() *T) *T {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if s, ok := rs.policies[name].(*T); ok {
-		return s
-	}
-	s := create()
-	if rs.policies == nil {
-		rs.policies = make(map[string]any)
-	}
-	rs.policies[name] = s
-	return s
+	return policy.Retained(rs, name, create)
 }
 
 // retainPolicyState drops the state of policies the route no longer has.
