@@ -12,6 +12,7 @@ import (
 	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/policy/cors"
 	"github.com/levee-proxy/levee/router/policy/deny"
+	"github.com/levee-proxy/levee/router/policy/errorpages"
 	"github.com/levee-proxy/levee/router/policy/forwardauth"
 	"github.com/levee-proxy/levee/router/policy/headers"
 	"github.com/levee-proxy/levee/router/policy/inflight"
@@ -54,6 +55,7 @@ func DefaultPolicies(d PolicyDeps) []policy.Kind {
 		cors.Kind,
 		headers.Kind,
 		rewrite.Kind,
+		errorpages.Kind,
 		compress.Kind(d.Encoders),
 	}
 }
@@ -68,8 +70,12 @@ func (r *Router) compilePolicies(rt *Route) []diagnostics.Diagnostic {
 	ps, diags := compileKinds(r.opts.Policies, policy.Input{Entrypoint: &rt.ep, Env: env, Source: sourceOf(rt.ep), State: rt.state})
 	rt.chain = policy.NewChain(ps)
 	names := make([]string, 0, len(ps))
+	rt.refs = nil
 	for _, p := range ps {
 		names = append(names, p.Name())
+		if ref, ok := p.(policy.Referrer); ok {
+			rt.refs = append(rt.refs, ref.References()...)
+		}
 	}
 	rt.state.retainPolicyState(names)
 	return diags

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
@@ -50,5 +51,38 @@ func TestRouterCompilesTheKindsItIsGiven(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the kind's diagnostic is not reported for route a: %v", r.store.All())
+	}
+}
+
+// A policy's reference to another route is checked when the snapshot is
+// built: an unknown name is W078 on the route (until the route appears),
+// a known one is what the request path finds by the name.
+func TestPolicyReferencesAreResolved(t *testing.T) {
+	r := New(Options{})
+	defer r.Close()
+	app := route("app", "/", "app.test")
+	app.Transform.Errors = &config.ErrorPages{Status: "500-599", Route: "pages", Query: config.DefaultErrorQuery, Timeout: time.Second}
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{app}})
+	w078 := func() int {
+		n := 0
+		for _, d := range r.store.All() {
+			if d.Code == diagnostics.ErrorServiceUnknown && d.Source.ObjectID == "app" && d.Key == "errors.route" {
+				n++
+			}
+		}
+		return n
+	}
+	if w078() != 1 {
+		t.Fatalf("no W078 for an unknown pages route: %v", r.store.All())
+	}
+	if _, ok := r.Snapshot().Named("pages"); ok {
+		t.Fatal("an unknown name is found")
+	}
+	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{app, route("pages", "/", "pages.test")}})
+	if w078() != 0 {
+		t.Fatalf("W078 stays after the route appeared: %v", r.store.All())
+	}
+	if rt, ok := r.Snapshot().Named("pages"); !ok || rt.ID() != "pages" {
+		t.Fatalf("Named(pages) = %v, %v", rt, ok)
 	}
 }

@@ -46,6 +46,10 @@ const (
 	StageCompress
 )
 
+// StageErrors is the error pages' stage: after the rewrites, before
+// compression (between the fixed stages above, so that their values stay).
+const StageErrors = StageRewrite + 5
+
 // A Policy is one compiled per-route policy.
 type Policy interface {
 	// Name is the policy's name in metrics and logs (e.g. "basic-auth").
