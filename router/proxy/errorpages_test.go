@@ -207,3 +207,27 @@ func TestErrorPagesDiscardBigBodiesAndStream(t *testing.T) {
 		t.Fatalf("stream rest %q", rest)
 	}
 }
+
+// A listed answer whose backend breaks off its body still gets the
+// whole page: the original's break never reaches the client.
+func TestErrorPagesWholeAfterABrokenOriginal(t *testing.T) {
+	h := newHarness(t, Options{})
+	_, pb := newPages(t)
+	app := handlerBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(500)
+		_, _ = io.WriteString(w, "SECRET partial")
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	h.set("docker", withErrors(ep("app", app), "5xx", "pages"), ep("pages", pb))
+	resp := h.do(http.MethodGet, "app.test", "/", nil)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 500 || string(body) != "<h1>page 500</h1>" || err != nil {
+		t.Fatalf("got %d %q %v", resp.StatusCode, body, err)
+	}
+}

@@ -118,6 +118,9 @@ func (p *Policy) servePage(w http.ResponseWriter, r *http.Request, orig *held) b
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(page.body)
 	}
+	// The page is whole: send it now, before a broken original answer
+	// ends the client's connection.
+	_ = http.NewResponseController(w).Flush()
 	return true
 }
 
