@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -229,5 +230,30 @@ func TestErrorPagesWholeAfterABrokenOriginal(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != 500 || string(body) != "<h1>page 500</h1>" || err != nil {
 		t.Fatalf("got %d %q %v", resp.StatusCode, body, err)
+	}
+}
+
+// An open breaker's own 503 gets the page too, keeping its diagnostic
+// and Retry-After; the refused request never reaches the backend.
+func TestErrorPagesForAnOpenBreaker(t *testing.T) {
+	h := newHarness(t, Options{})
+	_, pb := newPages(t)
+	var hits atomic.Int64
+	app := handlerBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	e := withBreaker(ep("app", app), breaker.Params{Threshold: 1, MinRequests: 1, ConsecutiveFailures: 1, Cooldown: time.Minute})
+	h.set("docker", withErrors(e, "503", "pages"), ep("pages", pb))
+	if code, _, _ := h.get("app.test", "/"); code != 500 {
+		t.Fatalf("first: %d, want the backend's unlisted 500", code)
+	}
+	resp := h.do(http.MethodGet, "app.test", "/", nil)
+	body := readAll(t, resp)
+	if resp.StatusCode != 503 || body != "<h1>page 503</h1>" || resp.Header.Get(HeaderDiagnostic) != "circuit-open" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("open: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("backend saw %d requests, want 1", hits.Load())
 	}
 }
