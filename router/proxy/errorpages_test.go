@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -255,5 +256,32 @@ func TestErrorPagesForAnOpenBreaker(t *testing.T) {
 	}
 	if hits.Load() != 1 {
 		t.Fatalf("backend saw %d requests, want 1", hits.Load())
+	}
+}
+
+// The page request carries the forwarding fields the client's request
+// would: from a trusted proxy, its X-Forwarded-For with the peer
+// appended once.
+func TestErrorPagesForwardingFields(t *testing.T) {
+	h := newHarness(t, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	var xff, xfh atomic.Value
+	pages := handlerBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		xff.Store(strings.Join(r.Header.Values("X-Forwarded-For"), "|"))
+		xfh.Store(r.Header.Get("X-Forwarded-Host"))
+		_, _ = io.WriteString(w, "page")
+	})
+	h.set("docker", withErrors(ep("app", appBackend(t)), "5xx", "pages"), ep("pages", pages))
+	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/status/500", nil)
+	req.Host = "app.test"
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	resp, err := h.front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 500 || body != "page" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	if got := xff.Load(); got != "203.0.113.9, 127.0.0.1" || xfh.Load() != "app.test" {
+		t.Fatalf("page request X-Forwarded-For %q, X-Forwarded-Host %q", got, xfh.Load())
 	}
 }

@@ -59,7 +59,11 @@ func New(c *config.ErrorPages) *Policy {
 	if err != nil || config.CheckErrorQuery(c.Query) != nil {
 		return nil
 	}
-	return &Policy{statuses: set, route: c.Route, query: c.Query, timeout: c.Timeout}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = config.DefaultErrorTimeout
+	}
+	return &Policy{statuses: set, route: c.Route, query: c.Query, timeout: timeout}
 }
 
 // Name implements policy.Policy.
@@ -78,9 +82,23 @@ func (p *Policy) References() []policy.Reference {
 // Serve implements policy.Policy.
 func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	c := &catcher{ResponseWriter: w, statuses: p.statuses, base: w.Header().Clone()}
+	// The exchange replaces the forwarding fields with its own; the page
+	// request starts from the client's, so that its exchange does not
+	// append the client's address twice.
+	var fwd [len(forwarding)][]string
+	for i, k := range forwarding {
+		fwd[i] = r.Header[k]
+	}
 	next.ServeHTTP(c, r)
 	if c.caught == nil {
 		return
+	}
+	for i, k := range forwarding {
+		if fwd[i] == nil {
+			delete(r.Header, k)
+		} else {
+			r.Header[k] = fwd[i]
+		}
 	}
 	if !p.servePage(w, r, c.caught) {
 		c.caught.replay(w)
@@ -123,6 +141,9 @@ func (p *Policy) servePage(w http.ResponseWriter, r *http.Request, orig *held) b
 	_ = http.NewResponseController(w).Flush()
 	return true
 }
+
+// forwarding are the fields each exchange sets from the client's.
+var forwarding = [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host"}
 
 // keptHeaders are the original answer's fields that give its status its
 // meaning: a 401 needs its challenge (RFC 9110 11.6.1), a 405 its Allow
