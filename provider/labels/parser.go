@@ -177,6 +177,9 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			otherLabels = true
 			continue
 		}
+		if isPolicyKey(rest) {
+			continue // a named policy (ParsePolicies)
+		}
 		otherLabels = true
 		parts := strings.SplitN(rest, ".", 3)
 		if len(parts) < 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
