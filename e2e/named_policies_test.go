@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/levee-proxy/levee/e2e/dockertest"
+)
+
+// A named policy declared on one container's labels guards the routes of
+// two containers that reference it; a route that references a misspelled
+// name denies with E007 and its did-you-mean; and when the declaring
+// container goes, the other route denies rather than serve unprotected.
+func TestDockerNamedPolicies(t *testing.T) {
+	cli := dockertest.Require(t)
+	image := dockertest.EchoImage(t, cli)
+	network := dockertest.Network(t, cli)
+	id := dockertest.RunID(t)
+	hostA, hostB, hostTypo := "np-a-"+id+".test", "np-b-"+id+".test", "np-typo-"+id+".test"
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(name, host, policies string, extra map[string]string) dockertest.Spec {
+		labels := map[string]string{
+			"levee.enable":                    "true",
+			"levee.http." + name + ".host":     host,
+			"levee.http." + name + ".policies": policies,
+		}
+		for k, v := range extra {
+			labels[k] = v
+		}
+		return dockertest.Spec{Image: image, Networks: []string{network}, Env: []string{"ECHO_NAME=" + name}, Labels: labels}
+	}
+
+	p := startLevee(t)
+	declaring := dockertest.Run(t, cli, spec("alpha", hostA, "office-only", map[string]string{
+		"levee.policy.office-only.basicAuth.users": "admin:" + string(hash),
+		"levee.policy.office-only.basicAuth.realm": "office",
+	}))
+	dockertest.Run(t, cli, spec("beta", hostB, "office-only", nil))
+	dockertest.Run(t, cli, spec("typo", hostTypo, "office-onyl", nil))
+
+	do := func(host, user, pass string) (int, http.Header, string) {
+		req, _ := http.NewRequest(http.MethodGet, p.proxyURL()+"/", nil)
+		req.Host = host
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	for _, tc := range []struct{ host, name string }{{hostA, "alpha"}, {hostB, "beta"}} {
+		dockertest.Eventually(t, 20*time.Second, func() error {
+			code, hdr, _ := do(tc.host, "", "")
+			if code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != `Basic realm="office", charset="UTF-8"` {
+				return fmt.Errorf("%s without credentials: %d %q %q, want 401 with the policy's realm", tc.name, code, hdr.Get("X-Levee-Diagnostic"), hdr.Get("WWW-Authenticate"))
+			}
+			return nil
+		})
+		if code, _, body := do(tc.host, "admin", "s3cret"); code != http.StatusOK || !strings.Contains(body, `"`+tc.name+`"`) {
+			t.Fatalf("%s with credentials: %d %q", tc.name, code, body)
+		}
+		if code, hdr, _ := do(tc.host, "admin", "wrong"); code != http.StatusUnauthorized || hdr.Get("X-Levee-Diagnostic") != "unauthorized" {
+			t.Fatalf("%s with a wrong password: %d %v", tc.name, code, hdr)
+		}
+	}
+
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		if code, hdr, _ := do(hostTypo, "admin", "s3cret"); code != http.StatusForbidden || hdr.Get("X-Levee-Diagnostic") != "policy-misconfigured" {
+			return fmt.Errorf("misspelled reference: %d %q, want 403 policy-misconfigured", code, hdr.Get("X-Levee-Diagnostic"))
+		}
+		return nil
+	})
+	line := p.waitLog(10*time.Second, func(l map[string]any) bool { return l["code"] == "E007" && l["value"] == "office-onyl" })
+	if hint, _ := line["hint"].(string); !strings.Contains(hint, "office-only") {
+		t.Fatalf("E007 line without the did-you-mean: %v", line)
+	}
+
+	// The declaration leaves with its container: the route that still
+	// references it denies, it is never served without its auth.
+	dockertest.Stop(t, cli, declaring)
+	dockertest.Eventually(t, 20*time.Second, func() error {
+		if code, hdr, _ := do(hostB, "admin", "s3cret"); code != http.StatusForbidden || hdr.Get("X-Levee-Diagnostic") != "policy-misconfigured" {
+			return fmt.Errorf("beta once the policy is gone: %d %q, want 403 policy-misconfigured", code, hdr.Get("X-Levee-Diagnostic"))
+		}
+		return nil
+	})
+}
