@@ -29,6 +29,9 @@ type Router interface {
 	// History returns every breaker's recent requests and failures, the
 	// router's in-memory ring of samples.
 	History() status.History
+	// Policies returns the named policies of every source in force, one
+	// per name, sorted by name.
+	Policies() []config.Policy
 	// Subscribe returns a bounded event stream and a function that ends the
 	// subscription (and closes the channel).
 	Subscribe(buffer int) (<-chan status.Event, func())

@@ -66,3 +66,17 @@ func (r *Router) resolvePolicies(eps []*config.Entrypoint) ([]*config.Entrypoint
 	r.policySet = set
 	return eps, diags
 }
+
+// Policies returns the named policies in force, one per name (the
+// declaration NewPolicySet keeps when a name is declared twice), sorted
+// by name.
+func (r *Router) Policies() []config.Policy {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]config.Policy, 0, r.policySet.Len())
+	for _, name := range r.policySet.Names() {
+		p, _ := r.policySet.Get(name)
+		out = append(out, p)
+	}
+	return out
+}
