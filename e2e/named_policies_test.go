@@ -29,7 +29,7 @@ func TestDockerNamedPolicies(t *testing.T) {
 	}
 	spec := func(name, host, policies string, extra map[string]string) dockertest.Spec {
 		labels := map[string]string{
-			"levee.enable":                    "true",
+			"levee.enable":                     "true",
 			"levee.http." + name + ".host":     host,
 			"levee.http." + name + ".policies": policies,
 		}
