@@ -88,6 +88,40 @@ func TestDockerNamedPolicies(t *testing.T) {
 		t.Fatalf("E007 line without the did-you-mean: %v", line)
 	}
 
+	// The API declares the misspelled name: the route that references it
+	// takes the API's policy, and a change to the policy applies at once.
+	putPolicy := func(body string) {
+		req, _ := http.NewRequest(http.MethodPut, p.apiURL()+"/policies/office-onyl", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/yaml")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT /policies/office-onyl: %d %s", resp.StatusCode, b)
+		}
+	}
+	putPolicy("name: office-onyl\nconfig:\n  ip_allow_list:\n    source_range: 192.0.2.0/24\n")
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		if code, hdr, _ := do(hostTypo, "", ""); code != http.StatusForbidden || hdr.Get("X-Levee-Diagnostic") != "forbidden-ip" {
+			return fmt.Errorf("route of the API policy: %d %q, want 403 forbidden-ip", code, hdr.Get("X-Levee-Diagnostic"))
+		}
+		return nil
+	})
+	putPolicy("name: office-onyl\nconfig:\n  ip_allow_list:\n    source_range: [127.0.0.0/8, '::1']\n")
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		if code, _, body := do(hostTypo, "", ""); code != http.StatusOK || !strings.Contains(body, `"typo"`) {
+			return fmt.Errorf("after the policy admits the client: %d %q", code, body)
+		}
+		return nil
+	})
+	_, _, list := get(t, p.apiURL()+"/policies/office-only", "")
+	if !strings.Contains(list, `"routes":["alpha","beta"]`) || strings.Contains(list, "$2") {
+		t.Fatalf("GET /policies/office-only: %s", list)
+	}
+
 	// The declaration leaves with its container: the route that still
 	// references it denies, it is never served without its auth.
 	dockertest.Stop(t, cli, declaring)
