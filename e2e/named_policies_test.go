@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,4 +134,58 @@ func TestDockerNamedPolicies(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A named policy written through the API survives kill -9 (it is durable
+// before the answer) and still guards the API route that uses it after
+// the restart; deleting it makes that route deny.
+func TestAPINamedPolicySurvivesKill9(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello from backend"))
+	}))
+	defer backend.Close()
+	state := filepath.Join(t.TempDir(), "state.json")
+	send := func(p *leveeProc, method, path, body string) int {
+		req, _ := http.NewRequest(method, p.apiURL()+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	diagnostic := func(p *leveeProc) (int, string) {
+		status, hdr, _ := get(t, p.proxyURL()+"/", "guarded.example.com")
+		return status, hdr.Get("X-Levee-Diagnostic")
+	}
+
+	p := startLevee(t, "--docker=false", "--state-file", state)
+	createEntrypoint(t, p, fmt.Sprintf(`{"name":"guarded","backends":[{"address":"127.0.0.1","port":%s}],
+		"config":{"hostnames":["guarded.example.com"],"policies":["guard"]}}`, portOf(t, backend.URL)))
+	if status, diag := diagnostic(p); status != http.StatusForbidden || diag != "policy-misconfigured" {
+		t.Fatalf("before the policy exists: %d %q, want 403 policy-misconfigured", status, diag)
+	}
+	if code := send(p, http.MethodPut, "/policies/guard", `{"name":"guard","config":{"ip_allow_list":{"source_range":"192.0.2.0/24"}}}`); code != http.StatusCreated {
+		t.Fatalf("PUT /policies/guard = %d", code)
+	}
+	if status, diag := diagnostic(p); status != http.StatusForbidden || diag != "forbidden-ip" {
+		t.Fatalf("with the policy: %d %q, want 403 forbidden-ip", status, diag)
+	}
+	if err := p.signal(syscall.SIGKILL, 10*time.Second); err == nil {
+		t.Fatal("kill -9 should end the process with an error status")
+	}
+
+	p2 := startLevee(t, "--docker=false", "--state-file", state)
+	if status, diag := diagnostic(p2); status != http.StatusForbidden || diag != "forbidden-ip" {
+		t.Fatalf("after the restart: %d %q, want 403 forbidden-ip", status, diag)
+	}
+	if code := send(p2, http.MethodDelete, "/policies/guard", ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE /policies/guard = %d", code)
+	}
+	if status, diag := diagnostic(p2); status != http.StatusForbidden || diag != "policy-misconfigured" {
+		t.Fatalf("after the delete: %d %q, want 403 policy-misconfigured", status, diag)
+	}
 }
