@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/diagnostics"
@@ -118,6 +119,10 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, _ string) {
 // validated as a route's policy groups and stored durably before the
 // answer; every route using it changes in the same snapshot.
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, who string) {
+	mode, ok := readWriteMode(w, r)
+	if !ok {
+		return
+	}
 	name := r.PathValue("name")
 	if err := config.CheckPolicyName(name); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error(), nil)
@@ -137,7 +142,19 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, who string) {
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("name %q in the body does not match %q in the path", p.Name, name), ds)
 		return
 	}
-	e, created, err := s.store.PutPolicy(p, ds)
+	p, ds, err = s.policyWithStoredHashes(p, ds)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err.Error(), ds)
+		return
+	}
+	if refuseStrict(w, mode, ds) {
+		return
+	}
+	put := s.store.PutPolicy
+	if mode.dryRun {
+		put = s.store.PreviewPolicy
+	}
+	e, created, err := put(p, ds)
 	if err != nil {
 		s.log.Error().Err(err).Str("policy", name).Str("who", who).Msg("API policy not stored: state file write failed")
 		writeError(w, http.StatusInternalServerError, "not stored: "+err.Error(), ds)
@@ -146,9 +163,11 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, who string) {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		w.Header().Set("Location", "/policies/"+name)
+		if !mode.dryRun {
+			w.Header().Set("Location", "/policies/"+name)
+		}
 	}
-	s.log.Info().Str("policy", name).Str("who", who).Bool("created", created).Int("diagnostics", len(ds)).Msg("API policy stored")
+	s.log.Info().Str("policy", name).Str("who", who).Bool("created", created).Bool("dry_run", mode.dryRun).Int("diagnostics", len(ds)).Msg("API policy stored")
 	v, err := s.policyView(e.Policy, s.usersOf())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), nil)
@@ -180,4 +199,39 @@ func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, who string
 	}
 	s.log.Info().Str("policy", name).Str("who", who).Msg("API policy deleted")
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// policyWithStoredHashes puts back the stored hash of each basic-auth
+// users line that holds the redaction placeholder (a policy read with GET
+// and sent back), as a PUT of an entrypoint does, and validates the
+// result again so that its diagnostics are those of what is stored.
+func (s *Server) policyWithStoredHashes(p config.Policy, ds []diagnostics.Diagnostic) (config.Policy, []diagnostics.Diagnostic, error) {
+	ba := p.Access.BasicAuth
+	if ba == nil || !slices.ContainsFunc(ba.Users, isRedactedLine) {
+		return p, ds, nil
+	}
+	var stored []string
+	if e, ok := s.store.Policy(p.Name); ok && e.Policy.Access.BasicAuth != nil {
+		stored = e.Policy.Access.BasicAuth.Users
+	}
+	c := *ba
+	c.Users = slices.Clone(ba.Users)
+	for i, line := range c.Users {
+		if !isRedactedLine(line) {
+			continue
+		}
+		user, _, _ := strings.Cut(line, ":")
+		hash, ok := storedHash(stored, user)
+		if !ok {
+			return p, ds, fmt.Errorf("basic_auth.users line %q: %s stands for a stored hash, and policy %q stores none for user %q: send the bcrypt hash (htpasswd -nbB name password)",
+				line, RedactedHash, p.Name, user)
+		}
+		c.Users[i] = user + ":" + hash
+	}
+	p.Access.BasicAuth = &c
+	body, err := config.EncodePolicy(p)
+	if err != nil {
+		return p, ds, err
+	}
+	return store.DecodePolicy(config.FormatJSON, body)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -96,5 +97,42 @@ func TestPoliciesCRUD(t *testing.T) {
 	}
 	if h3 := newHarnessAt(t, h.path); h3.do("GET", "/policies/office-only", "", "").Code != http.StatusNotFound {
 		t.Errorf("deleted policy came back after a restart")
+	}
+}
+
+// A policy read with GET (hashes redacted) and sent back keeps its stored
+// hashes; ?dry_run stores nothing; ?strict refuses a policy with warnings.
+func TestPolicyWriteModesAndRedaction(t *testing.T) {
+	h := newHarness(t)
+	body := `{"name":"auth","config":{"basic_auth":{"users":["` + policyHash + `"]}}}`
+	if rec := h.do("PUT", "/policies/auth?dry_run=true", "application/json", body); rec.Code != http.StatusCreated || rec.Header().Get("Location") != "" {
+		t.Fatalf("dry run: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	if _, ok := h.store.Policy("auth"); ok {
+		t.Fatal("a dry run stored the policy")
+	}
+	if rec := h.do("PUT", "/policies/auth", "application/json", body); rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	shown := decodeBody(t, h.do("GET", "/policies/auth", "", ""))["policy"]
+	back, err := json.Marshal(shown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(back), RedactedHash) {
+		t.Fatalf("GET shows %s, want the hash redacted", back)
+	}
+	if rec := h.do("PUT", "/policies/auth", "application/json", string(back)); rec.Code != http.StatusOK {
+		t.Fatalf("PUT of what GET showed: %d %s", rec.Code, rec.Body)
+	}
+	if e, _ := h.store.Policy("auth"); !slices.Equal(e.Policy.Access.BasicAuth.Users, []string{policyHash}) {
+		t.Fatalf("stored users %v, want the original hash", e.Policy.Access.BasicAuth.Users)
+	}
+	unknown := `{"name":"other","config":{"basic_auth":{"users":["bob:` + RedactedHash + `"]}}}`
+	if rec := h.do("PUT", "/policies/other", "application/json", unknown); rec.Code != http.StatusUnprocessableEntity {
+		t.Errorf("a placeholder with no stored hash: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("PUT", "/policies/auth?strict=true", "application/json", `{"name":"auth","config":{"retry":{"attempts":2}}}`); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "W048") {
+		t.Errorf("strict with W048: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -111,6 +111,10 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/policies/{name}", op: "getPolicy", summary: "One named policy of any source, with the routes that use it.", access: accessRead,
 			responses: with(accessRead, response{200, schemaPolicy, "the policy"}, response{404, schemaError, "no such policy"}), handler: s.getPolicy},
 		{method: "PUT", path: "/policies/{name}", op: "putPolicy", summary: "Create or replace an API named policy (JSON or YAML: name and config with policy groups), validated like labels and stored durably before the answer; every route using it changes at once.", access: accessWrite, bodySchema: "PolicyPayload",
+			query: []queryParam{
+				{name: "strict", typ: "boolean", doc: "refuse (422) a policy with diagnostics of warning level or above instead of storing it with fallbacks"},
+				{name: "dry_run", typ: "boolean", doc: "validate and answer as a real write would, storing nothing"},
+			},
 			responses: with(accessWrite, append([]response{{200, schemaPolicy, "replaced"}, {201, schemaPolicy, "created"}}, payloadErrors...)...), handler: s.putPolicy},
 		{method: "DELETE", path: "/policies/{name}", op: "deletePolicy", summary: "Delete an API named policy; routes that still use it deny (E007).", access: accessWrite,
 			responses: with(accessWrite, response{204, "", "deleted"}, response{404, schemaError, "no such policy"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.deletePolicy},

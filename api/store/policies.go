@@ -108,6 +108,26 @@ func (s *Store) sortedPolicies() []PolicyEntry {
 func (s *Store) PutPolicy(p config.Policy, ds []diagnostics.Diagnostic) (e PolicyEntry, created bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	e, created, err = s.policyPut(p, ds)
+	if err != nil {
+		return PolicyEntry{}, false, err
+	}
+	rec := Record{PutPolicy: []stateRecord{{ID: e.Policy.Name, Created: e.Policy.Created, Payload: e.Payload}}}
+	if err := s.commitPolicies(rec, []PolicyEntry{e}); err != nil {
+		return PolicyEntry{}, false, err
+	}
+	return e, created, nil
+}
+
+// PreviewPolicy is PutPolicy without the write (a dry run).
+func (s *Store) PreviewPolicy(p config.Policy, ds []diagnostics.Diagnostic) (PolicyEntry, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.policyPut(p, ds)
+}
+
+// policyPut is the entry PutPolicy would store; the caller holds s.mu.
+func (s *Store) policyPut(p config.Policy, ds []diagnostics.Diagnostic) (PolicyEntry, bool, error) {
 	old, held := s.policies[p.Name]
 	p.Source = config.SourceAPI
 	if held {
@@ -115,13 +135,9 @@ func (s *Store) PutPolicy(p config.Policy, ds []diagnostics.Diagnostic) (e Polic
 	} else {
 		p.Created = s.now().UTC()
 	}
-	e, err = policyEntry(p, ds)
+	e, err := policyEntry(p, ds)
 	if err != nil {
 		return PolicyEntry{}, false, fmt.Errorf("put policy %q: %w", p.Name, err)
-	}
-	rec := Record{PutPolicy: []stateRecord{{ID: p.Name, Created: p.Created, Payload: e.Payload}}}
-	if err := s.commitPolicies(rec, []PolicyEntry{e}); err != nil {
-		return PolicyEntry{}, false, err
 	}
 	return e, !held, nil
 }
