@@ -189,3 +189,39 @@ func TestAPINamedPolicySurvivesKill9(t *testing.T) {
 		t.Fatalf("after the delete: %d %q, want 403 policy-misconfigured", status, diag)
 	}
 }
+
+// A named policy declared in a config file guards a file route and an API
+// route that reference it; editing the file changes both at once.
+func TestFileNamedPolicyGuardsRoutesOfTwoSources(t *testing.T) {
+	dir := t.TempDir()
+	addr := backendNamed(t, "home")
+	h, port, _ := strings.Cut(addr, ":")
+	policy := func(ranges string) string {
+		return "policies:\n  - name: home-only\n    config:\n      ip_allow_list: {source_range: [" + ranges + "]}\n"
+	}
+	path := filepath.Join(dir, "home.yaml")
+	writeConfigAtomic(t, path, "entrypoints:\n  - name: nas\n    config: {hostnames: [nas.example.com], policies: [home-only]}\n"+
+		"    backends: [{address: "+h+", port: "+port+"}]\n"+policy("192.0.2.0/24"))
+	p := startLevee(t, "--docker=false", "--config-dir", dir)
+	createEntrypoint(t, p, `{"name":"vm","backends":[{"address":"`+h+`","port":`+port+`}],"config":{"hostnames":["vm.example.com"],"policies":"home-only"}}`)
+
+	expect := func(wantStatus int, wantDiag string) {
+		t.Helper()
+		for _, host := range []string{"nas.example.com", "vm.example.com"} {
+			dockertest.Eventually(t, 5*time.Second, func() error {
+				status, hdr, _, err := tryGet(p.proxyURL()+"/", host)
+				if err != nil {
+					return err
+				}
+				if status != wantStatus || hdr.Get("X-Levee-Diagnostic") != wantDiag {
+					return fmt.Errorf("%s: %d %q, want %d %q", host, status, hdr.Get("X-Levee-Diagnostic"), wantStatus, wantDiag)
+				}
+				return nil
+			})
+		}
+	}
+	expect(http.StatusForbidden, "forbidden-ip")
+	writeConfigAtomic(t, path, "entrypoints:\n  - name: nas\n    config: {hostnames: [nas.example.com], policies: [home-only]}\n"+
+		"    backends: [{address: "+h+", port: "+port+"}]\n"+policy("127.0.0.0/8, '::1'"))
+	expect(http.StatusOK, "")
+}
