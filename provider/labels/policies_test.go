@@ -52,3 +52,16 @@ func TestParsePolicies(t *testing.T) {
 		t.Errorf("containers outside the constraint declared %v", pols)
 	}
 }
+
+// An enabled container that only declares policies (the proxy's own, a
+// config container) is not "enabled with no service" (E004).
+func TestPolicyOnlyContainerIsNoMistake(t *testing.T) {
+	c := ctr("p", 0, "levee.enable=true", "levee.policy.office-only.ipAllowList.sourceRange=10.0.0.0/8")
+	eps, ds := Parser{}.Parse([]Container{c})
+	if len(eps) != 0 || len(ds) != 0 {
+		t.Fatalf("entrypoints %v, diagnostics %v", eps, ds)
+	}
+	if pols, _ := (Parser{}).ParsePolicies([]Container{c}); len(pols) != 1 {
+		t.Fatalf("policies %v", pols)
+	}
+}
