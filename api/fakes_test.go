@@ -172,6 +172,14 @@ func (f *fakeRouter) History() status.History {
 	return out
 }
 
+func (f *fakeRouter) Traffic() status.Traffic { return status.Traffic{Routes: []status.RouteTraffic{}} }
+
+func (f *fakeRouter) RouteTraffic(id string) (status.RouteTraffic, bool) {
+	return status.RouteTraffic{Route: id}, false
+}
+
+func (f *fakeRouter) RecentEvents() status.RecentEvents { return status.RecentEvents{Size: 0} }
+
 func (f *fakeRouter) Breaker(route string) (status.BreakerStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -39,7 +39,7 @@ func openAPI(routes []route) obj {
 				"bearer": obj{"type": "http", "scheme": "bearer",
 					"description": "--api-token (every method) or --api-read-token (GET only)."},
 			},
-			"schemas": schemas(),
+			"schemas": withSchemas(schemas(), trafficSchemas()),
 		},
 		"security": []any{obj{"bearer": []any{}}},
 	}

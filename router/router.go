@@ -123,6 +123,13 @@ func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
 // full channel cannot take are dropped and counted, never waited for.
 func (r *Router) Subscribe(buffer int) (<-chan status.Event, func()) { return r.bus.subscribe(buffer) }
 
+// RecentEvents returns the last RecentEvents events the bus carried
+// (history samples excluded), oldest first: what a view opened now has
+// missed.
+func (r *Router) RecentEvents() status.RecentEvents {
+	return status.RecentEvents{Size: RecentEvents, Events: r.bus.last()}
+}
+
 // Update replaces one source's entrypoints and diagnostics, rebuilds the
 // route table and swaps it in.
 func (r *Router) Update(u config.SourceUpdate) {

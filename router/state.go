@@ -10,7 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/traffic"
 )
+
+// ringPointer holds a traffic ring made on first use.
+type ringPointer = atomic.Pointer[traffic.Ring]
 
 // Backend is one backend of one route in one snapshot: its configuration
 // (immutable) and a pointer to its runtime state (which outlives the
@@ -62,6 +66,10 @@ type BackendState struct {
 	// removedAt is when the address left the route's config (zero while
 	// present); guarded by RouteState.mu.
 	removedAt time.Time
+
+	// traffic is the backend's recent traffic (traffic.go), nil until it
+	// first answers.
+	traffic ringPointer
 }
 
 // EjectionState is passive ejection's record of one backend. The request
@@ -157,6 +165,9 @@ type RouteState struct {
 	// (set by pruneBackends); such a route is attached again at every
 	// rebuild, so that the state goes when its grace ends.
 	lingering atomic.Bool
+	// traffic is the route's recent traffic (traffic.go), nil until it
+	// first serves.
+	traffic ringPointer
 }
 
 // ID returns the route id the state belongs to.
