@@ -393,7 +393,10 @@ func (p *Provider) publish(sink Sink, always bool) {
 	parser.OnHost = p.ownID == ""
 	parser.Source = p.name
 	eps, diags := p.opts.Parse(parser, cs)
-	sink.Update(config.SourceUpdate{Source: p.name, Entrypoints: eps, Diagnostics: diags})
+	pols, pdiags := parser.ParsePolicies(cs)
+	diags = append(diags, pdiags...)
+	diagnostics.Sort(diags)
+	sink.Update(config.SourceUpdate{Source: p.name, Entrypoints: eps, Diagnostics: diags, Policies: pols})
 	p.sent, p.sentOwn, p.everSent = cs, p.own, true
 	p.synced.Store(true)
 	p.log.Debug().Int("objects", len(cs)).Int("entrypoints", len(eps)).Int("diagnostics", len(diags)).

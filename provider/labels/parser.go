@@ -167,6 +167,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	var order []svcKey
 	networkLabel, hasNetwork := "", false
 	otherLabels := false
+	declaresPolicies := false
 	for _, k := range keys {
 		rest := k[len(prefix)+1:]
 		switch strings.ToLower(rest) {
@@ -176,6 +177,10 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			networkLabel, hasNetwork = strings.TrimSpace(c.Labels[k]), true
 			otherLabels = true
 			continue
+		}
+		if isPolicyKey(rest) {
+			declaresPolicies = true
+			continue // a named policy (ParsePolicies)
 		}
 		otherLabels = true
 		parts := strings.SplitN(rest, ".", 3)
@@ -208,7 +213,9 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	}
 
 	if len(order) == 0 {
-		if explicit || otherLabels {
+		// A container that only declares named policies routes nothing,
+		// as meant.
+		if (explicit || otherLabels) && !declaresPolicies {
 			diags = append(diags, diagnostics.New(diagnostics.NoService, src, enableKey, enableRaw, "",
 				fmt.Sprintf("container is enabled but has no %s.<protocol>.<service>.<field> label: nothing is routed", prefix), ""))
 		}
