@@ -2,11 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/e2e/dockertest"
 	"github.com/levee-proxy/levee/provider/docker"
 )
 
@@ -62,4 +71,45 @@ func TestDockerHostFlags(t *testing.T) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.err)
 		}
 	}
+}
+
+// Several hosts: one /ready entry and one series per host, and the file
+// provider's series registered beside them with host="".
+func TestBuildWatchesSeveralDockerHosts(t *testing.T) {
+	cfg, err := parseServeFlags([]string{"--docker-host", "a=tcp://127.0.0.1:1", "--docker-host", "b=tcp://127.0.0.1:2",
+		"--config-dir", t.TempDir(), "--state-file", filepath.Join(t.TempDir(), "state.json")}, envOf(map[string]string{}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := build(ctx, cfg, zerolog.Nop(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, background := range a.background {
+		wg.Add(1)
+		go func() { defer wg.Done(); background(ctx) }()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	dockertest.Eventually(t, 10*time.Second, func() error {
+		rec := httptest.NewRecorder()
+		a.api.ServeHTTP(rec, apiRequest("/ready"))
+		for _, want := range []string{`"name":"docker/a"`, `"name":"docker/b"`} {
+			if !strings.Contains(rec.Body.String(), want) {
+				return fmt.Errorf("/ready = %s, want %s", rec.Body, want)
+			}
+		}
+		rec = httptest.NewRecorder()
+		a.api.ServeHTTP(rec, apiRequest("/metrics"))
+		for _, want := range []string{`levee_provider_connected{host="a",provider="docker"} 0`, `levee_provider_connected{host="b",provider="docker"} 0`,
+			`levee_provider_connected{host="",provider="file"} 1`, `levee_provider_reconnects_total{host="b",provider="docker"}`} {
+			if !strings.Contains(rec.Body.String(), want) {
+				return fmt.Errorf("/metrics lacks %s", want)
+			}
+		}
+		return nil
+	})
 }
