@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -152,4 +153,72 @@ func TestDockerHostsBalanceAndLoseAHost(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Docker host over TLS: the right client certificate connects and routes
+// the host's container; a certificate of another CA is refused by the
+// engine, that host alone is not connected (/ready says why, W086), and
+// the first host's routes are served all the same.
+func TestDockerHostsTLS(t *testing.T) {
+	cli := dockertest.Require(t)
+	image := dockertest.EchoImage(t, cli)
+	network := dockertest.Network(t, cli)
+	server, good := dockertest.EngineCerts(t, t.TempDir())
+	_, bad := dockertest.EngineCerts(t, t.TempDir())
+	edge2 := dockertest.SecondEngineWith(t, dockertest.EngineOptions{TLSDir: server})
+	image2 := dockertest.EchoImage(t, edge2.Client)
+	run := dockertest.RunID(t)
+	local, remote := "local-"+run+".test", "remote-"+run+".test"
+	dockertest.Run(t, cli, echoSpec(image, network, "blue", local, nil))
+	dockertest.Run(t, edge2.Client, dockertest.Spec{
+		Image: image2, Env: []string{"ECHO_NAME=green"}, Publish: []int{dockertest.EchoPort},
+		Labels: map[string]string{"levee.enable": "true", "levee.http.web.host": remote},
+	})
+	args := func(certs string) []string {
+		return []string{"--docker-host", "local=" + cli.DaemonHost(), "--docker-host", "edge2=" + edge2.TCP, "--docker-tls-dir", "edge2=" + certs,
+			"--docker-call-timeout", "2s", "--docker-backoff-max", "1s"}
+	}
+
+	right := startLevee(t, args(good)...)
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		name, err := routedBy(right, remote)
+		if err != nil || name != "green" {
+			return fmt.Errorf("remote route answered %q, %v; want green", name, err)
+		}
+		return nil
+	})
+
+	wrong := startLevee(t, args(bad)...)
+	dockertest.Eventually(t, 30*time.Second, func() error {
+		if name, err := routedBy(wrong, local); err != nil || name != "blue" {
+			return fmt.Errorf("local route answered %q, %v; want blue", name, err)
+		}
+		_, _, ready, err := tryGet(wrong.apiURL()+"/ready", "")
+		if err != nil {
+			return err
+		}
+		var r struct {
+			Providers []struct{ Name, State, Error string }
+		}
+		if err := json.Unmarshal([]byte(ready), &r); err != nil {
+			return err
+		}
+		for _, p := range r.Providers {
+			if p.Name == "docker/edge2" {
+				if p.State == "connected" || p.Error == "" {
+					return fmt.Errorf("edge2 with the wrong certificate: %+v", p)
+				}
+				diags, err := hostsAPI(wrong, "/diagnostics")
+				if err != nil || !strings.Contains(diags, "W086") {
+					return fmt.Errorf("no W086 for edge2 (%v)", err)
+				}
+				t.Logf("edge2 with the wrong certificate: %s: %s", p.State, p.Error)
+				return nil
+			}
+		}
+		return fmt.Errorf("/ready has no docker/edge2: %s", ready)
+	})
+	if status, _, _ := get(t, wrong.proxyURL()+"/", remote); status != http.StatusNotFound {
+		t.Errorf("remote route through the refused host: %d, want 404 (never routed)", status)
+	}
 }

@@ -49,9 +49,23 @@ type Engine struct {
 	exited      chan error
 }
 
+// EngineOptions change a second engine.
+type EngineOptions struct {
+	// TLSDir, when set, holds the engine's server certificates (ca.pem,
+	// cert.pem, key.pem, see EngineCerts): its TCP listener then requires
+	// a client certificate that CA signed (--tlsverify).
+	TLSDir string
+}
+
 // SecondEngine starts a second engine for t and returns once it answers.
 // Without root it skips t (fails it with CI=true).
 func SecondEngine(t testing.TB) *Engine {
+	t.Helper()
+	return SecondEngineWith(t, EngineOptions{})
+}
+
+// SecondEngineWith is SecondEngine with options.
+func SecondEngineWith(t testing.TB, o EngineOptions) *Engine {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: this test starts a Docker Engine")
@@ -96,6 +110,10 @@ func SecondEngine(t testing.TB) *Engine {
 		"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "docker.pid"),
 		"-H", e.Socket, "-H", e.TCP, "--bridge", e.bridge, "--iptables=false", "--ip-masq=false", "--storage-driver", "vfs",
 		"--containerd-namespace", ns, "--containerd-plugins-namespace", ns + "-plugins"}
+	if o.TLSDir != "" {
+		e.args = append(e.args, "--tlsverify", "--tlscacert", filepath.Join(o.TLSDir, "ca.pem"),
+			"--tlscert", filepath.Join(o.TLSDir, "cert.pem"), "--tlskey", filepath.Join(o.TLSDir, "key.pem"))
+	}
 	if e.Client, err = client.New(client.WithHost(e.Socket)); err != nil {
 		t.Fatal(err)
 	}
