@@ -70,12 +70,44 @@ func (f dockerTLSDirFlag) Set(v string) error {
 	return nil
 }
 
+// dockerHostAddrFlag is --docker-host-address: repeatable, name=addr;
+// LEVEE_DOCKER_HOST_ADDRESS separates several with commas.
+type dockerHostAddrFlag struct{ addrs *map[string]string }
+
+func (f dockerHostAddrFlag) String() string {
+	if f.addrs == nil {
+		return ""
+	}
+	var items []string
+	for name, addr := range *f.addrs {
+		items = append(items, name+"="+addr)
+	}
+	return strings.Join(items, ",")
+}
+
+func (f dockerHostAddrFlag) Set(v string) error {
+	for _, item := range strings.Split(v, ",") {
+		name, addr, err := docker.ParseHostAddr(item)
+		if err != nil {
+			return err
+		}
+		if *f.addrs == nil {
+			*f.addrs = map[string]string{}
+		}
+		if _, dup := (*f.addrs)[name]; dup {
+			return fmt.Errorf("--docker-host-address for host %s is given twice", name)
+		}
+		(*f.addrs)[name] = addr
+	}
+	return nil
+}
+
 // settleDockerHosts resolves the Docker hosts after the flags and the
 // environment are read. One host named local (or unnamed), or none, is the
 // single-engine provider of DockerHost (DOCKER_HOST when none is given);
 // otherwise DockerHosts are watched as several hosts.
 func (c *serveConfig) settleDockerHosts(getenv func(string) string) error {
-	hosts, err := docker.ResolveHosts(c.DockerHosts, c.DockerTLSDirs)
+	hosts, err := docker.ResolveHosts(c.DockerHosts, c.DockerTLSDirs, c.DockerHostAddrs)
 	if err != nil {
 		return err
 	}
@@ -84,7 +116,7 @@ func (c *serveConfig) settleDockerHosts(getenv func(string) string) error {
 	case len(hosts) == 0:
 		c.DockerHost = getenv("DOCKER_HOST")
 		c.DockerHosts = nil
-	case len(hosts) == 1 && hosts[0].Name == docker.LocalHostName:
+	case len(hosts) == 1 && hosts[0].Name == docker.LocalHostName && hosts[0].Addr == "":
 		c.DockerHost, c.DockerTLSDir = hosts[0].URL, hosts[0].TLSDir
 		c.DockerHosts = nil
 	case c.SwarmEnabled:

@@ -53,6 +53,11 @@ func TestDockerHostFlags(t *testing.T) {
 		t.Errorf("--docker-tls-dir: %+v, %v", cfg.DockerHosts, err)
 	}
 
+	cfg, err = parseServeFlags([]string{"--docker-host", "edge2=unix:///run/edge2.sock", "--docker-host-address", "edge2=10.0.0.2"}, noEnv, &bytes.Buffer{})
+	if err != nil || len(cfg.DockerHosts) != 1 || cfg.DockerHosts[0].Addr != "10.0.0.2" {
+		t.Errorf("--docker-host-address: %+v, %v", cfg.DockerHosts, err)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		err  string
@@ -64,6 +69,8 @@ func TestDockerHostFlags(t *testing.T) {
 		{[]string{"--docker-host", "A=tcp://10.0.0.2:2375"}, "lower-case"},
 		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-tls-dir", "b=" + dir}, "no --docker-host names"},
 		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-tls-dir", "a=" + t.TempDir()}, "ca.pem"},
+		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-host-address", "b=10.0.0.2"}, "--docker-host-address names host b"},
+		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-host-address", "a=10.0.0.2:22"}, "without a port"},
 		{[]string{"--swarm", "--docker-host", "a=unix:///a.sock", "--docker-host", "b=unix:///b.sock"}, "--swarm watches one"},
 	} {
 		_, err := parseServeFlags(tc.args, noEnv, &bytes.Buffer{})

@@ -19,8 +19,9 @@ import (
 //
 // A host is local when Levee's own container runs on it, or when Levee runs
 // outside any container and the host's engine is on a socket of this
-// machine: its containers are dialled at their own addresses, as with one
-// host. Every other host is remote: see labels.Container.Remote.
+// machine (and no address is given for it: a forwarded socket): its
+// containers are dialled at their own addresses, as with one host. Every
+// other host is remote: see labels.Container.Remote.
 //
 // A host whose engine stops answering keeps its containers in the routes
 // while only its event stream is being re-opened; once an attempt to
@@ -181,8 +182,11 @@ func (s *hostSet) join() ([]labels.Container, labels.Parser) {
 	var out []labels.Container
 	for _, name := range s.order {
 		v := s.byName[name]
-		remote := name != own && !(own == "" && isSocket(v.spec.URL))
-		addr := hostAddress(v.spec.URL)
+		remote := name != own && (v.spec.Addr != "" || !(own == "" && isSocket(v.spec.URL)))
+		addr := v.spec.Addr
+		if addr == "" {
+			addr = hostAddress(v.spec.URL)
+		}
 		for _, c := range v.facts.containers {
 			c.Host, c.Remote, c.HostAddr = name, remote, addr
 			out = append(out, c)

@@ -194,6 +194,12 @@ func TestHostsJoinTellsLocalFromRemote(t *testing.T) {
 	if got, want := remote(cs), "sock:false: edge2:true:fd00::2 edge3:true:edge3.lan"; got != want || !parser.OnHost {
 		t.Errorf("Levee on the host: %s (OnHost %v), want %s", got, parser.OnHost, want)
 	}
+	// A forwarded socket with an address given is remote.
+	set.byName["sock"].spec.Addr = "10.0.0.9"
+	if cs, _ := set.join(); !strings.HasPrefix(remote(cs), "sock:true:10.0.0.9 ") {
+		t.Errorf("forwarded socket: %s, want remote at 10.0.0.9", remote(cs))
+	}
+	set.byName["sock"].spec.Addr = ""
 	// Levee in a container on edge2: the socket is another machine's view.
 	set.byName["edge2"].facts.ownFound = true
 	set.byName["edge2"].facts.ownNetIDs = []string{"n1"}

@@ -22,6 +22,11 @@ type HostSpec struct {
 	Name   string
 	URL    string
 	TLSDir string
+	// Addr, when set, is where the host's published ports are dialled,
+	// and makes the host remote (unless Levee's own container runs on
+	// it): an engine reached through a forwarded socket. Empty means the
+	// host of URL.
+	Addr string
 }
 
 // tlsFiles are the files of a TLS directory, as the Docker CLI names them.
@@ -101,10 +106,21 @@ func ParseTLSDir(v string) (name, dir string, err error) {
 	return name, dir, nil
 }
 
-// ResolveHosts joins the --docker-host and --docker-tls-dir values into
-// the hosts to watch, in the order given. A name given twice, or a TLS
-// directory naming no host, is an error.
-func ResolveHosts(hosts []HostSpec, tlsDirs map[string]string) ([]HostSpec, error) {
+// ParseHostAddr parses one --docker-host-address value, "name=addr": an
+// IP address or a host name, without a port.
+func ParseHostAddr(v string) (name, addr string, err error) {
+	name, addr, ok := strings.Cut(strings.TrimSpace(v), "=")
+	if !ok || !validHostName(name) || addr == "" || strings.ContainsAny(addr, "/ ") || (strings.Contains(addr, ":") && net.ParseIP(addr) == nil) {
+		return "", "", fmt.Errorf("docker host address %q: want name=addr, an IP address or host name without a port, the name of a --docker-host", v)
+	}
+	return name, addr, nil
+}
+
+// ResolveHosts joins the --docker-host, --docker-tls-dir and
+// --docker-host-address values into the hosts to watch, in the order
+// given. A name given twice, or a TLS directory or address naming no host,
+// is an error.
+func ResolveHosts(hosts []HostSpec, tlsDirs, addrs map[string]string) ([]HostSpec, error) {
 	seen := map[string]bool{}
 	out := make([]HostSpec, 0, len(hosts))
 	for _, h := range hosts {
@@ -112,12 +128,14 @@ func ResolveHosts(hosts []HostSpec, tlsDirs map[string]string) ([]HostSpec, erro
 			return nil, fmt.Errorf("docker host %s is given twice: name each --docker-host (name=url)", h.Name)
 		}
 		seen[h.Name] = true
-		h.TLSDir = tlsDirs[h.Name]
+		h.TLSDir, h.Addr = tlsDirs[h.Name], addrs[h.Name]
 		out = append(out, h)
 	}
-	for name := range tlsDirs {
-		if !seen[name] {
-			return nil, fmt.Errorf("--docker-tls-dir names host %s, which no --docker-host names", name)
+	for flag, m := range map[string]map[string]string{"--docker-tls-dir": tlsDirs, "--docker-host-address": addrs} {
+		for name := range m {
+			if !seen[name] {
+				return nil, fmt.Errorf("%s names host %s, which no --docker-host names", flag, name)
+			}
 		}
 	}
 	return out, nil

@@ -61,15 +61,31 @@ func TestParseTLSDir(t *testing.T) {
 func TestResolveHosts(t *testing.T) {
 	a := HostSpec{Name: "a", URL: "unix:///a.sock"}
 	b := HostSpec{Name: "b", URL: "tcp://10.0.0.2:2376"}
-	got, err := ResolveHosts([]HostSpec{a, b}, map[string]string{"b": "/certs/b"})
-	if err != nil || len(got) != 2 || got[1].TLSDir != "/certs/b" || got[0].TLSDir != "" {
+	got, err := ResolveHosts([]HostSpec{a, b}, map[string]string{"b": "/certs/b"}, map[string]string{"a": "10.0.0.9"})
+	if err != nil || len(got) != 2 || got[1].TLSDir != "/certs/b" || got[0].TLSDir != "" || got[0].Addr != "10.0.0.9" || got[1].Addr != "" {
 		t.Errorf("ResolveHosts = %+v, %v", got, err)
 	}
-	if _, err := ResolveHosts([]HostSpec{a, a}, nil); err == nil || !strings.Contains(err.Error(), "given twice") {
+	if _, err := ResolveHosts([]HostSpec{a, a}, nil, nil); err == nil || !strings.Contains(err.Error(), "given twice") {
 		t.Errorf("duplicate: err = %v", err)
 	}
-	if _, err := ResolveHosts([]HostSpec{a}, map[string]string{"c": "/x"}); err == nil || !strings.Contains(err.Error(), "no --docker-host names") {
+	if _, err := ResolveHosts([]HostSpec{a}, map[string]string{"c": "/x"}, nil); err == nil || !strings.Contains(err.Error(), "--docker-tls-dir names host c") {
 		t.Errorf("TLS dir of no host: err = %v", err)
+	}
+	if _, err := ResolveHosts([]HostSpec{a}, nil, map[string]string{"c": "10.0.0.9"}); err == nil || !strings.Contains(err.Error(), "--docker-host-address names host c") {
+		t.Errorf("address of no host: err = %v", err)
+	}
+}
+
+func TestParseHostAddr(t *testing.T) {
+	for in, want := range map[string]string{"edge2=10.0.0.2": "10.0.0.2", "edge2=fd00::2": "fd00::2", "edge2=edge2.lan": "edge2.lan"} {
+		if name, addr, err := ParseHostAddr(in); err != nil || name != "edge2" || addr != want {
+			t.Errorf("ParseHostAddr(%q) = %s, %s, %v", in, name, addr, err)
+		}
+	}
+	for _, in := range []string{"10.0.0.2", "edge2=", "edge2=10.0.0.2:2376", "Edge=10.0.0.2", "edge2=tcp://x"} {
+		if _, _, err := ParseHostAddr(in); err == nil {
+			t.Errorf("ParseHostAddr(%q) accepted", in)
+		}
 	}
 }
 
