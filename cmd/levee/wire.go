@@ -268,7 +268,7 @@ func newDockerHosts(cfg serveConfig, log zerolog.Logger, reg prometheus.Register
 	}
 	var checks []api.ReadyCheck
 	for _, p := range hosts.Providers() {
-		checks = append(checks, api.ReadyCheck{Name: config.SourceDocker + "/" + p.HostName(), Ready: p.Synced, Connection: dockerConnection(p)})
+		checks = append(checks, api.ReadyCheck{Name: config.SourceDocker + "/" + p.HostName(), Ready: p.Settled, Connection: dockerConnection(p)})
 	}
 	run := func(ctx context.Context) {
 		if err := hosts.Run(ctx, sink); err != nil {

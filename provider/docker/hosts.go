@@ -67,6 +67,12 @@ func (h *Hosts) Providers() []*Provider { return h.provs }
 // HostName is the name of the host a Provider made by NewHosts watches.
 func (p *Provider) HostName() string { return p.opts.HostName }
 
+// Settled reports whether the host's set is known: its first full sync
+// reached the sink, or an attempt to reach it failed and it counts as
+// having no containers (W086). One host down does not hold the others'
+// readiness back.
+func (p *Provider) Settled() bool { return p.synced.Load() || p.judged.Load() }
+
 // Run runs every host's provider until ctx ends; the joined set goes to
 // sink as the source "docker".
 func (h *Hosts) Run(ctx context.Context, sink Sink) error {

@@ -208,3 +208,17 @@ func TestHostsJoinTellsLocalFromRemote(t *testing.T) {
 		t.Errorf("Levee on edge2: %s (OnHost %v, IDs %v), want %s", got, parser.OnHost, parser.OwnNetworkIDs, want)
 	}
 }
+
+func TestHostsDownFromTheStartIsSettledWithW086(t *testing.T) {
+	local, edge2 := newFakeEngine(), newFakeEngine()
+	local.set(webOn("a", "web-1", "172.17.0.2", 0))
+	edge2.setDown(errors.New("connection refused"))
+	h, sink, _ := runHosts(t, local, edge2)
+	sink.waitFor(t, "W086 and local's backend", func(su config.SourceUpdate) bool {
+		return hasCode(su, diagnostics.DockerHostLost, "edge2") && backendText(backendsOf(su, "web")) == "local/web-1@172.17.0.2:8080"
+	})
+	edge := h.Providers()[1]
+	if edge.Synced() || !edge.Settled() {
+		t.Errorf("edge2 down from the start: Synced %v, Settled %v; want settled without a sync", edge.Synced(), edge.Settled())
+	}
+}

@@ -125,11 +125,13 @@ type Provider struct {
 	swarm swarmEngine
 	// name is the source: config.SourceDocker, or SourceSwarm in Swarm
 	// mode.
-	name    string
-	host    string
-	closer  func() error
-	log     zerolog.Logger
-	synced  atomic.Bool
+	name   string
+	host   string
+	closer func() error
+	log    zerolog.Logger
+	synced atomic.Bool
+	// judged is set once a host of several was judged lost (Settled).
+	judged  atomic.Bool
 	metrics *metrics
 
 	mu     sync.Mutex

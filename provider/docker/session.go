@@ -47,6 +47,7 @@ func (p *Provider) Run(ctx context.Context, sink Sink) error {
 		if end == failed && p.hosts != nil {
 			// The engine does not answer (a reconnect after a lost
 			// stream failed too): its containers would fail anyway.
+			p.judged.Store(true)
 			p.hosts.lost(p.opts.HostName, err)
 			p.everSent = false // the next sync is sent whatever it holds
 		}
