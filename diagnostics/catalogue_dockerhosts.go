@@ -8,10 +8,6 @@ const (
 	// DockerHostUnreachable: a container on a remote Docker host publishes
 	// no port for its route's port and shares no network with Levee.
 	DockerHostUnreachable Code = "W087"
-	// DockerHostUnsupported: a Docker host's address Levee cannot use as a
-	// remote host (reserved: ssh:// is refused at start-up, see
-	// --docker-host).
-	DockerHostUnsupported Code = "W088"
 )
 
 // dockerHostsEntries are the codes of several Docker hosts.
@@ -28,12 +24,6 @@ func dockerHostsEntries() []Entry {
 			Effect:  "The container gets no traffic: Levee dials a remote host's container at the host's address and the port it publishes for the route's port, or at its own address on a network Levee's container is attached to (same network ID); it has neither. Its replicas elsewhere are routed.",
 			Fix:     "Publish the route's port (`ports: - \"8080:80\"` for port 80), or attach the container and Levee to one network that spans both hosts (an attachable overlay) and name it with `levee.network`.",
 			Example: "levee.http.web.port=80   # on edge2, with no ports: entry",
-		},
-		{
-			Code: DockerHostUnsupported, Severity: Warn, Title: "Docker host address not usable",
-			Effect:  "The host is not watched; the other hosts are.",
-			Fix:     "Use unix:// or tcp:// (with --docker-tls-dir for TLS); ssh:// needs the Docker CLI's connection helper, which Levee does not include: forward the socket instead (`ssh -L /tmp/edge2.sock:/var/run/docker.sock edge2`).",
-			Example: "--docker-host edge2=ssh://admin@10.0.0.2",
 		},
 	}
 }
