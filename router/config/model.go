@@ -115,6 +115,9 @@ type Backend struct {
 	Weight int `json:"weight"`
 	// Name is a display name, e.g. the container name.
 	Name string `json:"name,omitempty"`
+	// Host names the Docker host the backend runs on when Levee watches
+	// several (display only: Address and Port identify the backend).
+	Host string `json:"host,omitempty"`
 }
 
 // Retry configures request retries.

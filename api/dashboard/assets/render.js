@@ -116,7 +116,7 @@ export function backendsTable(m, e) {
     if (b.ejected) health = `ejected until ${timeOf(b.ejected_until)}`;
     const ok = b.up && !b.ejected;
     return h("tr", {},
-      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.name})` : ""),
+      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.host ? `${b.host}/` : ""}${b.name})` : "", b.host && !b.name ? ` (host ${b.host})` : ""),
       h("td", {}, h("span", { class: "badge health", "data-ok": ok ? "yes" : "no" }, ok ? "✓ " : "✕ ", health)),
       h("td", { class: "num" }, String(b.weight)),
       h("td", { class: "num" }, String(b.in_flight ?? 0)),
