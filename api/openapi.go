@@ -39,7 +39,7 @@ func openAPI(routes []route) obj {
 				"bearer": obj{"type": "http", "scheme": "bearer",
 					"description": "--api-token (every method) or --api-read-token (GET only)."},
 			},
-			"schemas": schemas(),
+			"schemas": withSchemas(schemas(), trafficSchemas()),
 		},
 		"security": []any{obj{"bearer": []any{}}},
 	}
@@ -157,6 +157,19 @@ func schemas() obj {
 			"properties":           payloadProps,
 		},
 		"StoredEntrypoint": stored,
+		"PolicyPayload": obj{
+			"type": "object", "required": []string{"name"}, "additionalProperties": true,
+			"properties": obj{"name": obj{"type": "string", "example": "office-only"},
+				"config": obj{"type": "object", "additionalProperties": true, "description": "policy groups, as in an entrypoint's config (docs/policies.md#named-policies)"}},
+		},
+		"Policy": obj{"type": "object", "properties": obj{
+			"name":        obj{"type": "string"},
+			"source":      obj{"type": "string", "description": "the provider of the declaration in force"},
+			"policy":      obj{"allOf": []any{ref("PolicyPayload")}, "description": "the canonical payload, hashes redacted"},
+			"routes":      obj{"type": "array", "items": obj{"type": "string"}, "description": "ids of the routes that reference it"},
+			"diagnostics": diagList,
+		}},
+		"PolicyList": obj{"type": "object", "properties": obj{"policies": obj{"type": "array", "items": ref("Policy")}}},
 		"BulkRequest": obj{"type": "object", "required": []string{"operations"}, "properties": obj{
 			"operations": obj{"type": "array", "items": obj{"type": "object", "required": []string{"op"}, "properties": obj{
 				"op":         obj{"type": "string", "enum": []string{"create", "replace", "delete"}},

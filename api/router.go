@@ -29,6 +29,17 @@ type Router interface {
 	// History returns every breaker's recent requests and failures, the
 	// router's in-memory ring of samples.
 	History() status.History
+	// Policies returns the named policies of every source in force, one
+	// per name, sorted by name.
+	Policies() []config.Policy
+	// Traffic returns the recent traffic of every route that served
+	// requests, and RouteTraffic one route's (false: no such route): the
+	// router's in-memory rings.
+	Traffic() status.Traffic
+	RouteTraffic(id string) (status.RouteTraffic, bool)
+	// RecentEvents returns the last events the bus carried (history
+	// samples excluded), oldest first.
+	RecentEvents() status.RecentEvents
 	// Subscribe returns a bounded event stream and a function that ends the
 	// subscription (and closes the channel).
 	Subscribe(buffer int) (<-chan status.Event, func())

@@ -162,7 +162,7 @@ func New(opts Options) (*Server, error) {
 	if s.buffer <= 0 {
 		s.buffer = DefaultEventBuffer
 	}
-	s.routes = s.routeTable()
+	s.routes = append(s.routeTable(), s.trafficRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern(), s.guard(rt.access, rt.handler))
 	}

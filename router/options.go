@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/policy/basicauth"
 	"github.com/levee-proxy/levee/router/policy/compress"
 )
@@ -77,6 +78,11 @@ type Options struct {
 	// cannot take the cores from the others; nil = basicauth.NewSlots(0,
 	// 0): half the cores, a 1s wait.
 	PasswordSlots *basicauth.Slots
+
+	// Policies are the kinds of policy a route compiles, in order
+	// (DefaultPolicies); nil: DefaultPolicies with the router's own
+	// forward-auth pool, PasswordSlots and Encoders.
+	Policies []policy.Kind
 }
 
 // Defaults of the backend connection settings, shared by the router's

@@ -10,7 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/policy"
+	"github.com/levee-proxy/levee/router/traffic"
 )
+
+// ringPointer holds a traffic ring made on first use.
+type ringPointer = atomic.Pointer[traffic.Ring]
 
 // Backend is one backend of one route in one snapshot: its configuration
 // (immutable) and a pointer to its runtime state (which outlives the
@@ -62,6 +67,10 @@ type BackendState struct {
 	// removedAt is when the address left the route's config (zero while
 	// present); guarded by RouteState.mu.
 	removedAt time.Time
+
+	// traffic is the backend's recent traffic (traffic.go), nil until it
+	// first answers.
+	traffic ringPointer
 }
 
 // EjectionState is passive ejection's record of one backend. The request
@@ -157,6 +166,9 @@ type RouteState struct {
 	// (set by pruneBackends); such a route is attached again at every
 	// rebuild, so that the state goes when its grace ends.
 	lingering atomic.Bool
+	// traffic is the route's recent traffic (traffic.go), nil until it
+	// first serves.
+	traffic ringPointer
 }
 
 // ID returns the route id the state belongs to.
@@ -410,17 +422,7 @@ func joinHostPort(host string, port int) string {
 // has the wrong type for it (the name was reused by another kind) gets a
 // fresh one.
 func PolicyState[T any](rs *RouteState, name string, create func() *T) *T {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if s, ok := rs.policies[name].(*T); ok {
-		return s
-	}
-	s := create()
-	if rs.policies == nil {
-		rs.policies = make(map[string]any)
-	}
-	rs.policies[name] = s
-	return s
+	return policy.Retained(rs, name, create)
 }
 
 // retainPolicyState drops the state of policies the route no longer has.

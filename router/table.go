@@ -41,6 +41,8 @@ type Route struct {
 	chain *policy.Chain
 	// fallback answers what the open breaker refuses (fallback.go).
 	fallback *Route
+	// refs are the routes its policies name (references.go).
+	refs []policy.Reference
 	// backendTLS is the client configuration of the backend connections
 	// (scheme=https), compiled once per route; backendTLSErr says why it
 	// could not be (backendtls.go).
@@ -91,6 +93,8 @@ type Snapshot struct {
 	collided map[string]bool
 	// redirects: some route redirects plain listeners to HTTPS.
 	redirects bool
+	// named are the routes policies name, by the name (references.go).
+	named map[string]*Route
 	// tcp holds the TCP routes by listener name (tcp.go).
 	tcp map[string]*tcpTable
 }

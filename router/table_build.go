@@ -108,6 +108,7 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 		diags = append(diags, s.lookup(h).diags...)
 	}
 	diags = append(diags, resolveFallbacks(s)...)
+	diags = append(diags, resolveReferences(s)...)
 	sortDiagnostics(diags)
 	return s, diags
 }

@@ -288,7 +288,7 @@ func TestDashboard(t *testing.T) {
 		// The reload the event scheduled brings the figures, and the next
 		// history sample (every 5 s) reaches the sparkline over the stream.
 		waitJS(t, tab, pageTimeout, `document.querySelector('article[data-route="shop"]').innerText.includes("1 trips")`)
-		waitJS(t, tab, pageTimeout, `/[1-9][0-9]* failures/.test(document.querySelector('article[data-route="shop"] .spark figcaption').textContent)`)
+		waitJS(t, tab, pageTimeout, `/[1-9][0-9]* failures/.test(document.querySelector('article[data-route="shop"] section.breaker .spark figcaption').textContent)`)
 		screenshot(t, tab, "routes")
 		if *update {
 			browsertest.Run(t, tab, pageTimeout, "phone-sized viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))

@@ -8,11 +8,13 @@
 // The page asks for a token when the API answers 401, keeps it in
 // sessionStorage (this tab only) and sends it as Authorization on every
 // API call. It loads the read model once (GET /session, /entrypoints,
-// /diagnostics, /diagnostics/catalogue, /ready, /history) and then stays
-// live over GET /events, read with fetch() so that the header can be sent
-// (EventSource cannot send one): a breaker event changes the page at once
-// and an event of any kind schedules one coalesced reload of the read
-// model; history events extend the sparklines. There is no polling loop.
+// /diagnostics, /diagnostics/catalogue, /ready, /history, /traffic, and
+// /events/recent for the Activity list) and then stays live over GET
+// /events, read with fetch() so that the header can be sent (EventSource
+// cannot send one): a breaker event changes the page at once and an event
+// of any kind schedules one coalesced reload of the read model; history
+// events extend the sparklines. Traffic is not an event: GET /traffic is
+// read again every 5 s and only its figures are replaced.
 // Actions (breaker open, close, reset) are offered to the roles GET
 // /session says may write, and the API refuses them to the others anyway.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/levee-proxy/levee/api"
 	"github.com/levee-proxy/levee/api/dashboard"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/file"
 	"github.com/levee-proxy/levee/provider/labels"
@@ -165,6 +166,16 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		if (!swarm && !cfg.DockerEnabled) || (swarm && !cfg.SwarmEnabled) {
 			continue
 		}
+		if !swarm && len(cfg.DockerHosts) > 0 {
+			checks, run, err := newDockerHosts(cfg, log, reg, rt)
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("docker provider: %w", err)
+			}
+			ready = append(ready, checks...)
+			a.background = append(a.background, run)
+			continue
+		}
 		name := config.SourceDocker
 		if swarm {
 			name = config.SourceSwarm
@@ -187,7 +198,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 			Dirs:       cfg.ConfigDirs,
 			Files:      cfg.ConfigFiles,
 			Logger:     log.With().Str("component", config.SourceFile).Logger(),
-			Registerer: reg,
+			Registerer: withHostLabel(cfg, reg),
 		})
 		if err != nil {
 			closeAll()
@@ -226,12 +237,18 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 // newDockerProvider builds the docker provider (in Swarm mode when swarm)
 // from the serve flags, with its metrics in reg.
 func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prometheus.Registerer) (*docker.Provider, error) {
+	return docker.New(dockerOptions(cfg, swarm, log, reg))
+}
+
+// dockerOptions are the docker provider's options from the serve flags.
+func dockerOptions(cfg serveConfig, swarm bool, log zerolog.Logger, reg prometheus.Registerer) docker.Options {
 	component := config.SourceDocker
 	if swarm {
 		component = config.SourceSwarm
 	}
-	return docker.New(docker.Options{
+	return docker.Options{
 		Host:           cfg.DockerHost,
+		TLSDir:         cfg.DockerTLSDir,
 		Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault, Constraint: cfg.DockerConstraints},
 		Debounce:       cfg.DockerDebounce,
 		ResyncInterval: cfg.DockerResync,
@@ -242,7 +259,38 @@ func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prom
 		Logger:         log.With().Str("component", component).Logger(),
 		Swarm:          swarm,
 		SwarmPoll:      cfg.SwarmPoll,
-	})
+	}
+}
+
+// newDockerHosts builds the docker provider of several hosts: one /ready
+// entry per host (docker/<name>), and the function that runs them all.
+func newDockerHosts(cfg serveConfig, log zerolog.Logger, reg prometheus.Registerer, sink docker.Sink) ([]api.ReadyCheck, func(context.Context), error) {
+	hosts, err := docker.NewHosts(dockerOptions(cfg, false, log, reg), cfg.DockerHosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var checks []api.ReadyCheck
+	for _, p := range hosts.Providers() {
+		checks = append(checks, api.ReadyCheck{Name: config.SourceDocker + "/" + p.HostName(), Ready: p.Settled, Connection: dockerConnection(p)})
+	}
+	run := func(ctx context.Context) {
+		if err := hosts.Run(ctx, sink); err != nil {
+			log.Error().Err(err).Msg("docker provider stopped")
+		}
+		_ = hosts.Close()
+	}
+	return checks, run, nil
+}
+
+// withHostLabel is reg for a provider without hosts: with several Docker
+// hosts, the providers' shared series carry provider.HostLabel, and a
+// registry takes one name with one set of label names only, so this one
+// gets it empty.
+func withHostLabel(cfg serveConfig, reg prometheus.Registerer) prometheus.Registerer {
+	if len(cfg.DockerHosts) == 0 || !cfg.DockerEnabled {
+		return reg
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{provider.HostLabel: ""}, reg)
 }
 
 // dockerConnection reports the provider's connection in the API's terms.

@@ -141,5 +141,6 @@ func transformJSONGroups() map[string]diagnostics.Code {
 		"config.redirect_regex":     diagnostics.BadRedirect,
 		"config.replace_path_regex": diagnostics.BadPathRewrite,
 		"config.sticky":             diagnostics.BadSticky,
+		"config.errors":             diagnostics.BadErrorStatus,
 	}
 }

@@ -44,6 +44,7 @@ func (d *draft) finishTransform() {
 		t.ReplacePathRegex = nil
 	}
 	d.finishRewrites()
+	d.finishErrors()
 }
 
 // on is whether a group is on: given (any field set) unless turned off

@@ -49,6 +49,8 @@ var foreignTable = []ForeignKey{
 		Note: "Host(`a`) is host=a, PathPrefix(`/p`) is path=/p, PathRegexp is pathRegex, Method is methods"},
 	{Key: "entrypoints", Proxy: proxyTraefik, Fields: []string{"listeners"},
 		Note: "Traefik's entry points are Levee's listeners (levee serve --listen name=addr[,tls])"},
+	{Key: "errors.service", Proxy: proxyTraefik, Fields: []string{"errors.route"},
+		Note: "the error pages come from another Levee route, named as circuitBreaker.fallback names one"},
 	{Key: "service", Proxy: proxyTraefik,
 		Note: "a Levee service is the <service> part of the label key and is its own route: there is no router to point at it; write the router's rule and the service's port under one service name"},
 	{Key: "middlewares", Proxy: proxyTraefik,

@@ -16,12 +16,13 @@ type Transform struct {
 	ReplacePath      string            `json:"replace_path,omitempty"`
 	ReplacePathRegex *ReplacePathRegex `json:"replace_path_regex,omitempty"`
 	Sticky           *Sticky           `json:"sticky,omitempty"`
+	Errors           *ErrorPages       `json:"errors,omitempty"`
 }
 
 // IsZero reports whether the route has none of these policies.
 func (t Transform) IsZero() bool {
 	return t.Headers == nil && t.CORS == nil && t.Compress == nil && t.RedirectScheme == nil &&
-		t.RedirectRegex == nil && t.ReplacePath == "" && t.ReplacePathRegex == nil && t.Sticky == nil
+		t.RedirectRegex == nil && t.ReplacePath == "" && t.ReplacePathRegex == nil && t.Sticky == nil && t.Errors == nil
 }
 
 // Headers are the header changes of a route, with Traefik's meaning: a

@@ -16,7 +16,10 @@
 //
 // Each policy lives in its own package below this one and has one job;
 // this package holds only what they share: the interface, the fixed
-// order, and how a refusal is answered and counted.
+// order, how a refusal is answered and counted, and the Kind each
+// package declares (kind.go) so that the router compiles a route by
+// walking a list of kinds (router.DefaultPolicies) instead of naming
+// each policy.
 package policy
 
 import (
@@ -42,6 +45,10 @@ const (
 	StageRewrite
 	StageCompress
 )
+
+// StageErrors is the error pages' stage: after the rewrites, before
+// compression (between the fixed stages above, so that their values stay).
+const StageErrors = StageRewrite + 5
 
 // A Policy is one compiled per-route policy.
 type Policy interface {

@@ -22,6 +22,7 @@ func (p *Handler) finish(x *exchange) {
 		at = time.Since(x.start)
 	}
 	series.duration.Observe(at.Seconds())
+	p.recordTraffic(x, status, at)
 	if x.span != nil {
 		x.endSpans(x.status)
 	}

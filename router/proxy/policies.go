@@ -13,7 +13,7 @@ import (
 // request a policy answered is never reported to a breaker or to passive
 // health: nothing was attempted.
 func (x *exchange) servePolicies(ch *policy.Chain) {
-	x.pw = &policyWriter{ResponseWriter: x.w}
+	x.pw = &policyWriter{ResponseWriter: x.w, p: x.p}
 	ch.Serve(x.pw, x.req, x)
 	if !x.pw.reached {
 		// A policy answered: what it wrote is the access log's status
@@ -39,6 +39,7 @@ func (x *exchange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // http.ResponseController.
 type policyWriter struct {
 	http.ResponseWriter
+	p      *Handler // serves other routes (ServeRoute)
 	status int
 	// reached: the policies passed the request on to the exchange.
 	reached bool

@@ -8,11 +8,15 @@ import * as render from "./render.js";
 const $ = (id) => document.getElementById(id);
 const PAGES = ["overview", "routes", "diagnostics", "activity"];
 const MAX_ACTIVITY = 200;
+// TRAFFIC_REFRESH is how often the traffic figures are read again
+// (GET /traffic): its buckets are 10 s, so twice per bucket.
+const TRAFFIC_REFRESH = 5000;
 
 // model is the read model as last loaded, plus the live changes since.
 const model = {
   session: null, entrypoints: [], diagnostics: {}, ready: {},
   catalogue: new Map(), history: new Map(), historyInterval: 5, historySamples: 60,
+  traffic: new Map(), trafficBucket: 10, trafficRate: 60,
 };
 let streamAbort = null;
 let reloadTimer = null;
@@ -77,7 +81,7 @@ async function start() {
   $("signout").hidden = s.role === "open";
   showPage();
   try {
-    await Promise.all([load(), loadCatalogue(), loadHistory()]);
+    await Promise.all([load(), loadCatalogue(), loadHistory(), loadTraffic(), loadActivity()]);
   } catch (e) {
     showError(`Loading failed: ${e.message}`);
   }
@@ -106,6 +110,44 @@ async function loadHistory() {
   model.historyInterval = hist.interval_seconds || 5;
   model.historySamples = hist.samples || 60;
   model.history = new Map((hist.breakers || []).map((b) => [b.name, b.points || []]));
+}
+
+async function loadTraffic() {
+  const t = await request("/traffic");
+  model.trafficBucket = t.bucket_seconds || 10;
+  model.trafficRate = t.rate_seconds || 60;
+  model.traffic = new Map((t.routes || []).map((r) => [r.route, r]));
+}
+
+// loadActivity fills the Activity list from the router's ring of recent
+// events, so that what happened before the page opened (or while the
+// stream was down) is there; the stream adds what comes next.
+async function loadActivity() {
+  const rec = await request("/events/recent");
+  const items = (rec.events || []).map((ev) => render.activityItem(ev.type, ev)).filter((li) => li);
+  replace($("activity"), items.reverse().slice(0, MAX_ACTIVITY));
+}
+
+// refreshTraffic reads the figures again and swaps only the parts that
+// show them: the overview and each card's traffic block and backend table
+// (the rest of a card, and the button a user may be about to press, stay).
+async function refreshTraffic() {
+  if (!model.session) return;
+  try {
+    await loadTraffic();
+  } catch (e) {
+    if (e.status === 401) askToken(`The API refused the token (${e.message}).`);
+    return;
+  }
+  replace($("overview"), render.overview(model));
+  for (const e of model.entrypoints) {
+    const card = document.querySelector(`article.route[data-route="${CSS.escape(e.id)}"]`);
+    if (!card) continue;
+    const block = card.querySelector("section.traffic");
+    if (block) block.replaceWith(render.trafficBlock(model, e.id));
+    const table = card.querySelector(".backends");
+    if (table) table.replaceWith(render.backendsTable(model, e));
+  }
 }
 
 function renderAll() {
@@ -148,7 +190,7 @@ function openStream(attempt) {
   setLive("connecting", "connecting…");
   stream(ctl.signal, () => {
     setLive("on", "live");
-    if (attempt > 0) { reloadSoon(); loadHistory().then(renderRoutes, () => {}); }
+    if (attempt > 0) { reloadSoon(); loadHistory().then(renderRoutes, () => {}); loadActivity().catch(() => {}); }
     attempt = 0;
   }, onEvent).then(() => retry(ctl), (e) => {
     if (ctl.signal.aborted) return;
@@ -246,4 +288,5 @@ $("login-form").addEventListener("submit", (ev) => {
 $("signout").addEventListener("click", () => { clearToken(); stopStream(); askToken(""); });
 window.addEventListener("hashchange", () => { showPage(); $("main").focus(); });
 setInterval(tick, 1000);
+setInterval(refreshTraffic, TRAFFIC_REFRESH);
 start();

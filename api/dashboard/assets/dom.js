@@ -48,6 +48,18 @@ export function pct(x) {
   return (Math.round(x * 1000) / 10).toString() + " %";
 }
 
+// rate is requests per second in words.
+export function rate(rps) {
+  const v = Number(rps) || 0;
+  return `${v >= 10 ? v.toFixed(1) : v.toFixed(2)} req/s`;
+}
+
+// millis is a latency in milliseconds in words.
+export function millis(ms) {
+  const v = Number(ms) || 0;
+  return v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v >= 10 ? Math.round(v) : v.toFixed(1)} ms`;
+}
+
 export function timeOf(iso) {
   if (!iso) return "";
   const d = new Date(iso);
@@ -60,16 +72,16 @@ export function idPart(s) {
 }
 
 // sparkline draws requests (line) and failures (filled bars) of a
-// breaker's history, with a text summary for screen readers and for anyone
+// breaker's history or a route's traffic (failures names them), with a text summary for screen readers and for anyone
 // who does not read the chart.
-export function sparkline(points, intervalSeconds) {
+export function sparkline(points, intervalSeconds, failures = "failures") {
   const w = 160, hgt = 36;
   const n = points.length;
   const max = Math.max(1, ...points.map((p) => p.requests));
   const req = points.reduce((a, p) => a + p.requests, 0);
   const fail = points.reduce((a, p) => a + p.failures, 0);
   const minutes = Math.round((n * intervalSeconds) / 60 * 10) / 10;
-  const label = n ? `last ${minutes} min: ${req} requests, ${fail} failures` : "no samples yet";
+  const label = n ? `last ${minutes} min: ${req} requests, ${fail} ${failures}` : "no samples yet";
   const step = n > 1 ? w / (n - 1) : w;
   const y = (v) => (hgt - 2 - (v / max) * (hgt - 4)).toFixed(1);
   const line = points.map((p, i) => `${(i * step).toFixed(1)},${y(p.requests)}`).join(" ");

@@ -2,7 +2,7 @@
 // always written out in words (and marked with a symbol); colour only
 // repeats them.
 
-import { h, pct, timeOf, idPart, sparkline } from "./dom.js";
+import { h, pct, timeOf, idPart, sparkline, rate, millis } from "./dom.js";
 
 const DOCS = "https://github.com/levee-proxy/levee/blob/main/docs/";
 const STATE_MARK = { closed: "✓", open: "✕", "half-open": "◐" };
@@ -36,9 +36,52 @@ export function overview(m) {
     card("Breakers", `${count(breakers, (b) => b.state === "open")} open`,
       `${count(breakers, (b) => b.state === "closed")} closed, ${count(breakers, (b) => b.state === "half-open")} half-open`, { id: "ov-breakers", "data-open": count(breakers, (b) => b.state === "open") }),
     card("Diagnostics", String(t.all || 0), `${t.error || 0} errors, ${t.warn || 0} warnings, ${t.info || 0} info`, { id: "ov-diagnostics" }),
+    topCard("Top routes by traffic", "ov-top-traffic", m, (t) => t.requests > 0, (a, b) => b.requests - a.requests || b.rps - a.rps,
+      (t) => `${t.requests} requests, ${rate(t.rps)}`, "No traffic in the last 5 min."),
+    topCard("Top routes by errors", "ov-top-errors", m, (t) => t.errors > 0, (a, b) => b.errors - a.errors || b.error_ratio - a.error_ratio,
+      (t) => `${t.errors} errors (${pct(t.error_ratio)})`, "No errors in the last 5 min."),
     card("Docker provider", dockerText,
       docker ? [docker.since ? `since ${new Date(docker.since).toLocaleString()}` : "", docker.error ? ` — ${docker.error}` : ""].join("") : "Levee runs with --docker=false",
       { id: "ov-docker", "data-state": dockerText }),
+  ];
+}
+
+const TOP = 5;
+
+// topCard lists the TOP routes of the traffic window that keep passes,
+// ordered by order, each with its figures in words.
+function topCard(title, id, m, keep, order, text, none) {
+  const list = [...m.traffic.values()].filter(keep).sort(order).slice(0, TOP);
+  return h("div", { class: "card rank", id },
+    h("h3", {}, title),
+    list.length ? h("ol", {}, list.map((t) => h("li", { "data-route": t.route }, h("a", { href: `#routes` }, t.route), " — ", text(t)))) : h("p", {}, none));
+}
+
+// trafficBlock is a route's traffic over the window: rate, error ratio,
+// latency percentiles and a sparkline of its 10-second points.
+export function trafficBlock(m, route) {
+  const t = m.traffic.get(route);
+  const attrs = { class: "traffic", "aria-label": `traffic of ${route}`, "data-route": route,
+    "data-requests": t ? t.requests : 0, "data-errors": t ? t.errors : 0 };
+  if (!t || !t.requests) return h("section", attrs, h("h4", {}, "Traffic"), h("p", {}, "No requests in the last 5 min."));
+  const pts = (t.points || []).map((p) => ({ time: p.time, requests: p.requests, failures: p.errors }));
+  return h("section", attrs,
+    h("h4", {}, "Traffic"),
+    h("dl", { class: "facts" },
+      h("dt", {}, "rate"), h("dd", { class: "rps" }, rate(t.rps), ` (last ${Math.round(m.trafficRate / 60)} min)`),
+      h("dt", {}, "errors"), h("dd", { class: "errors" }, `${pct(t.error_ratio)} (${t.errors} of ${t.requests} requests)`),
+      h("dt", {}, "latency"), h("dd", { class: "latency" }, `p50 ${millis(t.p50_ms)}, p99 ${millis(t.p99_ms)}`)),
+    sparkline(pts, m.trafficBucket, "errors"));
+}
+
+// Listener badges: TLS or plain, and the listeners named (else the kind
+// the route serves on by default).
+function listenerBadges(c) {
+  const tls = c.tls === true || (c.tls && c.tls.enabled);
+  const named = c.listeners || [];
+  return [
+    h("span", { class: "badge tls", "data-tls": tls ? "yes" : "no" }, tls ? "🔒 TLS" : "plain HTTP"),
+    h("span", { class: "badge listeners" }, named.length ? `listeners: ${named.join(", ")}` : tls ? "every TLS listener" : "every plain listener"),
   ];
 }
 
@@ -59,7 +102,7 @@ function rules(ep) {
 }
 
 // Known config keys shown elsewhere; every other key is a policy.
-const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "tcp"]);
+const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "tcp"]);
 
 function policies(ep) {
   const c = ep.config || {};
@@ -71,22 +114,29 @@ function policies(ep) {
   return h("details", { class: "policies", id: `pol-${idPart(ep.name)}` }, h("summary", {}, `Policies (${items.length})`), h("ul", {}, items));
 }
 
-function backendsTable(e) {
+export function backendsTable(m, e) {
+  const t = m.traffic.get(e.id);
+  const byAddr = new Map(((t && t.backends) || []).map((x) => [x.backend, x]));
   const rows = (e.backends || []).map((b) => {
+    const bt = byAddr.get(`${b.address}:${b.port}`);
     let health = b.up ? "up" : "down";
     if (b.ejected) health = `ejected until ${timeOf(b.ejected_until)}`;
     const ok = b.up && !b.ejected;
     return h("tr", {},
-      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.name})` : ""),
+      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.host ? `${b.host}/` : ""}${b.name})` : "", b.host && !b.name ? ` (host ${b.host})` : ""),
       h("td", {}, h("span", { class: "badge health", "data-ok": ok ? "yes" : "no" }, ok ? "✓ " : "✕ ", health)),
       h("td", { class: "num" }, String(b.weight)),
-      h("td", { class: "num" }, String(b.in_flight ?? 0)));
+      h("td", { class: "num" }, String(b.in_flight ?? 0)),
+      h("td", { class: "num" }, bt ? rate(bt.rps) : "—"),
+      h("td", { class: "num" }, bt && bt.requests ? `${pct(bt.error_ratio)} (${bt.errors})` : "—"),
+      h("td", { class: "num" }, bt && bt.requests ? millis(bt.p99_ms) : "—"));
   });
-  if (!rows.length) return h("p", {}, "No backends: the route answers 503.");
-  return h("div", { class: "scroll" }, h("table", {},
+  if (!rows.length) return h("p", { class: "backends" }, "No backends: the route answers 503.");
+  return h("div", { class: "scroll backends" }, h("table", {},
     h("caption", {}, "Backends"),
     h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "address"), h("th", { scope: "col" }, "health"),
-      h("th", { scope: "col" }, "weight"), h("th", { scope: "col" }, "in flight"))),
+      h("th", { scope: "col" }, "weight"), h("th", { scope: "col" }, "in flight"),
+      h("th", { scope: "col" }, "rate"), h("th", { scope: "col" }, "errors"), h("th", { scope: "col" }, "p99"))),
     h("tbody", {}, rows)));
 }
 
@@ -126,9 +176,10 @@ export function routes(m, canWrite, actions) {
     const worst = bs.find((b) => b.state === "open") || bs.find((b) => b.state === "half-open") || bs[0];
     return h("article", { class: "route", id: `route-${idPart(e.id)}`, "data-route": e.id, "data-breaker-state": worst ? worst.state : "none" },
       h("h3", {}, e.id, " ", h("span", { class: "badge source" }, sourceText(e.source)), e.removed ? h("span", { class: "badge" }, "removed") : null,
-        worst ? stateBadge(worst.state) : null),
+        listenerBadges((e.entrypoint || {}).config || {}), worst ? stateBadge(worst.state) : null),
       rules(e.entrypoint),
-      backendsTable(e),
+      trafficBlock(m, e.id),
+      backendsTable(m, e),
       policies(e.entrypoint),
       bs.length ? bs.map((b) => breakerBlock(m, e, b, canWrite, actions)) : h("p", {}, "No circuit breaker."),
       (e.diagnostics || []).length ? h("p", {}, h("a", { href: "#diagnostics" }, `${e.diagnostics.length} diagnostic(s)`)) : null);

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/levee-proxy/levee/router/status"
+	"github.com/levee-proxy/levee/router/traffic"
+)
+
+// GET /traffic lists the routes that served, with their backends' figures;
+// GET /traffic/{route} one route (404 for an unknown one). The requests
+// are recorded in the real router's rings as the request path does.
+func TestRealTraffic(t *testing.T) {
+	h := newRealHarness(t, filepath.Join(t.TempDir(), "state.json"))
+	wantStatus(t, h.post(seedPayload), http.StatusCreated)
+
+	rec := h.do(http.MethodGet, "/traffic", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	var all status.Traffic
+	if err := json.Unmarshal(rec.Body.Bytes(), &all); err != nil {
+		t.Fatal(err)
+	}
+	if all.Routes == nil || len(all.Routes) != 0 || all.WindowSeconds != traffic.Window.Seconds() ||
+		all.BucketSeconds != traffic.BucketWidth.Seconds() || all.RateSeconds != traffic.RateWindow.Seconds() {
+		t.Fatalf("before any request: %s", rec.Body)
+	}
+
+	rt, ok := h.rt.Snapshot().Route("app")
+	if !ok {
+		t.Fatal("route app not routed")
+	}
+	now := time.Now().UnixNano()
+	for i := range 4 {
+		rt.State().Traffic().Record(now, 20*time.Millisecond, i == 0)
+		rt.Backends()[0].State().Traffic().Record(now, 20*time.Millisecond, i == 0)
+	}
+
+	rec = h.do(http.MethodGet, "/traffic", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	if err := json.Unmarshal(rec.Body.Bytes(), &all); err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Routes) != 1 || all.Routes[0].Route != "app" {
+		t.Fatalf("routes %s, want app", rec.Body)
+	}
+	got := all.Routes[0]
+	if got.Requests != 4 || got.Errors != 1 || got.ErrorRatio != 0.25 || got.P50Ms <= 10 || got.P50Ms > 25 {
+		t.Errorf("app: %+v; want 4 requests, 1 error, p50 in (10, 25] ms", got.TrafficFigures)
+	}
+	if len(got.Backends) != 1 || got.Backends[0].Backend != "10.0.0.5:8080" || got.Backends[0].Requests != 4 {
+		t.Errorf("backends %+v, want 10.0.0.5:8080 with 4 requests", got.Backends)
+	}
+
+	rec = h.do(http.MethodGet, "/traffic/app", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	var one status.RouteTraffic
+	if err := json.Unmarshal(rec.Body.Bytes(), &one); err != nil {
+		t.Fatal(err)
+	}
+	if one.Route != "app" || one.Requests != 4 || len(one.Points) != traffic.Buckets {
+		t.Errorf("GET /traffic/app = %s", rec.Body)
+	}
+	wantStatus(t, h.do(http.MethodGet, "/traffic/nope", "", ""), http.StatusNotFound)
+}
+
+// GET /events/recent holds what happened before the caller asked: here
+// the creation of the route.
+func TestRealRecentEvents(t *testing.T) {
+	h := newRealHarness(t, filepath.Join(t.TempDir(), "state.json"))
+	wantStatus(t, h.post(seedPayload), http.StatusCreated)
+	rec := h.do(http.MethodGet, "/events/recent", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	var got struct {
+		Size   int `json:"size"`
+		Events []struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Size != 200 {
+		t.Errorf("size %d, want 200", got.Size)
+	}
+	for _, e := range got.Events {
+		var d status.RouteEvent
+		if e.Type == status.EventRoute && json.Unmarshal(e.Data, &d) == nil && d.Route == "app" && d.Change == "added" {
+			return
+		}
+	}
+	t.Fatalf("no route app added in %s", rec.Body)
+}

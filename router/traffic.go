@@ -1,0 +1,92 @@
+package router
+
+import (
+	"time"
+
+	"github.com/levee-proxy/levee/router/status"
+	"github.com/levee-proxy/levee/router/traffic"
+)
+
+// Traffic returns the route's ring of recent traffic, making it on first
+// use: a route that never serves has none.
+func (rs *RouteState) Traffic() *traffic.Ring { return ringOf(&rs.traffic) }
+
+// Traffic returns the backend's ring of recent traffic (the requests it
+// gave the answer to), made on first use.
+func (s *BackendState) Traffic() *traffic.Ring { return ringOf(&s.traffic) }
+
+func ringOf(p *ringPointer) *traffic.Ring {
+	if r := p.Load(); r != nil {
+		return r
+	}
+	p.CompareAndSwap(nil, new(traffic.Ring))
+	return p.Load()
+}
+
+// Traffic returns the recent traffic of every current route that has
+// served a request, ordered by id.
+func (r *Router) Traffic() status.Traffic {
+	now := r.clock.Now().UnixNano()
+	out := trafficShape()
+	out.Routes = []status.RouteTraffic{}
+	for _, rt := range r.snap.Load().routes {
+		if rt.state == nil || rt.state.traffic.Load() == nil {
+			continue
+		}
+		out.Routes = append(out.Routes, routeTraffic(rt, now))
+	}
+	return out
+}
+
+// RouteTraffic returns one route's recent traffic (zero figures if it has
+// not served yet).
+func (r *Router) RouteTraffic(id string) (status.RouteTraffic, bool) {
+	rt, ok := r.snap.Load().Route(id)
+	if !ok {
+		return status.RouteTraffic{}, false
+	}
+	return routeTraffic(rt, r.clock.Now().UnixNano()), true
+}
+
+func trafficShape() status.Traffic {
+	return status.Traffic{
+		BucketSeconds: traffic.BucketWidth.Seconds(),
+		WindowSeconds: traffic.Window.Seconds(),
+		RateSeconds:   traffic.RateWindow.Seconds(),
+	}
+}
+
+func routeTraffic(rt *Route, now int64) status.RouteTraffic {
+	out := status.RouteTraffic{Route: rt.ep.ID, Backends: make([]status.BackendTraffic, 0, len(rt.backends))}
+	if rt.state != nil {
+		out.TrafficFigures = figures(rt.state.traffic.Load(), now)
+	} else {
+		out.TrafficFigures = figures(nil, now)
+	}
+	for _, b := range rt.backends {
+		var ring *traffic.Ring
+		if b.st != nil {
+			ring = b.st.traffic.Load()
+		}
+		out.Backends = append(out.Backends, status.BackendTraffic{Backend: b.hostport, TrafficFigures: figures(ring, now)})
+	}
+	return out
+}
+
+// figures reads a ring (nil reads as an empty one).
+func figures(ring *traffic.Ring, now int64) status.TrafficFigures {
+	if ring == nil {
+		ring = &traffic.Ring{}
+	}
+	s := ring.Read(now)
+	f := status.TrafficFigures{
+		Requests: s.Requests, Errors: s.Errors, ErrorRatio: s.ErrorRatio(), RPS: s.Rate,
+		P50Ms: ms(s.P50), P99Ms: ms(s.P99), Points: make([]status.TrafficPoint, len(s.Points)),
+	}
+	for i, p := range s.Points {
+		f.Points[i] = status.TrafficPoint{Time: p.Start.UTC(), Requests: p.Requests, Errors: p.Errors}
+	}
+	return f
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
