@@ -151,7 +151,7 @@ func (x *exchange) serve() {
 		x.replyBackendTLSMisconfigured(err)
 		return
 	}
-	x.transport = x.p.transports.get(rt.Config().BackendTimeout, backendTLS)
+	x.transport = x.p.transports.get(rt.Config().BackendTimeout, backendTLS, speaksH2(rt))
 	var l attemptLoop
 	if !x.admit(&l) {
 		return
@@ -220,7 +220,10 @@ func (x *exchange) readBody(l *attemptLoop) bool {
 	if x.body != nil || x.stream != nil {
 		return true // read for the route whose breaker sent it to a fallback
 	}
-	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= x.replayLimit() {
+	// A gRPC request body is a stream whose next message may wait for
+	// the answer to the last one: never read ahead.
+	readAhead := l.limit > 1 && !isGRPC(x.req.Header)
+	if readAhead || x.req.ContentLength > 0 && x.req.ContentLength <= x.replayLimit() {
 		x.bufferBody()
 		if x.badBody.Load() {
 			// Broken before any backend saw it: nothing to judge.
