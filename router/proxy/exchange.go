@@ -68,6 +68,8 @@ type exchange struct {
 	// breakers met while picking (scope=backend), when sawOpen.
 	openRetryAfter time.Duration
 
+	// gate ends the streamed request body with the exchange (limits.go).
+	gate   *bodyGate
 	body   []byte    // the buffered request body, when replayable
 	stream io.Reader // a body too large to buffer: what was read, then the rest
 	// badBody is set (possibly by the transport's body writer) when reading

@@ -55,10 +55,12 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	x.w.WriteHeader(x.status)
 	x.headersAt = time.Since(x.start)
 	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	if f, ok := x.w.(http.Flusher); ok && isGRPC(resp.Header) {
+	if f, ok := x.w.(http.Flusher); ok && isGRPC(resp.Header) && resp.Header.Get("Grpc-Status") == "" {
 		// A gRPC stream's head goes at once: the client may be waiting
 		// for it before it sends (a bidirectional stream), and the
-		// backend's first message may be a long way off.
+		// backend's first message may be a long way off. Not a
+		// Trailers-Only answer (its status in the head): that must stay
+		// one HEADERS frame ending the stream.
 		x.armWrite()
 		f.Flush()
 	}
