@@ -217,6 +217,10 @@ func (x *exchange) replyTooLarge() {
 
 // reply answers on Levee's own behalf.
 func (x *exchange) reply(status int, diagnostic, body string) {
+	if x.req.ProtoMajor == 2 && isGRPC(x.req.Header) {
+		x.replyGRPC(status, diagnostic, body)
+		return
+	}
 	h := x.w.Header()
 	h["Content-Type"] = valueTextPlain
 	h["X-Content-Type-Options"] = valueNoSniff
@@ -264,11 +268,4 @@ func (x *exchange) sendOpen(retryAfter time.Duration) {
 	}
 	x.setRetryAfter(x.w.Header(), retryAfter)
 	x.reply(code, DiagnosticCircuitOpen, body)
-}
-
-// isGRPC reports whether a message is gRPC: its content type is
-// application/grpc or application/grpc+<codec> (gRPC over HTTP/2).
-func isGRPC(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return ct == "application/grpc" || strings.HasPrefix(ct, "application/grpc+") || strings.HasPrefix(ct, "application/grpc;")
 }
