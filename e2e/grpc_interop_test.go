@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/interop"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
 )
 
 // gRPC's own interop suite through the binary: grpc-go's interop test
@@ -163,3 +166,42 @@ func (panicLogger) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
 func (panicLogger) Fatalln(args ...any)          { panic(fmt.Sprint(args...)) }
 func (panicLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
 func (panicLogger) V(int) bool                   { return false }
+
+// A gRPC backend failing with UNAVAILABLE opens the route's breaker
+// through the binary (its status comes in trailers, under HTTP 200), and
+// the client then gets status 14 from Levee at once, with the diagnostic
+// in the message; an application error (UNKNOWN) does not count.
+func TestGRPCBreakerThroughTheBinary(t *testing.T) {
+	grpclog.SetLoggerV2(panicLogger{})
+	port := startInteropServer(t, nil)
+	p := startLevee(t, "--docker=false", "--listen", "grpc=127.0.0.1:0,h2c")
+	createEntrypoint(t, p, fmt.Sprintf(`{"name":"api","backends":[{"address":"127.0.0.1","port":%d}],`+
+		`"config":{"hostnames":["api.test"],"scheme":"h2c","circuit_breaker":{"consecutive_failures":2,"min_requests":100,"cooldown":"1m"}}}`, port))
+	cc, err := grpc.NewClient("passthrough:///"+p.listenerAddr("grpc"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithAuthority("api.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	tc := testgrpc.NewTestServiceClient(cc)
+	call := func(code codes.Code) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{ResponseStatus: &testgrpc.EchoStatus{Code: int32(code), Message: "backend says " + code.String()}})
+		return err
+	}
+	for range 3 {
+		if err := call(codes.Unknown); status.Code(err) != codes.Unknown {
+			t.Fatalf("application error: %v, want the backend's UNKNOWN", err)
+		}
+	}
+	for range 2 {
+		if err := call(codes.Unavailable); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "backend says") {
+			t.Fatalf("failing backend: %v, want the backend's UNAVAILABLE", err)
+		}
+	}
+	err = call(codes.OK)
+	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "upstream circuit open") {
+		t.Fatalf("open breaker: %v, want Levee's UNAVAILABLE saying the circuit is open", err)
+	}
+}

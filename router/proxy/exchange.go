@@ -97,6 +97,9 @@ type exchange struct {
 	// allocated only when a route uses it: most requests never do, and
 	// the exchange stays in its allocation size class.
 	fb *fallbackState
+	// grpc is the outcome of a gRPC call judged when its trailers come
+	// (grpc.go); nil for every other request.
+	grpc *pendingGRPC
 	// span is the request's server span, which holds its current
 	// attempt's client span; nil with tracing off.
 	span *trace.Server
@@ -281,6 +284,12 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 		x.exclude(b)
 	}
 	o := x.outcome(&res)
+	if x.defersGRPC(&res) {
+		// Judged by the grpc-status of its trailers, when it ends.
+		x.grpc = &pendingGRPC{route: l.tok, backend: btok, b: b, elapsed: res.elapsed}
+		x.respond(b, &res)
+		return true
+	}
 	l.tok.Report(o)
 	btok.Report(o)
 	if !res.clientGone && !res.badBody {
@@ -445,6 +454,9 @@ func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
 		o.Result = breaker.Failure
 	default:
 		o.Result = classify(x.route, res.resp.StatusCode)
+		if o.Result == breaker.Success && x.grpcHeadFailed(res.resp) {
+			o.Result = breaker.Failure
+		}
 		if o.Result == breaker.Failure {
 			res.failed = true
 			o.RetryAfter = retryAfterOf(res.resp.Header)

@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 )
 
 // Levee's own answers to a gRPC request are gRPC answers: a gRPC client
@@ -90,4 +94,66 @@ func grpcMessage(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// A gRPC call fails with an HTTP 200: its status is grpc-status, in the
+// head of a Trailers-Only answer or in the trailers after the messages.
+// With circuitBreaker.grpcFailureStatuses, the breaker and passive health
+// judge it by that status: at the head for Trailers-Only, else when the
+// stream ends (a stream that breaks before its trailers, or ends without
+// a status, is the backend's failure; a client that left is neutral).
+
+// grpcFailures is the route's set of failing gRPC statuses; 0 without a
+// breaker.
+func (x *exchange) grpcFailures() config.GRPCCodes {
+	if cb := x.route.Config().CircuitBreaker; cb != nil {
+		return cb.GRPCFailureStatuses
+	}
+	return 0
+}
+
+// grpcHeadFailed reports a Trailers-Only gRPC answer whose status is a
+// failure.
+func (x *exchange) grpcHeadFailed(resp *http.Response) bool {
+	st := resp.Header["Grpc-Status"]
+	if len(st) == 0 || !isGRPC(resp.Header) {
+		return false
+	}
+	code, err := strconv.Atoi(st[0])
+	return err == nil && x.grpcFailures().Has(code)
+}
+
+// defersGRPC reports whether the attempt is a gRPC call whose status will
+// come in trailers and the route judges it.
+func (x *exchange) defersGRPC(res *attemptResult) bool {
+	r := res.resp
+	return res.err == nil && !res.failed && r != nil && r.StatusCode == http.StatusOK && isGRPC(r.Header) &&
+		len(r.Header["Grpc-Status"]) == 0 && x.grpcFailures() != 0
+}
+
+// pendingGRPC is what reporting a gRPC call at its end needs.
+type pendingGRPC struct {
+	route, backend breaker.Token
+	b              *router.Backend
+	elapsed        time.Duration
+}
+
+// settleGRPC reports a gRPC call at its end: err is the backend's read
+// error of the body (nil at its end, or when the client left).
+func (x *exchange) settleGRPC(trailer http.Header, err error) {
+	p := x.grpc
+	x.grpc = nil
+	o := breaker.Outcome{Elapsed: p.elapsed, Result: breaker.Success}
+	switch code, cerr := strconv.Atoi(trailer.Get("Grpc-Status")); {
+	case err == nil && (x.abort || x.req.Context().Err() != nil):
+		// The client stopped reading or left: not the backend's doing.
+		o.Result = breaker.Neutral
+	case err != nil, cerr != nil, x.grpcFailures().Has(code):
+		o.Result = breaker.Failure
+	}
+	p.route.Report(o)
+	p.backend.Report(o)
+	if o.Result != breaker.Neutral {
+		x.p.passive(x.route, p.b, o.Result == breaker.Failure, false, err, x.p.clock.Now().UnixNano())
+	}
 }

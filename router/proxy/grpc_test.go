@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,4 +83,124 @@ func TestGRPCMessageIsPercentEncoded(t *testing.T) {
 	if got := grpcMessage("503 50% down\n☺"); got != "503 50%25 down%0A%E2%98%BA" {
 		t.Errorf("grpcMessage = %q", got)
 	}
+}
+
+// grpcBackend answers every call with status, in trailers or, when
+// trailersOnly, in the head alone.
+func grpcBackend(t *testing.T, status string, trailersOnly bool) config.Backend {
+	t.Helper()
+	return newH2Backend(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		if trailersOnly {
+			w.Header().Set("Grpc-Status", status)
+			w.WriteHeader(200)
+			return
+		}
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte("\x00\x00\x00\x00\x00"))
+		w.Header().Set(http.TrailerPrefix+"Grpc-Status", status)
+	}).backend()
+}
+
+// The breaker reads grpc-status: UNAVAILABLE in trailers or in a
+// Trailers-Only head is a failure and opens it, after which the client
+// gets status 14 at once; OK and an application's NOT_FOUND are
+// successes.
+func TestBreakerJudgesGRPCStatus(t *testing.T) {
+	h := newHarness(t, Options{})
+	p := breaker.Params{MinRequests: 100, ConsecutiveFailures: 2, Cooldown: 10 * time.Second}
+	h.set(config.SourceDocker,
+		withBreaker(h2Route("trailers", config.SchemeH2C, config.BackendTLS{}, grpcBackend(t, "14", false)), p),
+		withBreaker(h2Route("head", config.SchemeH2C, config.BackendTLS{}, grpcBackend(t, "14", true)), p),
+		withBreaker(h2Route("ok", config.SchemeH2C, config.BackendTLS{}, grpcBackend(t, "0", false)), p),
+		withBreaker(h2Route("app", config.SchemeH2C, config.BackendTLS{}, grpcBackend(t, "5", false)), p))
+	base, c := grpcFront(t, h)
+	for _, id := range []string{"trailers", "head", "ok", "app"} {
+		for range 3 {
+			resp := grpcCall(t, c, base, id+".test")
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+	}
+	for id, want := range map[string]string{"trailers": "open", "head": "open", "ok": "closed", "app": "closed"} {
+		if s := breakerState(t, h, id); s != want {
+			t.Errorf("%s: breaker %s, want %s", id, s, want)
+		}
+	}
+	st := routeGuard(t, h, "ok").Breaker().Stats()
+	if st.Successes != 3 {
+		t.Errorf("ok: %+v, want 3 successes", st)
+	}
+	resp := grpcCall(t, c, base, "trailers.test")
+	resp.Body.Close()
+	if resp.Header.Get("Grpc-Status") != "14" || resp.Header.Get(HeaderDiagnostic) != DiagnosticCircuitOpen {
+		t.Errorf("open breaker: %v, want grpc-status 14 circuit-open", resp.Header)
+	}
+}
+
+// With grpcFailureStatuses=none the status is not read: a failing gRPC
+// backend is judged by its HTTP 200.
+func TestBreakerGRPCStatusesNone(t *testing.T) {
+	h := newHarness(t, Options{})
+	e := withBreaker(h2Route("web", config.SchemeH2C, config.BackendTLS{}, grpcBackend(t, "14", false)), breaker.Params{MinRequests: 100, ConsecutiveFailures: 1, Cooldown: 10 * time.Second})
+	e.CircuitBreaker.GRPCFailureStatuses = 0
+	h.set(config.SourceDocker, e)
+	base, c := grpcFront(t, h)
+	for range 2 {
+		resp := grpcCall(t, c, base, "web.test")
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if s := breakerState(t, h, "web"); s != "closed" {
+		t.Errorf("breaker %s, want closed", s)
+	}
+}
+
+// A client that cancels a gRPC stream mid-way is neutral, and a stream
+// the backend breaks before its trailers is a failure.
+func TestGRPCStreamEndsJudged(t *testing.T) {
+	h := newHarness(t, Options{})
+	stream := func(breakIt bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/grpc")
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte("\x00\x00\x00\x00\x00"))
+			w.(http.Flusher).Flush()
+			if breakIt {
+				panic(http.ErrAbortHandler) // resets the stream
+			}
+			<-r.Context().Done()
+		}
+	}
+	p := breaker.Params{MinRequests: 100, ConsecutiveFailures: 1, Cooldown: 10 * time.Second}
+	h.set(config.SourceDocker,
+		withBreaker(h2Route("cancel", config.SchemeH2C, config.BackendTLS{}, newH2Backend(t, false, stream(false)).backend()), p),
+		withBreaker(h2Route("broken", config.SchemeH2C, config.BackendTLS{}, newH2Backend(t, false, stream(true)).backend()), p))
+	base, c := grpcFront(t, h)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/pkg.Service/Stream", strings.NewReader(""))
+	req.Host = "cancel.test"
+	req.Header.Set("Content-Type", "application/grpc")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatalf("first message: %v", err)
+	}
+	cancel()
+	resp.Body.Close()
+	g := routeGuard(t, h, "cancel")
+	eventually(t, "the cancelled stream reported", func() bool { return g.Breaker().Stats().Neutral == 1 })
+	if st := g.Breaker().Stats(); st.State != breaker.Closed || st.Failures != 0 {
+		t.Errorf("a client cancelling counted against the backend: %+v", st)
+	}
+
+	resp = grpcCall(t, c, base, "broken.test")
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	eventually(t, "the broken stream reported", func() bool { return breakerState(t, h, "broken") == "open" })
 }

@@ -65,6 +65,9 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		f.Flush()
 	}
 	err := x.copyBody(resp.Body, flush)
+	if x.grpc != nil {
+		x.settleGRPC(resp.Trailer, err)
+	}
 	x.keepStale(err == nil && !x.abort)
 	if err != nil {
 		// Send what the backend did send, then break the connection.
