@@ -285,3 +285,24 @@ func TestH2BackendClientCancelIsNeutral(t *testing.T) {
 		t.Fatalf("a client going away counted against the backend: %+v", st)
 	}
 }
+
+// panicDeadliner stands for a response writer whose handler returned:
+// net/http's HTTP/2 one crashes on a deadline call then.
+type panicDeadliner struct{}
+
+func (panicDeadliner) SetReadDeadline(time.Time) error  { panic("deadline set after the handler returned") }
+func (panicDeadliner) SetWriteDeadline(time.Time) error { panic("deadline set after the handler returned") }
+
+// A backend client reading the request body after the exchange ended
+// (net/http's HTTP/2 Transport does, on its own goroutine) gets an error
+// and touches neither the exchange nor the client's connection.
+func TestRequestBodyReadAfterTheExchangeEnds(t *testing.T) {
+	x := &exchange{dl: panicDeadliner{}}
+	x.gate = &bodyGate{}
+	b := &clientBody{r: strings.NewReader("late"), c: io.NopCloser(nil), x: x, gate: x.gate}
+	x.closeBody()
+	n, err := b.Read(make([]byte, 8))
+	if n != 0 || err != errHandlerDone {
+		t.Fatalf("read after the end: %d %v, want 0 and errHandlerDone", n, err)
+	}
+}
