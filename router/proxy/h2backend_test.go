@@ -290,8 +290,12 @@ func TestH2BackendClientCancelIsNeutral(t *testing.T) {
 // net/http's HTTP/2 one crashes on a deadline call then.
 type panicDeadliner struct{}
 
-func (panicDeadliner) SetReadDeadline(time.Time) error  { panic("deadline set after the handler returned") }
-func (panicDeadliner) SetWriteDeadline(time.Time) error { panic("deadline set after the handler returned") }
+func (panicDeadliner) SetReadDeadline(time.Time) error {
+	panic("deadline set after the handler returned")
+}
+func (panicDeadliner) SetWriteDeadline(time.Time) error {
+	panic("deadline set after the handler returned")
+}
 
 // A backend client reading the request body after the exchange ended
 // (net/http's HTTP/2 Transport does, on its own goroutine) gets an error
