@@ -45,8 +45,18 @@ func grpcFields() []Field {
 			Default: "UNAVAILABLE,DEADLINE_EXCEEDED,INTERNAL", Code: diagnostics.BadGRPCStatuses,
 			Doc:     "gRPC statuses that count as failures of a gRPC call (`content-type: application/grpc`), by name or number, or `none`: the `grpc-status` of a Trailers-Only answer is judged at its head, one in trailers when the stream ends (the call is then reported to the breaker and passive health at its end, not at its head). A gRPC answer is HTTP 200, so without this a failing gRPC backend never trips the breaker. A stream that breaks before its trailers is a failure; a client that cancels is neutral. Other statuses are successes.",
 			Example: "UNAVAILABLE,RESOURCE_EXHAUSTED", set: setGRPCFailureStatuses,
-			get: inBreaker(func(c *CircuitBreaker) any { return c.GRPCFailureStatuses.Names() })},
+			get: getGRPCFailureStatuses},
 	}
+}
+
+// getGRPCFailureStatuses writes the set when it is not the default, so
+// that the canonical form of a route that leaves it alone is unchanged.
+func getGRPCFailureStatuses(ep *Entrypoint, _ *Backend) (any, bool) {
+	cb := ep.CircuitBreaker
+	if cb == nil || cb.GRPCFailureStatuses == DefaultGRPCFailureStatuses {
+		return nil, false
+	}
+	return cb.GRPCFailureStatuses.Names(), true
 }
 
 func setGRPCFailureStatuses(d *draft, f *Field, key string, v any) {
