@@ -310,3 +310,31 @@ func TestRequestBodyReadAfterTheExchangeEnds(t *testing.T) {
 		t.Fatalf("read after the end: %d %v, want 0 and errHandlerDone", n, err)
 	}
 }
+
+// An upgrade (WebSocket) asked of a route with an HTTP/2 backend goes as
+// a plain request: HTTP/2 has no Upgrade, and the backend is not blamed.
+func TestH2BackendUpgradeGoesPlain(t *testing.T) {
+	h := newHarness(t, Options{})
+	be := newH2Backend(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "plain "+r.Proto+" upgrade="+r.Header.Get("Upgrade"))
+	})
+	h.set(config.SourceDocker, withBreaker(h2Route("web", config.SchemeH2C, config.BackendTLS{}, be.backend()), breaker.Params{MinRequests: 100, ConsecutiveFailures: 1, Cooldown: 10 * time.Second}))
+	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/ws", nil)
+	req.Host = "web.test"
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	resp, err := h.front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "plain HTTP/2.0 upgrade=" {
+		t.Fatalf("%d %q, want the backend's plain answer over HTTP/2", resp.StatusCode, body)
+	}
+	if s := breakerState(t, h, "web"); s != "closed" {
+		t.Fatalf("breaker %s, want closed", s)
+	}
+}
