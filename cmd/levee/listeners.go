@@ -19,11 +19,14 @@ import (
 )
 
 // listenerSpec is one proxy listener:
-// `--listen name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D]`.
+// `--listen name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`.
 type listenerSpec struct {
 	Name string
 	Addr string
 	TLS  bool
+	// H2C: a plain listener serves cleartext HTTP/2 with prior knowledge
+	// beside HTTP/1.1 (h2cListener), for gRPC clients without TLS.
+	H2C bool
 	// PublicPort is the port clients reach a TLS listener on, when it is
 	// not the port of Addr (a published container port): redirects to the
 	// listener carry it. Zero: Addr's port.
@@ -69,6 +72,9 @@ func (f listenFlag) String() string {
 		if s.TLS {
 			item += ",tls"
 		}
+		if s.H2C {
+			item += ",h2c"
+		}
 		if s.PublicPort > 0 {
 			item += ",public-port=" + strconv.Itoa(s.PublicPort)
 		}
@@ -99,7 +105,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -114,6 +120,9 @@ func parseListener(item string) (listenerSpec, error) {
 		case "tls":
 			s.TLS = true
 			continue
+		case "h2c":
+			s.H2C = true
+			continue
 		case "public-port":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > 65535 {
@@ -126,7 +135,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -136,6 +145,10 @@ func parseListener(item string) (listenerSpec, error) {
 	}
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
+	}
+	if s.H2C && s.TLS {
+		// A TLS listener serves HTTP/2 already, chosen by ALPN.
+		return s, fmt.Errorf("%q: h2c is cleartext HTTP/2 on a plain listener; a tls listener serves h2 by ALPN already", item)
 	}
 	if s.PublicPort > 0 && !s.TLS {
 		// Only TLS listeners are redirect targets: on a plain one the
