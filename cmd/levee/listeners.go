@@ -21,12 +21,15 @@ import (
 )
 
 // listenerSpec is one proxy listener:
-// `--listen name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
+// `--listen name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
 // or a plain TCP listener `--listen name=addr,tcp`.
 type listenerSpec struct {
 	Name string
 	Addr string
 	TLS  bool
+	// H2C: a plain listener serves cleartext HTTP/2 with prior knowledge
+	// beside HTTP/1.1 (h2cListener), for gRPC clients without TLS.
+	H2C bool
 	// TCP marks a plain TCP listener: it serves the TCP routes that name
 	// it (router/proxy/tcp) and no HTTP.
 	TCP bool
@@ -75,6 +78,9 @@ func (f listenFlag) String() string {
 		if s.TLS {
 			item += ",tls"
 		}
+		if s.H2C {
+			item += ",h2c"
+		}
 		if s.TCP {
 			item += ",tcp"
 		}
@@ -108,7 +114,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -122,6 +128,9 @@ func parseListener(item string) (listenerSpec, error) {
 		switch key {
 		case "tls":
 			s.TLS = true
+			continue
+		case "h2c":
+			s.H2C = true
 			continue
 		case "tcp":
 			s.TCP = true
@@ -138,7 +147,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, tcp, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, tcp, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -149,11 +158,15 @@ func parseListener(item string) (listenerSpec, error) {
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
 	}
-	if s.TCP && (s.TLS || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
+	if s.TCP && (s.TLS || s.H2C || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
 		// A TCP listener carries no HTTP: its limits are its routes'
 		// (tcp.idleTimeout, tcp.connectTimeout); TCP routes on a TLS
 		// listener are chosen by SNI there (tcp.sni).
 		return s, fmt.Errorf("%q: a tcp listener takes no other option (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
+	}
+	if s.H2C && s.TLS {
+		// A TLS listener serves HTTP/2 already, chosen by ALPN.
+		return s, fmt.Errorf("%q: h2c is cleartext HTTP/2 on a plain listener; a tls listener serves h2 by ALPN already", item)
 	}
 	if s.PublicPort > 0 && !s.TLS {
 		// Only TLS listeners are redirect targets: on a plain one the

@@ -320,6 +320,9 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog, h2cut)
 		} else {
 			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
+			if out[i].spec.H2C {
+				out[i].ln = newH2CListener(out[i].ln, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"), h2cut)
+			}
 		}
 	}
 	return out, nil

@@ -280,7 +280,7 @@ func resolveComposePolicies(p labels.Parser, objs []labels.Container, eps []conf
 // provider) and its deploy.labels as Swarm service labels (swarm
 // provider), and joins the two reports: containers first, then services.
 // With listeners, the routes are also checked against them (W046, W047);
-// the backend TLS files of scheme=https routes are read (W005).
+// the backend TLS files of scheme=https and scheme=h2 routes are read (W005).
 func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.Listener) validateReport {
 	parse := func(p labels.Parser, objs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic, []diagnostics.Diagnostic) {
 		eps, ds := p.Parse(objs)

@@ -186,6 +186,9 @@ type CircuitBreaker struct {
 	// Fallback is what the route answers while the breaker is open
 	// (model_fallback.go).
 	Fallback Fallback `json:"fallback"`
+	// GRPCFailureStatuses are the grpc-status values that fail a gRPC
+	// call (fields_grpc.go).
+	GRPCFailureStatuses GRPCCodes `json:"grpc_failure_statuses"`
 }
 
 // SourceUpdate is the complete current output of one provider.
