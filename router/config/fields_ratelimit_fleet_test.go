@@ -10,7 +10,7 @@ func init() {
 	fieldCompanions["rateLimit.scope"] = map[string]string{"rateLimit.average": "10"}
 	roundTripCompanions["rateLimit.scope"] = []string{"rateLimit.average"}
 	fieldCases = append(fieldCases, fieldCase{field: "rateLimit.scope", get: func(d cfgDecoded) any { return accessOf(d).RateLimit.Scope },
-		valid: []validCase{{"fleet", "", ScopeFleet}, {"FLEET", "", ScopeFleet}, {"local", "", ""}},
+		valid:   []validCase{{"fleet", "", ScopeFleet}, {"FLEET", "", ScopeFleet}, {"local", "", ""}},
 		invalid: []invalidCase{{label: "cluster", code: diagnostics.BadRateLimit}, {label: "1", json: "1", code: diagnostics.BadRateLimit}}})
 }
 
