@@ -360,3 +360,49 @@ func TestFleetNamesStable(t *testing.T) {
 		t.Fatalf("host spellings named apart: %q %q", n1, n2)
 	}
 }
+
+// Requests and flushes at once (for go test -race): every admitted
+// request is charged to the store exactly once.
+func TestFleetConcurrentServeAndFlush(t *testing.T) {
+	clk := &policytest.Clock{T: time.Unix(1_000_000, 0)}
+	store := newFakeRedis(clk)
+	cfg := config.RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000, SourceCriterion: config.CriterionIP}
+	n := newNode(t, store, "a", clk, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			n.fleet.Flush(ctx)
+		}
+	}()
+	var wg sync.WaitGroup
+	var admitted sync.Map
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := 0
+			for range 2000 {
+				r := policytest.Request("192.0.2." + string(rune('1'+g)) + ":1")
+				if policytest.Run(n.pol, r).Code == http.StatusOK {
+					k++
+				}
+			}
+			admitted.Store(g, k)
+		}()
+	}
+	wg.Wait()
+	cancel()
+	<-done
+	n.fleet.Flush(context.Background())
+	total := 0
+	admitted.Range(func(_, v any) bool { total += v.(int); return true })
+	charged := 0.0
+	for _, b := range store.buckets {
+		charged += float64(cfg.Burst) - b.tokens
+	}
+	if total != 8000 || charged != float64(total) {
+		t.Fatalf("admitted %d, charged %v, want 8000 both", total, charged)
+	}
+}
