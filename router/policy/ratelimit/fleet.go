@@ -25,7 +25,9 @@ import (
 // Accuracy: the fleet admits the limit give or take about one flush
 // interval's traffic per replica (a replica spends its share before it
 // hears that the others spent theirs), and a key new to a replica starts
-// with the replica's whole local bucket until its first reconciliation.
+// with its share by the route's replica count at its last reconciliation
+// (the whole bucket on a route this replica never reconciled) until the
+// key's own first reconciliation.
 // A share is at least one token, so a burst smaller than the replica
 // count admits up to one request per replica at once.
 //
@@ -176,6 +178,7 @@ func (f *Fleet) liveRoutes() []*fleetRoute {
 
 // pending is one bucket's spending taken for a reconciliation.
 type pending struct {
+	route  *fleetRoute
 	b      *fleetBucket
 	params *fleetParams
 	spend  Spend
@@ -216,6 +219,7 @@ func (f *Fleet) Flush(ctx context.Context) {
 	now := f.opts.Now()
 	for i, p := range batch {
 		p.b.apply(now, p.params, budgets[i])
+		p.route.replicas.Store(int64(max(budgets[i].Replicas, 1)))
 	}
 	f.synced.Add(int64(len(batch)))
 	f.setLocal(false, nil)

@@ -18,6 +18,9 @@ type fleetRoute struct {
 	route   string
 	buckets *Store[fleetBucket]
 	params  atomic.Pointer[fleetParams]
+	// replicas is the route's replica count at its latest
+	// reconciliation: a key new to this replica starts with that share.
+	replicas atomic.Int64
 
 	mu    sync.Mutex
 	dirty []*fleetBucket // at most buckets.MaxKeys()
@@ -58,7 +61,7 @@ func (r *fleetRoute) take(batch []pending, limit int) []pending {
 		s := Spend{Route: r.route, Key: b.name, Spent: b.spent, Rate: pr.rate, Burst: pr.burst}
 		b.spent, b.queued = 0, false
 		b.mu.Unlock()
-		batch = append(batch, pending{b: b, params: pr, spend: s})
+		batch = append(batch, pending{route: r, b: b, params: pr, spend: s})
 	}
 	return batch
 }
@@ -73,7 +76,8 @@ type fleetBucket struct {
 	spent  int64
 	queued bool
 	// replicas is the fleet's replica count at the last reconciliation
-	// (0: never reconciled, the bucket is the replica's own).
+	// (of the route's other keys when the bucket is new; 0: the route was
+	// never reconciled, the bucket is the replica's own).
 	replicas int
 }
 
@@ -86,9 +90,12 @@ func share(pr *fleetParams, replicas int) (rate, size float64) {
 
 // admit takes a token if there is one. queue is true when the bucket
 // must be marked for the next flush.
-func (b *fleetBucket) admit(now time.Time, pr *fleetParams, local bool) (ok bool, wait float64, queue bool) {
+func (b *fleetBucket) admit(now time.Time, pr *fleetParams, routeReplicas int, local bool) (ok bool, wait float64, queue bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.replicas = routeReplicas
+	}
 	n := b.replicas
 	if local {
 		n = 1
@@ -174,7 +181,7 @@ func (p *FleetPolicy) Serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		p.ref.Refuse(w, status, reason, msg)
 		return
 	}
-	admitted, wait, queue := b.admit(p.now(), p.params, p.fleet.Local())
+	admitted, wait, queue := b.admit(p.now(), p.params, int(p.route.replicas.Load()), p.fleet.Local())
 	if queue && !p.route.queue(b) {
 		b.mu.Lock()
 		b.queued = false

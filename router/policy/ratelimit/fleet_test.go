@@ -406,3 +406,27 @@ func TestFleetConcurrentServeAndFlush(t *testing.T) {
 		t.Fatalf("admitted %d, charged %v, want 8000 both", total, charged)
 	}
 }
+
+// A key new to a replica starts with its share by the route's replica
+// count, not the whole burst, once the route was reconciled.
+func TestFleetNewKeyStartsWithShare(t *testing.T) {
+	cfg := config.RateLimit{Average: 1, Period: time.Hour, Burst: 10, SourceCriterion: config.CriterionIP}
+	clk := &policytest.Clock{T: time.Unix(1_000_000, 0)}
+	store := newFakeRedis(clk)
+	a, b := newNode(t, store, "a", clk, cfg), newNode(t, store, "b", clk, cfg)
+	for _, n := range []*node{a, b} {
+		n.try(1)
+		n.fleet.Flush(context.Background())
+	}
+	a.try(1) // a hears of b
+	a.fleet.Flush(context.Background())
+	got := 0
+	for range 10 {
+		if policytest.Run(a.pol, policytest.Request("192.0.2.99:1")).Code == http.StatusOK {
+			got++
+		}
+	}
+	if got != 5 {
+		t.Fatalf("a new key on a route of two replicas admitted %d at once, want 5 (half the burst)", got)
+	}
+}
