@@ -122,8 +122,10 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 	format := fs.String("format", "text", "output format: text or json")
 	var hostSpecs []docker.HostSpec
 	var tlsDirs, hostAddrs map[string]string
+	var hostWeights map[string]int
 	fs.Var(dockerHostFlag{&hostSpecs}, "docker-host", "Docker engine address for the live check, [name=]url as levee serve takes it; repeat it, each with a name, to check several hosts as one (default: DOCKER_HOST, else the local socket)")
 	fs.Var(dockerTLSDirFlag{&tlsDirs}, "docker-tls-dir", "a Docker host's TLS client certificates, [name=]dir holding ca.pem, cert.pem, key.pem (repeatable)")
+	fs.Var(dockerHostWeightFlag{&hostWeights}, "docker-host-weight", "weight of a Docker host's replicas, name=weight (1-100), as levee serve takes it (repeatable)")
 	fs.Var(dockerHostAddrFlag{&hostAddrs}, "docker-host-address", "where a Docker host's published ports are dialled, name=addr, as levee serve takes it (repeatable)")
 	byDefault := fs.Bool("docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
 	var constraints *constraint.Expr
@@ -165,6 +167,9 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 	}
 
 	hosts, err := docker.ResolveHosts(hostSpecs, tlsDirs, hostAddrs)
+	if err == nil {
+		hosts, err = docker.ApplyHostWeights(hosts, hostWeights)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "levee validate: %v\n", err)
 		return 2

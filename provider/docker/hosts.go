@@ -194,7 +194,7 @@ func (s *hostSet) join() ([]labels.Container, labels.Parser) {
 			addr = hostAddress(v.spec.URL)
 		}
 		for _, c := range v.facts.containers {
-			c.Host, c.Remote, c.HostAddr = name, remote, addr
+			c.Host, c.Remote, c.HostAddr, c.HostWeight = name, remote, addr, v.spec.Weight
 			out = append(out, c)
 		}
 	}

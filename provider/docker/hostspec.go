@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +29,14 @@ type HostSpec struct {
 	// it): an engine reached through a forwarded socket. Empty means the
 	// host of URL.
 	Addr string
+	// Weight multiplies the weight of each of the host's backends
+	// (--docker-host-weight): replicas on a host of weight 3 take three
+	// times the traffic of those on a host of weight 1. 0 means 1.
+	Weight int
 }
+
+// MaxHostWeight bounds --docker-host-weight.
+const MaxHostWeight = 100
 
 // tlsFiles are the files of a TLS directory, as the Docker CLI names them.
 var tlsFiles = []string{"ca.pem", "cert.pem", "key.pem"}
@@ -137,6 +146,34 @@ func ResolveHosts(hosts []HostSpec, tlsDirs, addrs map[string]string) ([]HostSpe
 				return nil, fmt.Errorf("%s names host %s, which no --docker-host names", flag, name)
 			}
 		}
+	}
+	return out, nil
+}
+
+// ParseHostWeight parses one --docker-host-weight value, "name=weight":
+// a whole number from 1 to MaxHostWeight.
+func ParseHostWeight(v string) (name string, weight int, err error) {
+	name, w, ok := strings.Cut(strings.TrimSpace(v), "=")
+	if !ok || !validHostName(name) {
+		return "", 0, fmt.Errorf("docker host weight %q: want name=weight, the name of a --docker-host and a whole number from 1 to %d, e.g. edge2=3", v, MaxHostWeight)
+	}
+	weight, err = strconv.Atoi(strings.TrimSpace(w))
+	if err != nil || weight < 1 || weight > MaxHostWeight {
+		return "", 0, fmt.Errorf("docker host weight %q: the weight of host %s must be a whole number from 1 to %d", v, name, MaxHostWeight)
+	}
+	return name, weight, nil
+}
+
+// ApplyHostWeights sets each host's Weight from weights (by name); a
+// weight naming no host is an error.
+func ApplyHostWeights(hosts []HostSpec, weights map[string]int) ([]HostSpec, error) {
+	out := append([]HostSpec(nil), hosts...)
+	for name, w := range weights {
+		i := slices.IndexFunc(out, func(h HostSpec) bool { return h.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("--docker-host-weight names host %s, which no --docker-host names", name)
+		}
+		out[i].Weight = w
 	}
 	return out, nil
 }

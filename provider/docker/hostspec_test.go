@@ -99,3 +99,24 @@ func TestHostAddress(t *testing.T) {
 		}
 	}
 }
+
+// --docker-host-weight takes name=weight, 1 to MaxHostWeight; anything
+// else is an error naming the value; a weight naming no host is refused.
+func TestParseHostWeight(t *testing.T) {
+	if name, w, err := ParseHostWeight("edge2=3"); err != nil || name != "edge2" || w != 3 {
+		t.Errorf("edge2=3: %q %d %v", name, w, err)
+	}
+	for _, bad := range []string{"3", "edge2=", "edge2=0", "edge2=-1", "edge2=1.5", "edge2=101", "Edge2=3", "edge2=three"} {
+		if _, _, err := ParseHostWeight(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseHostWeight(%q) = %v, want an error naming it", bad, err)
+		}
+	}
+	hosts := []HostSpec{{Name: "a"}, {Name: "b"}}
+	got, err := ApplyHostWeights(hosts, map[string]int{"b": 4})
+	if err != nil || got[0].Weight != 0 || got[1].Weight != 4 || hosts[1].Weight != 0 {
+		t.Errorf("ApplyHostWeights = %+v, %v (input %+v)", got, err, hosts)
+	}
+	if _, err := ApplyHostWeights(hosts, map[string]int{"c": 2}); err == nil || !strings.Contains(err.Error(), "--docker-host-weight names host c") {
+		t.Errorf("weight of no host: %v", err)
+	}
+}
