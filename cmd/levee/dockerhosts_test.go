@@ -65,7 +65,7 @@ func TestDockerHostFlags(t *testing.T) {
 	}{
 		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-host", "a=unix:///b.sock"}, "given twice"},
 		{[]string{"--docker-host", "unix:///a.sock", "--docker-host", "unix:///b.sock"}, "given twice"},
-		{[]string{"--docker-host", "a=ssh://me@edge"}, "ssh:// is not supported"},
+		{[]string{"--docker-host", "a=ssh://"}, "ssh:// needs a host"},
 		{[]string{"--docker-host", "a=tcp//10.0.0.2"}, "no scheme"},
 		{[]string{"--docker-host", "A=tcp://10.0.0.2:2375"}, "lower-case"},
 		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-tls-dir", "b=" + dir}, "no --docker-host names"},

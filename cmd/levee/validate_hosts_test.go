@@ -112,8 +112,8 @@ func TestValidateSeveralHosts(t *testing.T) {
 }
 
 // The host flags are serve's: LEVEE_DOCKER_HOST takes several, a name
-// given twice or a TLS directory naming no host is a usage error, ssh://
-// is judged as serve judges it.
+// given twice, an address naming no host or an unknown scheme is a usage
+// error, as for serve.
 func TestValidateSeveralHostsFlags(t *testing.T) {
 	var asked []docker.HostSpec
 	eng := hostsEngine(map[string][]labels.Container{"a": nil, "b": nil}, &asked)

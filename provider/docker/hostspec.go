@@ -42,8 +42,8 @@ const MaxHostWeight = 100
 var tlsFiles = []string{"ca.pem", "cert.pem", "key.pem"}
 
 // ParseHostSpec parses one --docker-host value: "name=url", or "url" for
-// the host named LocalHostName. The URL's scheme is unix, tcp, http or
-// https; ssh is refused (Levee has no SSH connection helper).
+// the host named LocalHostName. The URL's scheme is unix, tcp, http,
+// https or ssh (through the local ssh binary, as the Docker CLI: ssh.go).
 func ParseHostSpec(v string) (HostSpec, error) {
 	v = strings.TrimSpace(v)
 	name, addr := LocalHostName, v
@@ -87,11 +87,13 @@ func checkHostURL(addr string) error {
 			return fmt.Errorf("%s:// needs a host, e.g. tcp://10.0.0.2:2376", u.Scheme)
 		}
 	case "ssh":
-		return errors.New("ssh:// is not supported (Levee has no SSH connection helper): forward the engine's socket, e.g. ssh -L /run/edge2.sock:/var/run/docker.sock user@edge2, and use unix:///run/edge2.sock")
+		if u.Hostname() == "" {
+			return errors.New("ssh:// needs a host, e.g. ssh://admin@10.0.0.2")
+		}
 	case "":
-		return errors.New("no scheme: want unix://, tcp://, http:// or https://")
+		return errors.New("no scheme: want unix://, tcp://, http://, https:// or ssh://")
 	default:
-		return fmt.Errorf("unknown scheme %q: want unix://, tcp://, http:// or https://", u.Scheme)
+		return fmt.Errorf("unknown scheme %q: want unix://, tcp://, http://, https:// or ssh://", u.Scheme)
 	}
 	return nil
 }
@@ -179,7 +181,7 @@ func ApplyHostWeights(hosts []HostSpec, weights map[string]int) ([]HostSpec, err
 }
 
 // hostAddress is where a host's published ports listen: the host part of
-// a tcp, http or https engine address; "" for a socket.
+// a tcp, http, https or ssh engine address; "" for a socket.
 func hostAddress(addr string) string {
 	u, err := url.Parse(addr)
 	if err != nil || u.Scheme == "unix" || u.Scheme == "npipe" {

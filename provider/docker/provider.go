@@ -194,6 +194,11 @@ func newClient(host, tlsDir string) (*client.Client, error) {
 	if host != "" {
 		clientOpts = append(clientOpts, client.WithHost(host))
 	}
+	ssh, err := sshOpts(host)
+	if err != nil {
+		return nil, fmt.Errorf("docker client for host %q: %w", host, err)
+	}
+	clientOpts = append(clientOpts, ssh...)
 	if tlsDir != "" {
 		clientOpts = append(clientOpts, client.WithTLSClientConfig(
 			filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
