@@ -76,7 +76,9 @@ type validateReport struct {
 const validateUsage = `Usage: levee validate [flags] [FILE...]
 
 Checks the labels of compose FILEs (or, with no file, of the live engine's
-containers, and of its Swarm services when it is a Swarm manager) with the
+containers, and of its Swarm services when it is a Swarm manager; or of
+several Docker hosts, --docker-host name=url repeated as for serve, their
+containers merged as serve merges them and named host/container) with the
 same parser and validator as levee serve, and prints
 per service: routed, degraded (routed, some field fell back), denies
 (routed, but denies every request: an access policy it names cannot be
