@@ -11,16 +11,20 @@ import (
 	"github.com/levee-proxy/levee/e2e/dockertest"
 )
 
-// `levee validate` against two real engines, with serve's host flags:
-// replicas of one route on both hosts are one route (the second host's
-// at its address and published port), each row names host/container, and
-// a container of the second host that publishes nothing is skipped with
-// W087 naming its host: exit 1.
+// `levee validate` against two real engines, with serve's host flags, the
+// second over TLS: replicas of one route on both hosts are one route (the
+// second host's at its address and published port), each row names
+// host/container, and a container of the second host that publishes
+// nothing is skipped with W087 naming its host: exit 1. With a client
+// certificate of another CA the second host cannot be read: exit 2,
+// naming it.
 func TestValidateSeveralDockerHosts(t *testing.T) {
 	cli := dockertest.Require(t)
 	image := dockertest.EchoImage(t, cli)
 	network := dockertest.Network(t, cli)
-	edge2 := dockertest.SecondEngine(t)
+	server, good := dockertest.EngineCerts(t, t.TempDir())
+	_, bad := dockertest.EngineCerts(t, t.TempDir())
+	edge2 := dockertest.SecondEngineWith(t, dockertest.EngineOptions{TLSDir: server})
 	image2 := dockertest.EchoImage(t, edge2.Client)
 	run := dockertest.RunID(t)
 	shared := "app-" + run + ".test"
@@ -32,8 +36,16 @@ func TestValidateSeveralDockerHosts(t *testing.T) {
 		Labels: map[string]string{"levee.enable": "true", "levee.http.lonely.host": "lonely-" + run + ".test"}})
 	published := dockertest.PublishedPort(t, edge2.Client, green, dockertest.EchoPort)
 
-	out, err := exec.Command(leveeBinary, "validate", "--format", "json", "--docker-constraints", dockertest.Constraint(run),
-		"--docker-host", "local="+cli.DaemonHost(), "--docker-host", "edge2="+edge2.TCP).Output()
+	args := func(certs string) []string {
+		return []string{"validate", "--format", "json", "--docker-constraints", dockertest.Constraint(run),
+			"--docker-host", "local=" + cli.DaemonHost(), "--docker-host", "edge2=" + edge2.TCP, "--docker-tls-dir", "edge2=" + certs}
+	}
+	wrong, err := exec.Command(leveeBinary, args(bad)...).CombinedOutput()
+	var refused *exec.ExitError
+	if !errors.As(err, &refused) || refused.ExitCode() != 2 || !strings.Contains(string(wrong), "read Docker host edge2") {
+		t.Errorf("validate with the wrong certificate: %v, want exit 2 naming edge2\n%s", err, wrong)
+	}
+	out, err := exec.Command(leveeBinary, args(good)...).Output()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("levee validate: %v (want exit 1: lonely is skipped)\n%s", err, out)
