@@ -22,6 +22,8 @@ func TestSSHHostDialsThroughTheSSHBinary(t *testing.T) {
 	argsFile := filepath.Join(dir, "args")
 	script := "#!/bin/sh\n" +
 		"printf '%s\\n' \"$@\" > " + argsFile + "\n" +
+		// Answer once the request's header is read, as an engine does.
+		"while IFS= read -r line; do [ \"$line\" = \"$(printf '\\r')\" ] && break; done\n" +
 		"printf 'HTTP/1.1 200 OK\\r\\nApi-Version: 1.47\\r\\nContent-Type: text/plain\\r\\nContent-Length: 0\\r\\n\\r\\n'\n" +
 		"exec cat >/dev/null\n"
 	if err := os.WriteFile(filepath.Join(dir, "ssh"), []byte(script), 0o755); err != nil {
