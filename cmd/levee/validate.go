@@ -23,12 +23,10 @@ import (
 type engineReader struct {
 	// listContainers is the Docker provider's own list+inspect, so that
 	// validate without files sees exactly what serve would.
-	listContainers func(ctx context.Context, host string) ([]labels.Container, error)
-	// listHost is listContainers for one of several hosts, with its TLS
-	// client certificates.
-	listHost func(ctx context.Context, spec docker.HostSpec) ([]labels.Container, error)
+	// Each reads the engine of one host, with its TLS client certificates.
+	listContainers func(ctx context.Context, spec docker.HostSpec) ([]labels.Container, error)
 	// listServices reads the Swarm services (none when not a manager).
-	listServices func(ctx context.Context, host string) ([]labels.Container, error)
+	listServices func(ctx context.Context, spec docker.HostSpec) ([]labels.Container, error)
 	// imageExposedPorts reads the ports images EXPOSE, for compose
 	// services without ports.
 	imageExposedPorts func(ctx context.Context, host string, images []string) (map[string][]int, error)
@@ -36,7 +34,7 @@ type engineReader struct {
 
 // liveEngine reads the engine through the Docker provider.
 func liveEngine() engineReader {
-	return engineReader{listContainers: docker.ListContainers, listHost: docker.ListHostContainers, listServices: docker.ListServices, imageExposedPorts: docker.ImageExposedPorts}
+	return engineReader{listContainers: docker.ListContainers, listServices: docker.ListServices, imageExposedPorts: docker.ImageExposedPorts}
 }
 
 // Statuses of a service in a validate report.

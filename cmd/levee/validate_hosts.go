@@ -27,18 +27,13 @@ func readEngines(ctx context.Context, eng engineReader, hosts []docker.HostSpec)
 	if len(hosts) == 1 {
 		spec = hosts[0]
 	}
-	if spec.TLSDir != "" && eng.listHost != nil {
-		containers, err = eng.listHost(ctx, spec)
-	} else {
-		containers, err = eng.listContainers(ctx, spec.URL)
-	}
-	if err != nil {
+	if containers, err = eng.listContainers(ctx, spec); err != nil {
 		return nil, nil, fmt.Errorf("read the live Docker engine: %w", err)
 	}
 	if eng.listServices != nil {
 		// On a Swarm manager the services' labels are checked too, as
 		// `levee serve --swarm` reads them.
-		if services, err = eng.listServices(ctx, spec.URL); err != nil {
+		if services, err = eng.listServices(ctx, spec); err != nil {
 			return nil, nil, fmt.Errorf("read the live engine's Swarm services: %w", err)
 		}
 	}
@@ -47,12 +42,9 @@ func readEngines(ctx context.Context, eng engineReader, hosts []docker.HostSpec)
 
 // readHosts lists every host's containers and joins them.
 func readHosts(ctx context.Context, eng engineReader, hosts []docker.HostSpec) ([]labels.Container, []labels.Container, error) {
-	if eng.listHost == nil {
-		return nil, nil, fmt.Errorf("this build cannot read several Docker hosts")
-	}
 	lists := make([][]labels.Container, len(hosts))
 	for i, h := range hosts {
-		cs, err := eng.listHost(ctx, h)
+		cs, err := eng.listContainers(ctx, h)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read Docker host %s (%s): %w", h.Name, h.URL, err)
 		}

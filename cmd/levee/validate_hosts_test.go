@@ -13,17 +13,14 @@ import (
 	"github.com/levee-proxy/levee/provider/labels"
 )
 
-// hostsEngine answers listHost with each host's containers by name, and
-// records the specs it was asked for.
+// hostsEngine answers listContainers with each host's containers by name,
+// and records the specs it was asked for.
 func hostsEngine(byHost map[string][]labels.Container, asked *[]docker.HostSpec) engineReader {
 	eng := testEngine()
-	eng.listContainers = func(context.Context, string) ([]labels.Container, error) {
-		return nil, errors.New("the single engine must not be read with several hosts")
-	}
-	eng.listServices = func(context.Context, string) ([]labels.Container, error) {
+	eng.listServices = func(context.Context, docker.HostSpec) ([]labels.Container, error) {
 		return nil, errors.New("several hosts have no Swarm services")
 	}
-	eng.listHost = func(_ context.Context, spec docker.HostSpec) ([]labels.Container, error) {
+	eng.listContainers = func(_ context.Context, spec docker.HostSpec) ([]labels.Container, error) {
 		*asked = append(*asked, spec)
 		cs, ok := byHost[spec.Name]
 		if !ok {
@@ -129,6 +126,34 @@ func TestValidateSeveralHostsFlags(t *testing.T) {
 		if _, errOut, code := validateWith(t, eng, nil, args...); code != 2 || !strings.Contains(errOut, "levee validate") {
 			t.Errorf("%v: exit %d, %q; want a usage error", args, code, errOut)
 		}
+	}
+}
+
+// One engine given with a TLS directory is read with it, its containers
+// and its Swarm services, as one engine (no host in the rows).
+func TestValidateOneHostWithTLSDir(t *testing.T) {
+	certs := t.TempDir()
+	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		if err := os.WriteFile(filepath.Join(certs, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var asked []docker.HostSpec
+	eng := testEngine()
+	eng.listContainers = func(_ context.Context, spec docker.HostSpec) ([]labels.Container, error) {
+		asked = append(asked, spec)
+		return []labels.Container{shopReplica("a1", "shop-1", nil, nil)}, nil
+	}
+	eng.listServices = func(_ context.Context, spec docker.HostSpec) ([]labels.Container, error) {
+		asked = append(asked, spec)
+		return nil, nil
+	}
+	out, errOut, code := validateWith(t, eng, nil, "--docker-host", "tcp://10.0.0.2:2376", "--docker-tls-dir", certs)
+	if code != 0 || !strings.Contains(out, "shop-1") || strings.Contains(out, "local/") {
+		t.Errorf("exit %d, %q\n%s", code, errOut, out)
+	}
+	if len(asked) != 2 || asked[0].TLSDir != certs || asked[1].TLSDir != certs || asked[0].URL != "tcp://10.0.0.2:2376" {
+		t.Errorf("engine read with %+v, want the URL and TLS directory for containers and services", asked)
 	}
 }
 
