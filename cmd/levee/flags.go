@@ -32,14 +32,15 @@ type serveConfig struct {
 	// DockerHost is the one engine watched (DOCKER_HOST when no
 	// --docker-host is given), with DockerTLSDir; DockerHosts, when set,
 	// are several named hosts instead (dockerhosts.go).
-	DockerHost       string
-	DockerTLSDir     string
-	DockerHosts      []docker.HostSpec
-	DockerTLSDirs    map[string]string
-	DockerHostAddrs  map[string]string
-	ExposedByDefault bool
-	DockerDebounce   time.Duration
-	DockerResync     time.Duration
+	DockerHost        string
+	DockerTLSDir      string
+	DockerHosts       []docker.HostSpec
+	DockerTLSDirs     map[string]string
+	DockerHostAddrs   map[string]string
+	DockerHostWeights map[string]int
+	ExposedByDefault  bool
+	DockerDebounce    time.Duration
+	DockerResync      time.Duration
 	// DockerCallTimeout, DockerPingInterval and DockerBackoffMax are the
 	// docker provider's CallTimeout, PingInterval and RetryMax.
 	DockerCallTimeout  time.Duration
@@ -180,8 +181,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
-	fs.Var(dockerHostFlag{&cfg.DockerHosts}, "docker-host", "Docker Engine address, [name=]url (unix://, tcp://, https://); repeat it, each with a name, to watch several hosts, e.g. edge2=tcp://10.0.0.2:2376 (default: $DOCKER_HOST, else the local socket; LEVEE_DOCKER_HOST separates several with ',')")
+	fs.Var(dockerHostFlag{&cfg.DockerHosts}, "docker-host", "Docker Engine address, [name=]url (unix://, tcp://, https://, ssh://user@host); repeat it, each with a name, to watch several hosts, e.g. edge2=tcp://10.0.0.2:2376 (default: $DOCKER_HOST, else the local socket; LEVEE_DOCKER_HOST separates several with ',')")
 	fs.Var(dockerHostAddrFlag{&cfg.DockerHostAddrs}, "docker-host-address", "where a Docker host's published ports are dialled, name=addr (default: the host of its tcp:// address); makes a host on a socket (forwarded over SSH) remote (repeatable; LEVEE_DOCKER_HOST_ADDRESS separates several with ',')")
+	fs.Var(dockerHostWeightFlag{&cfg.DockerHostWeights}, "docker-host-weight", "weight of a Docker host's replicas, name=weight (1-100, default 1): multiplies each of its backends' weight, so replicas of one route on a bigger host take more of its traffic (repeatable; LEVEE_DOCKER_HOST_WEIGHT separates several with ',')")
 	fs.Var(dockerTLSDirFlag{&cfg.DockerTLSDirs}, "docker-tls-dir", "TLS client certificates of a Docker host, [name=]dir holding ca.pem, cert.pem and key.pem (the Docker CLI's DOCKER_CERT_PATH layout) (repeatable; LEVEE_DOCKER_TLS_DIR separates several with ',')")
 	fs.BoolVar(&cfg.ExposedByDefault, "docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
 	durationVar(fs, &cfg.DockerDebounce, "docker-debounce", 100*time.Millisecond, "window in which Docker changes that follow a route rebuild are collected into one rebuild (a change after a quiet period applies at once)")
