@@ -238,9 +238,8 @@ func TestTracingThroughTheBinary(t *testing.T) {
 	})
 
 	t.Run("dial and first byte", func(t *testing.T) {
-		// Two requests in a row to a backend nothing has connected to
-		// yet: the first attempt dials, the second reuses the pooled
-		// connection (sent at once, before the pool's idle peek).
+		// Two requests to a backend nothing has connected to yet: the
+		// first attempt dials, the second reuses the pooled connection.
 		ids := []string{"7bf92f3577b34da6a3ce929d0e0e4739", "8bf92f3577b34da6a3ce929d0e0e473a"}
 		for _, id := range ids {
 			if code, _, _ := send(t, p, "GET", "dial.test", "/d", "Traceparent", traceparent(id)); code != http.StatusOK {
