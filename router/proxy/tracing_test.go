@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -166,5 +167,29 @@ func TestTracingAttemptRecordsDialAndFirstByte(t *testing.T) {
 	}
 	if _, ok := second[trace.KeyFirstByteMs]; !ok {
 		t.Errorf("second attempt: no first_byte_ms")
+	}
+}
+
+// To an HTTPS backend the dialled attempt also records its TLS handshake,
+// whichever client (Levee's, or net/http's under LEVEE_TEST_CLIENT=stdlib)
+// does it.
+func TestTracingAttemptRecordsTheTLSHandshake(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := newHarness(t, Options{Tracer: trace.New(tp, propagation.TraceContext{})})
+	b := newHTTPSBackend(t)
+	h.set(config.SourceDocker, httpsRoute("web", config.BackendTLS{CA: b.caFile}, b.backend()))
+	if code, body, _ := h.get("web.test", "/"); code != 200 || !strings.HasPrefix(body, "ok over") {
+		t.Fatalf("GET web.test: %d %q", code, body)
+	}
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans ended, want 2", len(spans))
+	}
+	a := attrs(spans[0])
+	hs, ok := a[trace.KeyTLSHandshakeMs]
+	if !ok || hs.AsFloat64() <= 0 || a[trace.KeyDialMs].AsFloat64() <= 0 || hs.AsFloat64() > a[trace.KeyFirstByteMs].AsFloat64() {
+		t.Errorf("attempt: tls_handshake_ms %v (set %v), dial_ms %v, first_byte_ms %v: want both > 0, the handshake before the first byte",
+			hs.AsFloat64(), ok, a[trace.KeyDialMs].AsFloat64(), a[trace.KeyFirstByteMs].AsFloat64())
 	}
 }
