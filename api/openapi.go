@@ -125,7 +125,7 @@ func schemas() obj {
 	diagList := obj{"type": "array", "items": ref("Diagnostic")}
 	payloadProps := obj{
 		"name":     obj{"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$", "description": "the id"},
-		"protocol": obj{"type": "string", "example": "Http"},
+		"protocol": obj{"type": "string", "example": "Http", "description": "Http (the default) or Tcp (see docs/tcp.md)"},
 		"backends": obj{"type": "array", "items": obj{"type": "object", "additionalProperties": true, "properties": obj{
 			"address": obj{"type": "string"},
 			"port":    obj{"type": "integer"},

@@ -18,6 +18,7 @@ import (
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/compress"
+	"github.com/levee-proxy/levee/router/policy/ratelimit"
 	"github.com/levee-proxy/levee/router/proxy"
 )
 
@@ -123,6 +124,8 @@ type serveConfig struct {
 	BreakerStoreFallbackFlushes int
 	BreakerStoreFallbackAfter   time.Duration
 	BreakerStoreRejoinFlushes   int
+	// How often the fleet rate limits are reconciled with the store.
+	RateLimitFlushInterval time.Duration
 	// Listen are the named proxy listeners (--listen, listeners.go);
 	// httpListenGiven says --http-listen was set by flag or environment.
 	Listen          []listenerSpec
@@ -161,7 +164,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
-	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D] (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D], or a TCP listener name=addr,tcp (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.Var(tlsCertFlag{&cfg.TLSCerts}, "tls-cert", "a static certificate by its PEM files, CERT[,KEY] (KEY left out when CERT holds both), chosen by SNI beside --tls-cert-dir's, reloaded when the files change (repeatable; LEVEE_TLS_CERT separates several with ';')")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
@@ -230,6 +233,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	durationVar(fs, &cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline, after which a flush has failed")
 	fs.IntVar(&cfg.BreakerStoreFallbackFlushes, "breaker-store-fallback-flushes", fleet.DefaultFallbackFlushes, "failed flushes in a row after which, with none good for --breaker-store-fallback-after, the breakers judge locally; until then they keep the fleet's last state")
 	durationVar(fs, &cfg.BreakerStoreFallbackAfter, "breaker-store-fallback-after", fleet.DefaultFallbackAfter, "how long the breaker store must have failed every flush before the breakers judge locally (with --breaker-store-fallback-flushes)")
+	durationVar(fs, &cfg.RateLimitFlushInterval, "rate-limit-flush-interval", ratelimit.DefaultFlushInterval, "how often each replica reconciles its rateLimit.scope=fleet buckets with the breaker store; also the store's answer deadline. A replica may admit about this long's worth of traffic beyond its share (docs/policies.md)")
 	fs.IntVar(&cfg.BreakerStoreRejoinFlushes, "breaker-store-rejoin-flushes", fleet.DefaultRejoinFlushes, "good flushes in a row after which breakers that judged locally follow the fleet again")
 	durationVar(fs, &cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
@@ -347,7 +351,7 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval, "--rate-limit-flush-interval": c.RateLimitFlushInterval,
 		"--breaker-store-fallback-after": c.BreakerStoreFallbackAfter, "--acme-renew-interval": c.ACMERenewInterval,
 	} {
 		if d <= 0 {

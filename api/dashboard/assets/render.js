@@ -89,6 +89,13 @@ function listenerBadges(c) {
 
 function rules(ep) {
   const c = ep.config || {};
+  if (ep.protocol === "Tcp") {
+    // A TCP route is matched by listener (and SNI), never by host and path.
+    const t = c.tcp || {};
+    return h("dl", { class: "facts" },
+      h("dt", {}, "tcp listener"), h("dd", {}, t.listener || ""),
+      t.sni && t.sni.length ? [h("dt", {}, "sni"), h("dd", {}, t.sni.join(", "), ` (tls ${t.tls || "passthrough"})`)] : null);
+  }
   return h("dl", { class: "facts" },
     h("dt", {}, "hosts"), h("dd", {}, (c.hostnames || []).join(", ")),
     h("dt", {}, "path"), h("dd", {}, c.path_regex ? `~ ${c.path_regex}` : c.path || "/", c.strip_prefix ? " (prefix stripped)" : ""),
@@ -97,7 +104,7 @@ function rules(ep) {
 }
 
 // Known config keys shown elsewhere; every other key is a policy.
-const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "policies"]);
+const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "tcp", "policies"]);
 
 function policies(ep) {
   const c = ep.config || {};
