@@ -149,6 +149,10 @@ type pooledConn struct {
 	stopCtx        func() bool // set while armed
 	cancelFunc     func()      // c.cancelled, bound once per connection
 	headerDeadline time.Time   // zero: no header timeout
+	// pollDeadline is the read deadline awaitHead set last, while no other
+	// read deadline was set since (zero otherwise); only the goroutine
+	// that runs the exchange uses it.
+	pollDeadline time.Time
 
 	fixed fixedBody // the body parseCommon found, reused per exchange
 
@@ -177,6 +181,7 @@ func (c *pooledConn) headerExpired() bool {
 // waitHeaderDeadline sets the read deadline to the header deadline (none
 // while a streamed request body is still being sent).
 func (c *pooledConn) waitHeaderDeadline() {
+	c.pollDeadline = time.Time{}
 	if !c.streaming {
 		_ = c.conn.SetReadDeadline(c.headerDeadline)
 		return
@@ -258,6 +263,7 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// The tunnel's reads are the proxy's to bound.
+		c.pollDeadline = time.Time{}
 		_ = c.conn.SetReadDeadline(time.Time{})
 		c.disarm()
 		resp.Body = &upgraded{Reader: c.br, conn: c.conn}
@@ -285,6 +291,7 @@ func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan er
 		// The backend timeout starts when the last byte is sent
 		// (bodySent): a slow client is not a slow backend.
 		c.streaming, c.awaitingHead = true, true
+		c.pollDeadline = time.Time{} // bodySent sets the deadline
 		bodyDone = make(chan error, 1)
 		go func() {
 			err := c.writeBody(req, chunked)
@@ -302,6 +309,12 @@ func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan er
 // awaitHead sets the read deadline for the response head: the first poll
 // of the context (see watchPolling), or the header deadline if sooner.
 // While a body streams, the header deadline is the writer's (bodySent).
+//
+// The poll deadline the last exchange set is kept when it is still at
+// least half a poll away and no later than this one's: the first poll
+// then comes a little early, and finds the header deadline not passed
+// (which then applies exactly, see countingConn.Read). A connection
+// reused at once moves its deadline every few exchanges, not each one.
 func (c *pooledConn) awaitHead() {
 	now := time.Now()
 	deadline := now.Add(c.t.watchPoll)
@@ -310,6 +323,13 @@ func (c *pooledConn) awaitHead() {
 		if c.headerDeadline.Before(deadline) {
 			deadline = c.headerDeadline
 		}
+	}
+	if d := c.pollDeadline; !c.streaming && !d.IsZero() && !d.After(deadline) &&
+		d.Sub(now) >= c.t.watchPoll/2 {
+		return
+	}
+	if !c.streaming {
+		c.pollDeadline = deadline
 	}
 	_ = c.conn.SetReadDeadline(deadline)
 }

@@ -337,6 +337,7 @@ func (b *body) Read(p []byte) (int, error) {
 		if t := b.c.t.bodyTimeout; t > 0 {
 			deadline = time.Now().Add(t)
 		}
+		b.c.pollDeadline = time.Time{}
 		_ = b.c.conn.SetReadDeadline(deadline)
 	}
 	n, err := b.body.Read(p)
