@@ -40,7 +40,8 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		// sends them after the body (RFC 9110 6.5).
 		h["Trailer"] = []string{trailerNames(resp.Trailer)}
 	}
-	if _, ok := resp.Header["Content-Type"]; !ok {
+	ct, ok := resp.Header["Content-Type"]
+	if !ok {
 		// net/http would sniff one; a proxy passes on what it got.
 		h["Content-Type"] = nil
 	}
@@ -52,7 +53,8 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	x.armWrite()
 	x.w.WriteHeader(x.status)
 	x.headersAt = time.Since(x.start)
-	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	// The keys of a Transport's header are canonical: no Header.Get.
+	flush := resp.ContentLength < 0 || len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
 	err := x.copyBody(resp.Body, flush)
 	x.keepStale(err == nil && !x.abort)
 	if err != nil {
