@@ -279,11 +279,11 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 
 // sendBody sends the request body, or flushes the head when there is none.
 // A large or streamed body is written by its own goroutine, as the backend
-// may answer (and stop reading) before it has all of it; bodyDone then
-// reports the writer's end. A small one fits the socket buffers, so
+// may answer (and stop reading) before it has all of it; the channel
+// returned then reports the writer's end. A small one fits the socket buffers, so
 // writing it first cannot block on such a backend, and the connection
 // stays reusable.
-func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan error, err error) {
+func (c *pooledConn) sendBody(req *http.Request, chunked bool) (chan error, error) {
 	switch {
 	case hasBody(req) && req.ContentLength > 0 && req.ContentLength <= maxInlineBody:
 		return nil, c.writeBody(req, false)
@@ -292,7 +292,9 @@ func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan er
 		// (bodySent): a slow client is not a slow backend.
 		c.streaming, c.awaitingHead = true, true
 		c.pollDeadline = time.Time{} // bodySent sets the deadline
-		bodyDone = make(chan error, 1)
+		// A variable of its own: the goroutine would move a named result
+		// to the heap for every exchange, bodiless ones too.
+		bodyDone := make(chan error, 1)
 		go func() {
 			err := c.writeBody(req, chunked)
 			if err == nil {
@@ -401,10 +403,7 @@ func (c *pooledConn) writeHead(req *http.Request) (chunked bool, err error) {
 			if !validHeaderValue(v) || !validHeaderValue(k) {
 				return false, fmt.Errorf("writing request header %q: invalid characters", k)
 			}
-			w.WriteString(k)
-			w.WriteString(": ")
-			w.WriteString(v)
-			w.WriteString("\r\n")
+			writeFieldLine(w, k, v)
 		}
 	}
 	switch {
@@ -426,6 +425,22 @@ func (c *pooledConn) writeHead(req *http.Request) (chunked bool, err error) {
 	}
 	_, err = w.WriteString("\r\n")
 	return chunked, err
+}
+
+// writeFieldLine writes "k: v" and its CRLF, in one copy when the buffer
+// has room.
+func writeFieldLine(w *bufio.Writer, k, v string) {
+	if w.Available() < len(k)+len(v)+4 {
+		w.WriteString(k)
+		w.WriteString(": ")
+		w.WriteString(v)
+		w.WriteString("\r\n")
+		return
+	}
+	b := append(w.AvailableBuffer(), k...)
+	b = append(b, ": "...)
+	b = append(b, v...)
+	_, _ = w.Write(append(b, "\r\n"...))
 }
 
 func methodExpectsBody(m string) bool {

@@ -442,6 +442,14 @@ func writeSortedFields(bw *bufio.Writer, h http.Header, keep func(name string) b
 // writeField writes one field line per value.
 func writeField(bw *bufio.Writer, name string, values []string) {
 	for _, v := range values {
+		if t := textproto.TrimString(v); bw.Available() >= len(name)+len(t)+4 && !hasLineBreakOrNUL(t) {
+			// The common line in one copy.
+			b := append(bw.AvailableBuffer(), name...)
+			b = append(b, ": "...)
+			b = append(b, t...)
+			_, _ = bw.Write(append(b, "\r\n"...))
+			continue
+		}
 		bw.WriteString(name)
 		bw.WriteString(": ")
 		writeValue(bw, v)
