@@ -66,8 +66,10 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		x.abort = true
 		return
 	}
-	for k, vv := range resp.Trailer {
-		h[k] = vv
+	if len(resp.Trailer) > 0 { // no map iteration for the common answer
+		for k, vv := range resp.Trailer {
+			h[k] = vv
+		}
 	}
 }
 
