@@ -69,7 +69,9 @@ var hopByHop = [...]string{
 }
 
 // removeHopByHop deletes the hop-by-hop fields and those that Connection
-// names.
+// names. A header of at most smallHeader fields is scanned once instead:
+// a delete hashes its name, and nine of them cost more than looking at a
+// few names.
 func removeHopByHop(h http.Header) {
 	if c := h["Connection"]; len(c) > 0 {
 		var buf [8]string // on the stack: names are rarely more
@@ -77,9 +79,31 @@ func removeHopByHop(h http.Header) {
 			delete(h, k)
 		}
 	}
+	if len(h) <= smallHeader {
+		for k := range h {
+			if isHopByHop(k) {
+				delete(h, k)
+			}
+		}
+		return
+	}
 	for _, k := range hopByHop {
 		delete(h, k)
 	}
+}
+
+// smallHeader is the most fields for which removeHopByHop scans the
+// header rather than deleting each hop-by-hop name.
+const smallHeader = 8
+
+// isHopByHop reports whether a canonical name is one of hopByHop.
+func isHopByHop(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
 }
 
 // trusts reports whether the peer ip is one of Options.TrustedProxies.
