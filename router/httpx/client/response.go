@@ -246,13 +246,18 @@ func validValueByte(b byte) bool {
 }
 
 // validKeyByte is an RFC 9110 token character.
-func validKeyByte(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', isDigit(b):
-		return true
+func validKeyByte(b byte) bool { return keyBytes[b] }
+
+// keyBytes holds RFC 9110's tchar: a table, since a name's bytes are
+// looked at one by one on every response.
+var keyBytes = func() (t [256]bool) {
+	for b := range 256 {
+		c := byte(b)
+		t[b] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c) ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+	return t
+}()
 
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
