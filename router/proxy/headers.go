@@ -73,12 +73,7 @@ var hopByHop = [...]string{
 // a delete hashes its name, and nine of them cost more than looking at a
 // few names.
 func removeHopByHop(h http.Header) {
-	if c := h["Connection"]; len(c) > 0 {
-		var buf [8]string // on the stack: names are rarely more
-		for _, k := range tokens.AppendConnectionNamed(buf[:0], c...) {
-			delete(h, k)
-		}
-	}
+	removeConnectionNamed(h)
 	if len(h) <= smallHeader {
 		for k := range h {
 			if isHopByHop(k) {
@@ -89,6 +84,36 @@ func removeHopByHop(h http.Header) {
 	}
 	for _, k := range hopByHop {
 		delete(h, k)
+	}
+}
+
+// removeConnectionNamed deletes the fields that Connection names.
+func removeConnectionNamed(h http.Header) {
+	if c := h["Connection"]; len(c) > 0 {
+		var buf [8]string // on the stack: names are rarely more
+		for _, k := range tokens.AppendConnectionNamed(buf[:0], c...) {
+			delete(h, k)
+		}
+	}
+}
+
+// moveEndToEnd is removeHopByHop(src), then src's fields set in dst: in
+// one pass over a small header.
+func moveEndToEnd(dst, src http.Header) {
+	if len(src) > smallHeader {
+		removeHopByHop(src)
+		for k, vv := range src {
+			dst[k] = vv
+		}
+		return
+	}
+	removeConnectionNamed(src)
+	for k, vv := range src {
+		if isHopByHop(k) {
+			delete(src, k)
+			continue
+		}
+		dst[k] = vv
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -41,7 +42,13 @@ func TestRemoveHopByHopEitherWay(t *testing.T) {
 			h["X-Filler-"+string(rune('A'+i))] = []string{"f"}
 		}
 		want := len(h) - len(hop) - 2 // and Connection, X-Named
+		src := h.Clone()
 		removeHopByHop(h)
+		dst := http.Header{}
+		moveEndToEnd(dst, src)
+		if !reflect.DeepEqual(dst, h) || !reflect.DeepEqual(src, h) {
+			t.Errorf("moveEndToEnd: moved %v, left %v; removeHopByHop left %v", dst, src, h)
+		}
 		for _, k := range append(hopByHop[:], "X-Named") {
 			if _, ok := h[k]; ok {
 				t.Errorf("%d hop-by-hop fields: %s kept", len(hop), k)

@@ -25,16 +25,13 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	}
 	defer resp.Body.Close()
 	h := x.w.Header()
-	removeHopByHop(resp.Header)
 	if resp.ContentLength < 0 || resp.StatusCode == http.StatusNoContent {
 		// The body's framing is the server's to choose: never pass on a
 		// Content-Length that does not describe it; a 204 has none
 		// (RFC 9110 8.6).
 		delete(resp.Header, "Content-Length")
 	}
-	for k, vv := range resp.Header {
-		h[k] = vv
-	}
+	moveEndToEnd(h, resp.Header)
 	if len(resp.Trailer) > 0 {
 		// Announced trailers are announced again, so that the server
 		// sends them after the body (RFC 9110 6.5).
