@@ -38,6 +38,7 @@ const seedPayload = `{"name":"app","protocol":"Http",
 type fakeRouter struct {
 	mu       sync.Mutex
 	sources  map[string][]config.Entrypoint
+	policies map[string][]config.Policy
 	updates  []config.SourceUpdate
 	breakers map[string]*status.BreakerStatus
 	points   map[string][]status.HistoryPoint // History's points by route
@@ -55,6 +56,7 @@ type fakeRouter struct {
 func newFakeRouter() *fakeRouter {
 	return &fakeRouter{
 		sources:      map[string][]config.Entrypoint{},
+		policies:     map[string][]config.Policy{},
 		breakers:     map[string]*status.BreakerStatus{},
 		subscribed:   make(chan struct{}, 16),
 		unsubscribed: make(chan struct{}, 16),
@@ -65,7 +67,25 @@ func (f *fakeRouter) Update(u config.SourceUpdate) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sources[u.Source] = u.Entrypoints
+	f.policies[u.Source] = u.Policies
 	f.updates = append(f.updates, u)
+}
+
+// Policies merges every source's policies as the router does.
+func (f *fakeRouter) Policies() []config.Policy {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []config.Policy
+	for _, src := range slices.Sorted(maps.Keys(f.policies)) {
+		all = append(all, f.policies[src]...)
+	}
+	set, _ := config.NewPolicySet(all)
+	out := []config.Policy{}
+	for _, name := range set.Names() {
+		p, _ := set.Get(name)
+		out = append(out, p)
+	}
+	return out
 }
 
 // Patch applies the change to the source's set and records the result

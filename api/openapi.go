@@ -125,7 +125,7 @@ func schemas() obj {
 	diagList := obj{"type": "array", "items": ref("Diagnostic")}
 	payloadProps := obj{
 		"name":     obj{"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$", "description": "the id"},
-		"protocol": obj{"type": "string", "example": "Http"},
+		"protocol": obj{"type": "string", "example": "Http", "description": "Http (the default) or Tcp (see docs/tcp.md)"},
 		"backends": obj{"type": "array", "items": obj{"type": "object", "additionalProperties": true, "properties": obj{
 			"address": obj{"type": "string"},
 			"port":    obj{"type": "integer"},
@@ -157,6 +157,19 @@ func schemas() obj {
 			"properties":           payloadProps,
 		},
 		"StoredEntrypoint": stored,
+		"PolicyPayload": obj{
+			"type": "object", "required": []string{"name"}, "additionalProperties": true,
+			"properties": obj{"name": obj{"type": "string", "example": "office-only"},
+				"config": obj{"type": "object", "additionalProperties": true, "description": "policy groups, as in an entrypoint's config (docs/policies.md#named-policies)"}},
+		},
+		"Policy": obj{"type": "object", "properties": obj{
+			"name":        obj{"type": "string"},
+			"source":      obj{"type": "string", "description": "the provider of the declaration in force"},
+			"policy":      obj{"allOf": []any{ref("PolicyPayload")}, "description": "the canonical payload, hashes redacted"},
+			"routes":      obj{"type": "array", "items": obj{"type": "string"}, "description": "ids of the routes that reference it"},
+			"diagnostics": diagList,
+		}},
+		"PolicyList": obj{"type": "object", "properties": obj{"policies": obj{"type": "array", "items": ref("Policy")}}},
 		"BulkRequest": obj{"type": "object", "required": []string{"operations"}, "properties": obj{
 			"operations": obj{"type": "array", "items": obj{"type": "object", "required": []string{"op"}, "properties": obj{
 				"op":         obj{"type": "string", "enum": []string{"create", "replace", "delete"}},

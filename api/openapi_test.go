@@ -89,6 +89,8 @@ func TestIssueEndpointsAreRegistered(t *testing.T) {
 		"GET /certificates",
 		// bulk writes
 		"POST /entrypoints/bulk", "PUT /entrypoints",
+		// named policies
+		"GET /policies", "GET /policies/{name}", "PUT /policies/{name}", "DELETE /policies/{name}",
 		// traffic and recent events
 		"GET /traffic", "GET /traffic/{route}", "GET /events/recent",
 	}

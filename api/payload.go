@@ -35,27 +35,8 @@ func formatOf(contentType string) (config.Format, bool) {
 // answered the client (415, 413, 400, 422) and returns false. src names the
 // object for diagnostics when it is already known (PUT).
 func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnostics.Source) (config.Entrypoint, []diagnostics.Diagnostic, bool) {
-	format, ok := formatOf(r.Header.Get("Content-Type"))
+	format, body, ok := readPayload(w, r, "an entrypoint payload")
 	if !ok {
-		writeError(w, http.StatusUnsupportedMediaType,
-			fmt.Sprintf("Content-Type %q is not supported: send application/json or application/yaml", r.Header.Get("Content-Type")), nil)
-		return config.Entrypoint{}, nil, false
-	}
-	if r.ContentLength > MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes is over the limit of %d", r.ContentLength, MaxBodyBytes), nil)
-		return config.Entrypoint{}, nil, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the limit of %d bytes", MaxBodyBytes), nil)
-			return config.Entrypoint{}, nil, false
-		}
-		writeError(w, http.StatusBadRequest, "read body: "+err.Error(), nil)
-		return config.Entrypoint{}, nil, false
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		writeError(w, http.StatusBadRequest, "empty body: send an entrypoint payload", nil)
 		return config.Entrypoint{}, nil, false
 	}
 	src.Provider = config.SourceAPI
@@ -78,6 +59,36 @@ func (s *Server) decodeEntry(w http.ResponseWriter, r *http.Request, src diagnos
 		return config.Entrypoint{}, nil, false
 	}
 	return ep, ds, true
+}
+
+// readPayload reads a request's JSON or YAML body (what names what it
+// should hold, for the error of an empty one), answering the request
+// itself when it cannot.
+func readPayload(w http.ResponseWriter, r *http.Request, what string) (config.Format, []byte, bool) {
+	format, ok := formatOf(r.Header.Get("Content-Type"))
+	if !ok {
+		writeError(w, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("Content-Type %q is not supported: send application/json or application/yaml", r.Header.Get("Content-Type")), nil)
+		return 0, nil, false
+	}
+	if r.ContentLength > MaxBodyBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes is over the limit of %d", r.ContentLength, MaxBodyBytes), nil)
+		return 0, nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the limit of %d bytes", MaxBodyBytes), nil)
+			return 0, nil, false
+		}
+		writeError(w, http.StatusBadRequest, "read body: "+err.Error(), nil)
+		return 0, nil, false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		writeError(w, http.StatusBadRequest, "empty body: send "+what, nil)
+		return 0, nil, false
+	}
+	return format, body, true
 }
 
 // inputFailure turns a decoder error into the answer: a config.InputError keeps

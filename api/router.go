@@ -29,6 +29,9 @@ type Router interface {
 	// History returns every breaker's recent requests and failures, the
 	// router's in-memory ring of samples.
 	History() status.History
+	// Policies returns the named policies of every source in force, one
+	// per name, sorted by name.
+	Policies() []config.Policy
 	// Traffic returns the recent traffic of every route that served
 	// requests, and RouteTraffic one route's (false: no such route): the
 	// router's in-memory rings.

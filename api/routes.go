@@ -52,6 +52,8 @@ const (
 	schemaReady      = "Readiness"
 	schemaOpenAPI    = "OpenAPIDocument"
 	schemaCerts      = "CertificateList"
+	schemaPolicy     = "Policy"
+	schemaPolicies   = "PolicyList"
 )
 
 // authErrors are the responses every guarded route can give.
@@ -104,6 +106,18 @@ func (s *Server) routeTable() []route {
 			responses: with(accessWrite, response{200, "BulkAnswer", "applied (with dry_run=true: would be applied, nothing stored); what happened to each id"}, response{400, schemaError, "malformed body or query"}, response{413, schemaError, "body over 64 MiB"}, response{415, schemaError, "Content-Type is not JSON"}, response{422, "BulkAnswer", "an entrypoint was refused; nothing stored"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.setEntrypoints},
 		{method: "DELETE", path: "/entrypoints/{id}", op: "deleteEntrypoint", summary: "Delete an API entrypoint.", access: accessWrite,
 			responses: with(accessWrite, response{204, "", "deleted"}, response{404, schemaError, "no such entrypoint"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.deleteEntrypoint},
+		{method: "GET", path: "/policies", op: "listPolicies", summary: "Named policies of every source in force, one per name, each with the ids of the routes that use it.", access: accessRead,
+			responses: with(accessRead, response{200, schemaPolicies, "all policies"}), handler: s.listPolicies},
+		{method: "GET", path: "/policies/{name}", op: "getPolicy", summary: "One named policy of any source, with the routes that use it.", access: accessRead,
+			responses: with(accessRead, response{200, schemaPolicy, "the policy"}, response{404, schemaError, "no such policy"}), handler: s.getPolicy},
+		{method: "PUT", path: "/policies/{name}", op: "putPolicy", summary: "Create or replace an API named policy (JSON or YAML: name and config with policy groups), validated like labels and stored durably before the answer; every route using it changes at once.", access: accessWrite, bodySchema: "PolicyPayload",
+			query: []queryParam{
+				{name: "strict", typ: "boolean", doc: "refuse (422) a policy with diagnostics of warning level or above instead of storing it with fallbacks"},
+				{name: "dry_run", typ: "boolean", doc: "validate and answer as a real write would, storing nothing"},
+			},
+			responses: with(accessWrite, append([]response{{200, schemaPolicy, "replaced"}, {201, schemaPolicy, "created"}}, payloadErrors...)...), handler: s.putPolicy},
+		{method: "DELETE", path: "/policies/{name}", op: "deletePolicy", summary: "Delete an API named policy; routes that still use it deny (E007).", access: accessWrite,
+			responses: with(accessWrite, response{204, "", "deleted"}, response{404, schemaError, "no such policy"}, response{500, schemaError, "the state file could not be written; nothing changed"}), handler: s.deletePolicy},
 		{method: "GET", path: "/diagnostics", op: "listDiagnostics", summary: "Current diagnostics of all sources, grouped by object, with totals.", access: accessRead,
 			query: []queryParam{
 				{name: "severity", doc: "only these severities: info, warn, error (comma-separated)"},

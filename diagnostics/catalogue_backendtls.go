@@ -3,7 +3,7 @@ package diagnostics
 // Codes of the connection to backends (scheme, HTTPS to backends), numbers
 // 004-008.
 const (
-	// BadScheme is an invalid or not yet supported scheme value.
+	// BadScheme is an invalid scheme value.
 	BadScheme Code = "W004"
 	// BadBackendTLS is a tls.serverName, tls.ca or tls.clientCert value,
 	// or a file they name, that Levee cannot use.
@@ -21,9 +21,9 @@ func backendTLSEntries() []Entry {
 	return []Entry{
 		{
 			Code: BadScheme, Severity: Warn, Title: "invalid backend scheme",
-			Effect:  "`scheme` falls back to `http`: the route's backends are spoken to in plain HTTP/1.1. `h2c` and `h2` are not supported yet and fall back the same way.",
-			Fix:     "Use `http` (the default) or `https`.",
-			Example: "levee.http.app.scheme=h2c",
+			Effect:  "`scheme` falls back to `http`: the route's backends are spoken to in plain HTTP/1.1.",
+			Fix:     "Use `http` (the default), `https`, `h2c` (cleartext HTTP/2) or `h2` (HTTP/2 over TLS).",
+			Example: "levee.http.app.scheme=grpc",
 		},
 		{
 			Code: BadBackendTLS, Severity: Warn, Title: "unusable backend TLS setting",
@@ -39,8 +39,8 @@ func backendTLSEntries() []Entry {
 		},
 		{
 			Code: BackendTLSIgnored, Severity: Warn, Title: "backend TLS field on a plain backend",
-			Effect:  "`tls.serverName`, `tls.ca`, `tls.clientCert` and `tls.insecureSkipVerify` only apply with `scheme=https`; on this route they are ignored and the backends are spoken to in plain HTTP.",
-			Fix:     "Add `scheme=https`, or remove the field.",
+			Effect:  "`tls.serverName`, `tls.ca`, `tls.clientCert` and `tls.insecureSkipVerify` only apply with `scheme=https` or `scheme=h2`; on this route they are ignored and the backends are spoken to without TLS.",
+			Fix:     "Add `scheme=https` (or `h2`), or remove the field.",
 			Example: "levee.http.app.tls.ca=/certs/ca.pem   # without levee.http.app.scheme=https",
 		},
 	}

@@ -44,10 +44,23 @@ type ConnectionMetrics struct {
 // NewConnectionMetrics registers the series labelled provider=name with
 // reg, in the connecting state. A nil reg registers none and returns nil.
 func NewConnectionMetrics(reg prometheus.Registerer, name string) (*ConnectionMetrics, error) {
+	return NewConnectionMetricsLabelled(reg, prometheus.Labels{"provider": name})
+}
+
+// HostLabel names the engine of one of several Docker hosts on a
+// provider's series (host="edge2"). A registry takes one metric name with
+// one set of label names only, so with several hosts every provider's
+// series carry it, empty for a provider without hosts (Prometheus reads an
+// empty label as no label).
+const HostLabel = "host"
+
+// NewConnectionMetricsLabelled is NewConnectionMetrics with the constant
+// labels given, which name the provider ("provider") and may add HostLabel.
+func NewConnectionMetricsLabelled(reg prometheus.Registerer, labels prometheus.Labels) (*ConnectionMetrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	labels := prometheus.Labels{"provider": name}
+	name := labels["provider"]
 	m := &ConnectionMetrics{
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: ConnectedMetric, Help: ConnectedHelp, ConstLabels: labels}),
 		state:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: StateMetric, Help: StateHelp, ConstLabels: labels}, []string{"state"}),

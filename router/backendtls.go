@@ -11,7 +11,7 @@ import (
 )
 
 // BackendTLS returns the client configuration of the route's backend
-// connections: nil, nil for plain HTTP; an error when scheme=https but
+// connections: nil, nil for plain HTTP and h2c; an error when scheme=https or h2 but
 // its settings could not be used, in which case the route must not talk
 // to its backends at all (W005). Read only: shared by every request.
 func (r *Route) BackendTLS() (*tls.Config, error) { return r.backendTLS, r.backendTLSErr }
@@ -20,7 +20,7 @@ func (r *Route) BackendTLS() (*tls.Config, error) { return r.backendTLS, r.backe
 // route is built. Callers hold r.mu.
 func compileBackendTLS(rt *Route) []diagnostics.Diagnostic {
 	ep := &rt.ep
-	if ep.Scheme != config.SchemeHTTPS {
+	if !config.SpeaksTLS(ep.Scheme) {
 		return nil
 	}
 	bt := ep.BackendTLS
@@ -69,7 +69,7 @@ type compiledBackendTLS struct {
 }
 
 // BackendTLSDiagnostics reads the backend TLS files of the entrypoints
-// with scheme=https as the router would, and returns what it would report
+// with scheme=https or h2 as the router would, and returns what it would report
 // (W005), for `levee validate`.
 func BackendTLSDiagnostics(eps []config.Entrypoint) []diagnostics.Diagnostic {
 	var out []diagnostics.Diagnostic

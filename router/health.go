@@ -17,6 +17,9 @@ import (
 type healthTarget struct {
 	cfg      config.HealthCheck
 	backends []*Backend
+	// tcp: the route is a TCP route, checked by a TCP connect instead of
+	// an HTTP GET.
+	tcp bool
 }
 
 // healthChecker actively probes a route's backends and takes them out of
@@ -49,7 +52,7 @@ func (r *Router) configureHealth(rs *RouteState, rt *Route) {
 	}
 	// The validator already applied Effective's rules (and said so, I004);
 	// they are applied again for entrypoints built without it.
-	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends}
+	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends, tcp: rt.ep.Protocol == config.ProtocolTCP}
 	if rs.health != nil {
 		rs.health.target.Store(t)
 		select {
@@ -132,7 +135,11 @@ func (h *healthChecker) round() {
 			continue
 		}
 		seen[b.st] = true
-		wg.Go(func() { h.judge(b, t.cfg, h.check(ctx, b, t.cfg)) })
+		check := h.check
+		if t.tcp {
+			check = connectCheck
+		}
+		wg.Go(func() { h.judge(b, t.cfg, check(ctx, b, t.cfg)) })
 	}
 	wg.Wait()
 }
@@ -155,6 +162,20 @@ func (h *healthChecker) check(ctx context.Context, b *Backend, cfg config.Health
 		return resp.StatusCode >= 200 && resp.StatusCode < 400
 	}
 	return cfg.Status.Has(resp.StatusCode)
+}
+
+// connectCheck is a TCP route's check: the backend accepts a TCP
+// connection within the timeout.
+func connectCheck(ctx context.Context, b *Backend, cfg config.HealthCheck) bool {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", b.hostport)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // judge applies rise/fall. Only this checker's goroutines touch the

@@ -92,6 +92,12 @@ func (r *Router) Patch(p config.SourcePatch) {
 		delete(r.sources, p.Source)
 	}
 	r.replaceDiagnostics(p.Source, p.Diagnostics)
+	if r.usesPolicies() {
+		// A route's policies may come from any source: the full
+		// rebuild resolves every route against them.
+		r.rebuild()
+		return
+	}
 	r.rebuildIDs(ids)
 }
 

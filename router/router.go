@@ -42,7 +42,11 @@ type Router struct {
 
 	mu      sync.Mutex // serialises Update and sweeps
 	sources map[string]*sourceSet
-	ghosts  map[string]ghost
+	// policies are each source's named policies (policies.go).
+	policies map[string][]config.Policy
+	// policySet is the policies the current snapshot was resolved with.
+	policySet config.PolicySet
+	ghosts    map[string]ghost
 	// routeDiags are the router's diagnostics of each route id that has
 	// any (collisions, compile and policy problems), kept per id so that
 	// a patch replaces only its ids' (patch.go).
@@ -78,6 +82,7 @@ func New(opts Options) *Router {
 		metrics:    newMetrics(),
 		reg:        newRegistry(),
 		sources:    make(map[string]*sourceSet),
+		policies:   make(map[string][]config.Policy),
 		ghosts:     make(map[string]ghost),
 		routeDiags: make(map[string][]diagnostics.Diagnostic),
 		volatile:   make(map[string]bool),
@@ -87,7 +92,7 @@ func New(opts Options) *Router {
 	r.healthTransport = newHealthTransport(opts)
 	r.authTransport = newAuthTransport(opts)
 	if r.opts.Policies == nil {
-		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders})
+		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet})
 	}
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
@@ -144,6 +149,7 @@ func (r *Router) Update(u config.SourceUpdate) {
 		}
 		r.sources[u.Source] = &sourceSet{eps: eps}
 	}
+	r.setPolicies(u.Source, u.Policies)
 	r.replaceDiagnostics(u.Source, u.Diagnostics)
 	r.rebuild()
 }
@@ -207,6 +213,7 @@ func (r *Router) rebuild() {
 	eps, collisions := r.merge()
 	r.expiry = earliest{}
 	r.routeDiags = collisions
+	eps, policyDiags := r.resolvePolicies(eps)
 
 	present := make(map[string]bool, len(eps))
 	for _, ep := range eps {
@@ -264,6 +271,7 @@ func (r *Router) rebuild() {
 	r.regexes.retain(routes)
 	sortRoutes(routes)
 	snap, tableDiags := buildSnapshotFrom(old, routes, change{fresh: fresh, gone: gone})
+	tableDiags = append(tableDiags, policyDiags...)
 	r.snap.Store(snap)
 	clear(r.volatile)
 	for _, rt := range routes {
@@ -533,8 +541,9 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		a.Path != b.Path || a.PathCaseInsensitive != b.PathCaseInsensitive || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || a.MaxRequestBodyBytes != b.MaxRequestBodyBytes || !a.Created.Equal(b.Created) ||
-		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
-		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS {
+		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Policies, b.Policies) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
+		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS ||
+		!a.TCP.Equal(b.TCP) {
 		return false
 	}
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {

@@ -44,6 +44,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Record struct {
 	Put []stateRecord `json:"put,omitempty"`
 	Del []string      `json:"del,omitempty"`
+	// PutPolicy and DelPolicy change the named policies (policies.go).
+	PutPolicy []stateRecord `json:"put_policy,omitempty"`
+	DelPolicy []string      `json:"del_policy,omitempty"`
 }
 
 // stateLog is the append side of the log; the store's mutex guards it.
@@ -231,6 +234,14 @@ func (s *Store) replay(codec Codec) error {
 		}
 		for _, id := range rec.Del {
 			delete(s.entries, id)
+		}
+		for _, p := range rec.PutPolicy {
+			if err := s.loadPolicy(p); err != nil {
+				return fmt.Errorf("record %d: %w", i+1, err)
+			}
+		}
+		for _, name := range rec.DelPolicy {
+			delete(s.policies, name)
 		}
 	}
 	s.log.size = good

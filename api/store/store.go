@@ -71,6 +71,8 @@ type Store struct {
 
 	mu      sync.Mutex
 	entries map[string]Entry // by id
+	// policies are the named policies, by name (policies.go).
+	policies map[string]PolicyEntry
 	// withDiags holds (at least) the ids of entries with diagnostics.
 	withDiags map[string]bool
 	order     []string // the ids, sorted: kept as writes come, not sorted per write
@@ -85,6 +87,8 @@ type Store struct {
 type stateFile struct {
 	Version     int           `json:"version"`
 	Entrypoints []stateRecord `json:"entrypoints"`
+	// Policies are the named policies (policies.go), by name in ID.
+	Policies []stateRecord `json:"policies,omitempty"`
 }
 
 // stateRecord is one persisted entrypoint. Created is kept beside the
@@ -116,7 +120,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("state file %s: directory %s does not exist or is not a directory", opts.Path, dir)
 	}
 	s := &Store{path: opts.Path, encode: opts.Codec.Encode, sink: opts.Sink, now: opts.Now, warn: opts.Warn,
-		entries: map[string]Entry{}, withDiags: map[string]bool{}, log: stateLog{path: LogPath(opts.Path)}, compactMin: compactMinBytes}
+		entries: map[string]Entry{}, policies: map[string]PolicyEntry{}, withDiags: map[string]bool{}, log: stateLog{path: LogPath(opts.Path)}, compactMin: compactMinBytes}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -194,6 +198,14 @@ func (s *Store) load(codec Codec) error {
 			return fmt.Errorf("entrypoint %q appears twice", rec.ID)
 		}
 		if err := s.loadRecord(codec, rec); err != nil {
+			return err
+		}
+	}
+	for i, rec := range doc.Policies {
+		if _, dup := s.policies[rec.ID]; dup || rec.ID == "" {
+			return fmt.Errorf("policy #%d %q has no name or appears twice", i+1, rec.ID)
+		}
+		if err := s.loadPolicy(rec); err != nil {
 			return err
 		}
 	}
@@ -420,6 +432,7 @@ func (s *Store) write() (size int64, err error) {
 	for _, e := range s.sorted() {
 		doc.Entrypoints = append(doc.Entrypoints, stateRecord{ID: e.Entrypoint.ID, Created: e.Entrypoint.Created, Payload: e.Payload})
 	}
+	doc.Policies = s.policyRecords()
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return 0, fmt.Errorf("encode: %w", err)
@@ -467,6 +480,9 @@ func (s *Store) push() {
 		u.Entrypoints = append(u.Entrypoints, e.Entrypoint)
 		u.Diagnostics = append(u.Diagnostics, e.Diagnostics...)
 	}
+	var ds []diagnostics.Diagnostic
+	u.Policies, ds = s.policyList()
+	u.Diagnostics = append(u.Diagnostics, ds...)
 	s.sink.Update(u)
 }
 
@@ -480,6 +496,8 @@ func (s *Store) pushChange(puts []Entry, dels []string) {
 	for _, id := range s.diagnosed() {
 		p.Diagnostics = append(p.Diagnostics, s.entries[id].Diagnostics...)
 	}
+	_, ds := s.policyList()
+	p.Diagnostics = append(p.Diagnostics, ds...)
 	s.sink.Patch(p)
 }
 

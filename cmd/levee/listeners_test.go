@@ -34,6 +34,9 @@ func TestListenFlag(t *testing.T) {
 			[]listenerSpec{{Name: "web", Addr: ":80", IdleTimeout: 30 * time.Second}, {Name: "websecure", Addr: ":443", TLS: true, HeaderTimeout: 5 * time.Second}}},
 		{"public port", []string{"--listen", "web=:80", "--listen", "websecure=:443,public-port=41443,tls"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":443", TLS: true, PublicPort: 41443}}},
+		{"h2c", []string{"--listen", "grpc=:50051,h2c"}, nil, []listenerSpec{{Name: "grpc", Addr: ":50051", H2C: true}}},
+		{"tcp listener", []string{"--listen", "web=:80", "--listen", "postgres=:5432,tcp"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "postgres", Addr: ":5432", TCP: true}}},
 		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
 			[]listenerSpec{{Name: "a", Addr: ":1"}}},
 	}
@@ -60,7 +63,9 @@ func TestListenFlagErrors(t *testing.T) {
 		"public-port wants":      {"--listen", "websecure=:443,tls,public-port=0"},
 		"from 1 to 65535":        {"--listen", "websecure=:443,tls,public-port=70000"},
 		"add tls":                {"--listen", "web=:80,public-port=8080"},
+		"serves h2 by ALPN":      {"--listen", "websecure=:443,tls,h2c"},
 		"declared twice":         {"--listen", "a=:1", "--listen", "a=:2"},
+		"tcp listener takes no":  {"--listen", "pg=:5432,tcp,tls"},
 		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
 	}
 	for want, args := range cases {

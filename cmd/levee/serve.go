@@ -24,6 +24,7 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/proxy"
+	"github.com/levee-proxy/levee/router/proxy/tcp"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
@@ -207,7 +208,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 	// Listening is logged in declaration order (the plain listener of
 	// --http-listen first), before serving: the sockets are bound already.
 	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
-		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Str("addr", ln.Addr().String()).Msg("listening")
+		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Bool("tcp", spec.TCP).Str("addr", ln.Addr().String()).Msg("listening")
 		wg.Add(1)
 		go serve1(role, spec, srv, ln)
 	}
@@ -215,6 +216,11 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 	for _, p := range proxies {
 		serveOn("proxy", p.spec, p.srv, p.ln)
 		servers = append(servers, p.srv)
+	}
+	if app.tcp != nil {
+		// The TCP connections a TLS listener handed over by SNI drain
+		// with the rest, even without a TCP listener.
+		servers = append(servers, tcpDrain{app.tcp})
 	}
 	serveOn("api", listenerSpec{Name: "api"}, apiSrv, apiLn)
 	for _, background := range app.background {
@@ -297,12 +303,26 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	}
 	ls := routerListeners(bound)
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
+	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
+	app.tcp = tp
 	for i, l := range ls {
+		switch {
+		case out[i].spec.TCP:
+			out[i].srv = &tcpServer{p: tp, name: l.Name}
+			continue
+		case out[i].spec.TLS:
+			// TCP routes with SNI take their connections before TLS
+			// reaches the HTTP server.
+			out[i].ln = tp.SNIListener(out[i].ln, l.Name, out[i].spec.headerTimeout())
+		}
 		if out[i].spec.TLS {
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
 			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog, h2cut)
 		} else {
 			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
+			if out[i].spec.H2C {
+				out[i].ln = newH2CListener(out[i].ln, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"), h2cut)
+			}
 		}
 	}
 	return out, nil

@@ -113,14 +113,17 @@ func (s *splitTLSServer) serveH2(c *tls.Conn) {
 // flood (frames of undefined types under one label, "unknown").
 func guardH2(c *tls.Conn, errorLog *stdlog.Logger, cut *prometheus.CounterVec) *h2guard.Conn {
 	remote := c.RemoteAddr().String()
-	return h2guard.New(c, h2guard.Options{OnFlood: func(frameType uint8) {
-		name := h2guard.FrameName(frameType)
-		errorLog.Printf("http2: connection from %s cut: %s frames past its budget (ENHANCE_YOUR_CALM)", remote, name)
-		if strings.HasPrefix(name, "0x") {
-			name = "unknown"
-		}
-		cut.WithLabelValues(name).Inc()
-	}})
+	return h2guard.New(c, h2guard.Options{OnFlood: func(frameType uint8) { countFlood(errorLog, cut, remote, frameType) }})
+}
+
+// countFlood logs and counts an HTTP/2 connection cut by h2guard.
+func countFlood(errorLog *stdlog.Logger, cut *prometheus.CounterVec, remote string, frameType uint8) {
+	name := h2guard.FrameName(frameType)
+	errorLog.Printf("http2: connection from %s cut: %s frames past its budget (ENHANCE_YOUR_CALM)", remote, name)
+	if strings.HasPrefix(name, "0x") {
+		name = "unknown"
+	}
+	cut.WithLabelValues(name).Inc()
 }
 
 // guardStdlibH2 has srv (net/http's server, --http-server=stdlib) serve

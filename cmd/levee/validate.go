@@ -258,15 +258,34 @@ func validateListeners(fs *flag.FlagSet, getenv func(string) string, listen []li
 	return routerListeners(specs), nil
 }
 
+// resolveComposePolicies applies the named policies the objects declare
+// (levee.policy.*) to their routes, as the router does: the policies'
+// own diagnostics join ds, the references' (E007) come back as route
+// diagnostics. Policies declared elsewhere (the API, files) are not known
+// here: a route that uses one is reported E007.
+func resolveComposePolicies(p labels.Parser, objs []labels.Container, eps []config.Entrypoint, ds []diagnostics.Diagnostic) ([]config.Entrypoint, []diagnostics.Diagnostic, []diagnostics.Diagnostic) {
+	pols, pds := p.ParsePolicies(objs)
+	set, cds := config.NewPolicySet(pols)
+	ds = append(append(ds, pds...), cds...)
+	var rds []diagnostics.Diagnostic
+	for i := range eps {
+		var refs []diagnostics.Diagnostic
+		eps[i], refs = set.Resolve(eps[i])
+		rds = append(rds, refs...)
+	}
+	return eps, ds, rds
+}
+
 // reportBoth checks a compose project's labels as container labels (docker
 // provider) and its deploy.labels as Swarm service labels (swarm
 // provider), and joins the two reports: containers first, then services.
 // With listeners, the routes are also checked against them (W046, W047);
-// the backend TLS files of scheme=https routes are read (W005).
+// the backend TLS files of scheme=https and scheme=h2 routes are read (W005).
 func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.Listener) validateReport {
 	parse := func(p labels.Parser, objs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic, []diagnostics.Diagnostic) {
 		eps, ds := p.Parse(objs)
-		rds := router.BackendTLSDiagnostics(eps)
+		eps, ds, rds := resolveComposePolicies(p, objs, eps, ds)
+		rds = append(rds, router.BackendTLSDiagnostics(eps)...)
 		if listeners == nil {
 			return eps, ds, rds
 		}

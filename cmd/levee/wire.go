@@ -13,6 +13,7 @@ import (
 	"github.com/levee-proxy/levee/api"
 	"github.com/levee-proxy/levee/api/dashboard"
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/file"
 	"github.com/levee-proxy/levee/provider/labels"
@@ -21,6 +22,7 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/proxy"
+	"github.com/levee-proxy/levee/router/proxy/tcp"
 	"github.com/levee-proxy/levee/router/status"
 )
 
@@ -39,6 +41,8 @@ type app struct {
 	// acme obtains certificates (--acme-email, --acme-ca); nil when off.
 	acme   *certs.ACME
 	router *router.Router
+	// tcp relays the TCP routes' connections (openProxyListeners).
+	tcp *tcp.Proxy
 }
 
 // build wires the sources, the router, the request path and the API. Data
@@ -68,6 +72,17 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	replica := ""
+	if breakers != nil {
+		replica = breakers.Replica()
+	}
+	rateFleet, closeRateFleet, err := newRateFleet(cfg, replica, log, reg, rtRef)
+	if err != nil {
+		if breakers != nil {
+			_ = breakers.Close()
+		}
+		return nil, err
+	}
 	encoders := compress.NewEncoders(int64(cfg.CompressMemory) << 20)
 	registerCompressMetrics(reg, encoders)
 	ropts := router.Options{
@@ -80,7 +95,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		TrustedProxies:    trusted,
 		// One encoder budget for the process: a route cannot add memory
 		// by being another compress route.
-		Encoders: encoders,
+		Encoders:  encoders,
+		RateFleet: rateFleet,
 	}
 	if breakers != nil {
 		ropts.BreakerStore = breakers
@@ -131,6 +147,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		if breakers != nil {
 			_ = breakers.Close()
 		}
+		closeRateFleet()
 	}
 
 	codec := api.StandardCodec()
@@ -146,6 +163,9 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	// sampled from the counters the breakers keep anyway, on a ticker:
 	// nothing is added to the request path.
 	a.background = append(a.background, rt.RunHistory)
+	if rateFleet != nil {
+		a.background = append(a.background, rateFleet.Run)
+	}
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
 		closeAll()
@@ -160,6 +180,16 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	// both may run at once against one engine.
 	for _, swarm := range []bool{false, true} {
 		if (!swarm && !cfg.DockerEnabled) || (swarm && !cfg.SwarmEnabled) {
+			continue
+		}
+		if !swarm && len(cfg.DockerHosts) > 0 {
+			checks, run, err := newDockerHosts(cfg, log, reg, rt)
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("docker provider: %w", err)
+			}
+			ready = append(ready, checks...)
+			a.background = append(a.background, run)
 			continue
 		}
 		name := config.SourceDocker
@@ -184,7 +214,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 			Dirs:       cfg.ConfigDirs,
 			Files:      cfg.ConfigFiles,
 			Logger:     log.With().Str("component", config.SourceFile).Logger(),
-			Registerer: reg,
+			Registerer: withHostLabel(cfg, reg),
 		})
 		if err != nil {
 			closeAll()
@@ -223,12 +253,18 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 // newDockerProvider builds the docker provider (in Swarm mode when swarm)
 // from the serve flags, with its metrics in reg.
 func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prometheus.Registerer) (*docker.Provider, error) {
+	return docker.New(dockerOptions(cfg, swarm, log, reg))
+}
+
+// dockerOptions are the docker provider's options from the serve flags.
+func dockerOptions(cfg serveConfig, swarm bool, log zerolog.Logger, reg prometheus.Registerer) docker.Options {
 	component := config.SourceDocker
 	if swarm {
 		component = config.SourceSwarm
 	}
-	return docker.New(docker.Options{
+	return docker.Options{
 		Host:           cfg.DockerHost,
+		TLSDir:         cfg.DockerTLSDir,
 		Parser:         labels.Parser{Prefix: cfg.LabelPrefix, ExposedByDefault: cfg.ExposedByDefault, Constraint: cfg.DockerConstraints},
 		Debounce:       cfg.DockerDebounce,
 		ResyncInterval: cfg.DockerResync,
@@ -239,7 +275,38 @@ func newDockerProvider(cfg serveConfig, swarm bool, log zerolog.Logger, reg prom
 		Logger:         log.With().Str("component", component).Logger(),
 		Swarm:          swarm,
 		SwarmPoll:      cfg.SwarmPoll,
-	})
+	}
+}
+
+// newDockerHosts builds the docker provider of several hosts: one /ready
+// entry per host (docker/<name>), and the function that runs them all.
+func newDockerHosts(cfg serveConfig, log zerolog.Logger, reg prometheus.Registerer, sink docker.Sink) ([]api.ReadyCheck, func(context.Context), error) {
+	hosts, err := docker.NewHosts(dockerOptions(cfg, false, log, reg), cfg.DockerHosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var checks []api.ReadyCheck
+	for _, p := range hosts.Providers() {
+		checks = append(checks, api.ReadyCheck{Name: config.SourceDocker + "/" + p.HostName(), Ready: p.Settled, Connection: dockerConnection(p)})
+	}
+	run := func(ctx context.Context) {
+		if err := hosts.Run(ctx, sink); err != nil {
+			log.Error().Err(err).Msg("docker provider stopped")
+		}
+		_ = hosts.Close()
+	}
+	return checks, run, nil
+}
+
+// withHostLabel is reg for a provider without hosts: with several Docker
+// hosts, the providers' shared series carry provider.HostLabel, and a
+// registry takes one name with one set of label names only, so this one
+// gets it empty.
+func withHostLabel(cfg serveConfig, reg prometheus.Registerer) prometheus.Registerer {
+	if len(cfg.DockerHosts) == 0 || !cfg.DockerEnabled {
+		return reg
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{provider.HostLabel: ""}, reg)
 }
 
 // dockerConnection reports the provider's connection in the API's terms.

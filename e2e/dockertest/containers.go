@@ -35,6 +35,12 @@ type Spec struct {
 	ExposedPorts []int
 	// Healthcheck overrides the image's HEALTHCHECK.
 	Healthcheck *container.HealthConfig
+	// Publish are TCP ports published on an ephemeral port of the host's
+	// every address (PublishedPort reads which).
+	Publish []int
+	// Restart is the restart policy ("" none; unless-stopped brings the
+	// container back with its engine).
+	Restart container.RestartPolicyMode
 }
 
 // Create creates (but does not start) a container from spec, labelled for
@@ -69,7 +75,19 @@ func Create(t testing.TB, cli *client.Client, spec Spec) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	resp, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: &container.HostConfig{}, NetworkingConfig: netCfg, Name: name})
+	hostCfg := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: spec.Restart}}
+	if len(spec.Publish) > 0 {
+		hostCfg.PortBindings = network.PortMap{}
+		if cfg.ExposedPorts == nil {
+			cfg.ExposedPorts = network.PortSet{}
+		}
+		for _, p := range spec.Publish {
+			port := network.MustParsePort(strconv.Itoa(p) + "/tcp")
+			cfg.ExposedPorts[port] = struct{}{}
+			hostCfg.PortBindings[port] = []network.PortBinding{{}}
+		}
+	}
+	resp, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg, NetworkingConfig: netCfg, Name: name})
 	if err != nil {
 		t.Fatalf("create container %s from %s: %v", name, spec.Image, err)
 	}
@@ -200,4 +218,25 @@ func Health(ctx context.Context, cli *client.Client, id string) (string, error) 
 		return "", nil
 	}
 	return string(info.State.Health.Status), nil
+}
+
+// PublishedPort is the host port container id publishes its TCP port on
+// (0 when none).
+func PublishedPort(t testing.TB, cli *client.Client, id string, port int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatalf("inspect container %s: %v", id, err)
+	}
+	if r.Container.NetworkSettings == nil {
+		return 0
+	}
+	for _, b := range r.Container.NetworkSettings.Ports[network.MustParsePort(strconv.Itoa(port)+"/tcp")] {
+		if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }

@@ -63,9 +63,13 @@ func facts(info container.InspectResponse) labels.Container {
 			if ep != nil && ep.IPAddress.IsValid() {
 				n.IP = ep.IPAddress.String()
 			}
+			if ep != nil {
+				n.ID = ep.NetworkID
+			}
 			c.Networks = append(c.Networks, n)
 		}
 		sort.Slice(c.Networks, func(i, j int) bool { return c.Networks[i].Name < c.Networks[j].Name })
+		c.PublishedPorts = publishedPorts(info)
 	}
 	return c
 }

@@ -204,3 +204,40 @@ func addrText(a netip.Addr) string {
 	}
 	return a.String()
 }
+
+// publishedPorts are the TCP ports a container publishes on its host,
+// container port → host port, for a Levee on another machine: a binding on
+// every address (no address, 0.0.0.0) first, else one on a specific IPv4
+// address, else one on IPv6. nil when it publishes none.
+func publishedPorts(info container.InspectResponse) map[int]int {
+	var out map[int]int
+	for p, bs := range info.NetworkSettings.Ports {
+		if p.Proto() != network.TCP || p.Num() == 0 {
+			continue
+		}
+		best, rank := 0, 0
+		for _, b := range bs {
+			n, err := strconv.Atoi(b.HostPort)
+			if err != nil || n <= 0 {
+				continue
+			}
+			r := 1 // IPv6
+			switch {
+			case !b.HostIP.IsValid() || (b.HostIP.Is4() && b.HostIP.IsUnspecified()):
+				r = 3
+			case b.HostIP.Is4():
+				r = 2
+			}
+			if r > rank || (r == rank && n < best) {
+				best, rank = n, r
+			}
+		}
+		if best > 0 {
+			if out == nil {
+				out = map[int]int{}
+			}
+			out[int(p.Num())] = best
+		}
+	}
+	return out
+}

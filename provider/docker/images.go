@@ -14,7 +14,7 @@ import (
 // not known); an engine that cannot be reached is an error. Each engine call
 // has DefaultCallTimeout.
 func ImageExposedPorts(ctx context.Context, host string, images []string) (map[string][]int, error) {
-	cli, err := newClient(host)
+	cli, err := newClient(host, "")
 	if err != nil {
 		return nil, err
 	}

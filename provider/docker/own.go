@@ -16,7 +16,7 @@ import (
 // prefix). Neither matching a container (Levee not in a container) leaves
 // OwnNetworks empty.
 func (p *Provider) detectOwn(ctx context.Context) error {
-	p.ownID, p.own = "", nil
+	p.ownID, p.own, p.ownNetIDs = "", nil, nil
 	var info container.InspectResponse
 	found := false
 	for _, candidate := range []string{p.opts.SelfID, p.opts.Hostname} {
@@ -41,10 +41,14 @@ func (p *Provider) detectOwn(ctx context.Context) error {
 	}
 	p.ownID = info.ID
 	if info.NetworkSettings != nil {
-		for name := range info.NetworkSettings.Networks {
+		for name, ep := range info.NetworkSettings.Networks {
 			p.own = append(p.own, name)
+			if ep != nil && ep.NetworkID != "" {
+				p.ownNetIDs = append(p.ownNetIDs, ep.NetworkID)
+			}
 		}
 		sort.Strings(p.own)
+		sort.Strings(p.ownNetIDs)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -48,6 +49,13 @@ type Options struct {
 	// Host is the engine address, e.g. "unix:///var/run/docker.sock" or
 	// "tcp://127.0.0.1:2375". Empty means DOCKER_HOST, else the local socket.
 	Host string
+	// HostName names the host when Levee watches several (NewHosts sets
+	// it): its metrics carry host=<name>, its log lines docker_host_name.
+	HostName string
+	// TLSDir holds the engine's TLS client certificates in the Docker
+	// CLI's DOCKER_CERT_PATH layout (ca.pem, cert.pem, key.pem); empty
+	// means DOCKER_CERT_PATH/DOCKER_TLS_VERIFY as the environment says.
+	TLSDir string
 	// Parser is the label grammar; its OwnNetworks and OnHost are filled
 	// by the provider.
 	Parser labels.Parser
@@ -117,11 +125,13 @@ type Provider struct {
 	swarm swarmEngine
 	// name is the source: config.SourceDocker, or SourceSwarm in Swarm
 	// mode.
-	name    string
-	host    string
-	closer  func() error
-	log     zerolog.Logger
-	synced  atomic.Bool
+	name   string
+	host   string
+	closer func() error
+	log    zerolog.Logger
+	synced atomic.Bool
+	// judged is set once a host of several was judged lost (Settled).
+	judged  atomic.Bool
 	metrics *metrics
 
 	mu     sync.Mutex
@@ -134,9 +144,13 @@ type Provider struct {
 	cache     map[string]labels.Container
 	ownID     string
 	own       []string
-	sent      []labels.Container
-	sentOwn   []string
-	everSent  bool
+	ownNetIDs []string
+	// hosts, when set, receives the container set instead of the sink:
+	// this provider is one of several hosts (hosts.go).
+	hosts    *hostSet
+	sent     []labels.Container
+	sentOwn  []string
+	everSent bool
 	// Swarm mode: stale is set by an event and cleared by the re-list
 	// that follows; settled is false while a labelled service scales;
 	// settleUntil ends the close polling that follows an event.
@@ -162,7 +176,7 @@ type Provider struct {
 // New makes a Provider for opts.Host. It does not contact the engine: Run
 // does, and keeps trying.
 func New(opts Options) (*Provider, error) {
-	cli, err := newClient(opts.Host)
+	cli, err := newClient(opts.Host, opts.TLSDir)
 	if err != nil {
 		return nil, err
 	}
@@ -175,10 +189,14 @@ func New(opts Options) (*Provider, error) {
 	return p, nil
 }
 
-func newClient(host string) (*client.Client, error) {
+func newClient(host, tlsDir string) (*client.Client, error) {
 	clientOpts := []client.Opt{client.FromEnv}
 	if host != "" {
 		clientOpts = append(clientOpts, client.WithHost(host))
+	}
+	if tlsDir != "" {
+		clientOpts = append(clientOpts, client.WithTLSClientConfig(
+			filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
 	}
 	cli, err := client.New(clientOpts...)
 	if err != nil {
@@ -198,7 +216,7 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 			return nil, fmt.Errorf("the %s provider needs an engine client with the Swarm API", name)
 		}
 	}
-	m, err := newMetrics(opts.Registerer, name)
+	m, err := newMetrics(opts.Registerer, name, opts.HostName)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +227,7 @@ func newProvider(opts Options, eng engine) (*Provider, error) {
 		swarm:   se,
 		name:    name,
 		host:    host,
-		log:     opts.Logger.With().Str("provider", name).Str("docker_host", host).Logger(),
+		log:     opts.Logger.With().Str("provider", name).Str("docker_host", host).Str("docker_host_name", opts.HostName).Logger(),
 		metrics: m,
 		status:  Status{State: provider.StateConnecting, Since: opts.Clock.Now()},
 		cache:   map[string]labels.Container{},
@@ -386,6 +404,12 @@ func (p *Provider) publish(sink Sink, always bool) {
 	if !always && p.everSent && reflect.DeepEqual(cs, p.sent) && reflect.DeepEqual(p.own, p.sentOwn) {
 		return
 	}
+	if p.hosts != nil {
+		p.hosts.update(p.opts.HostName, hostFacts{containers: cs, own: p.own, ownNetIDs: p.ownNetIDs, ownFound: p.ownID != ""})
+		p.sent, p.sentOwn, p.everSent = cs, p.own, true
+		p.synced.Store(true)
+		return
+	}
 	parser := p.opts.Parser
 	parser.OwnNetworks = append([]string(nil), p.own...)
 	// No container of its own found: Levee runs on the host (a Swarm
@@ -393,7 +417,10 @@ func (p *Provider) publish(sink Sink, always bool) {
 	parser.OnHost = p.ownID == ""
 	parser.Source = p.name
 	eps, diags := p.opts.Parse(parser, cs)
-	sink.Update(config.SourceUpdate{Source: p.name, Entrypoints: eps, Diagnostics: diags})
+	pols, pdiags := parser.ParsePolicies(cs)
+	diags = append(diags, pdiags...)
+	diagnostics.Sort(diags)
+	sink.Update(config.SourceUpdate{Source: p.name, Entrypoints: eps, Diagnostics: diags, Policies: pols})
 	p.sent, p.sentOwn, p.everSent = cs, p.own, true
 	p.synced.Store(true)
 	p.log.Debug().Int("objects", len(cs)).Int("entrypoints", len(eps)).Int("diagnostics", len(diags)).
@@ -406,7 +433,7 @@ func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 // DOCKER_HOST, else the local socket) once, ordered by name, for
 // `levee validate`. Each engine call has DefaultCallTimeout.
 func ListContainers(ctx context.Context, host string) ([]labels.Container, error) {
-	cli, err := newClient(host)
+	cli, err := newClient(host, "")
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +453,7 @@ func ListContainers(ctx context.Context, host string) ([]labels.Container, error
 // engine that is not a Swarm manager has none: nil, no error. Each engine
 // call has DefaultCallTimeout.
 func ListServices(ctx context.Context, host string) ([]labels.Container, error) {
-	cli, err := newClient(host)
+	cli, err := newClient(host, "")
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,13 @@ func (p *Provider) Run(ctx context.Context, sink Sink) error {
 		delay := bo.delay()
 		p.setState(provider.StateDisconnected, err)
 		p.logEnding(end, err, delay)
+		if end == failed && p.hosts != nil {
+			// The engine does not answer (a reconnect after a lost
+			// stream failed too): its containers would fail anyway.
+			p.judged.Store(true)
+			p.hosts.lost(p.opts.HostName, err)
+			p.everSent = false // the next sync is sent whatever it holds
+		}
 		if end == noStream {
 			p.syncWithoutStream(ctx, sink)
 		}

@@ -73,12 +73,17 @@ type metrics struct {
 	reconnects prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
-	connection, err := provider.NewConnectionMetrics(reg, name)
+// With a host name (one of several hosts) every series carries host=<name>
+// too.
+func newMetrics(reg prometheus.Registerer, name, host string) (*metrics, error) {
+	constLabels := prometheus.Labels{"provider": name}
+	if host != "" {
+		constLabels[provider.HostLabel] = host
+	}
+	connection, err := provider.NewConnectionMetricsLabelled(reg, constLabels)
 	if err != nil {
 		return nil, err
 	}
-	constLabels := prometheus.Labels{"provider": name}
 	m := &metrics{
 		connection: connection,
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{

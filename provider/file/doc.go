@@ -15,7 +15,9 @@
 //	    backends:
 //	      - {address: 192.168.1.20, port: 5000}
 //
-// (the top-level object leaves room for other lists beside entrypoints);
+// and, beside entrypoints, a policies list of named policies in the
+// payload shape of PUT /policies/<name> (config.DecodePolicy), which routes
+// of any source may reference;
 // a file may also hold one entrypoint, or a bare list of them, and a YAML
 // file several documents (---). An entrypoint named nas gets the id
 // nas@file, so it never collides with an API entrypoint or a container,

@@ -53,11 +53,15 @@ func sniffFormat(data []byte) Format {
 	return FormatYAML
 }
 
-// Top-level keys of a config file's document object. A key for named
-// policies is added here when the config package models them.
-const keyEntrypoints = "entrypoints"
+// Top-level keys of a config file's document object: its entrypoints and
+// its named policies (config.Policy, in the payload shape of PUT
+// /policies/<name>).
+const (
+	keyEntrypoints = "entrypoints"
+	keyPolicies    = "policies"
+)
 
-var documentKeys = []string{keyEntrypoints}
+var documentKeys = []string{keyEntrypoints, keyPolicies}
 
 // rawEntry is one entrypoint object of a file, before the validator:
 // its value as the JSON payload shape, where it sits (index in the file,
@@ -67,6 +71,8 @@ type rawEntry struct {
 	line  int
 	name  string
 	value any
+	// policy marks an item of the policies list, index counting those.
+	policy bool
 }
 
 // syntaxError is a file that cannot be read as its format or does not
@@ -230,19 +236,26 @@ func shape(v any, node *yaml.Node, src diagnostics.Source, entries *[]rawEntry) 
 	case map[string]any:
 		if nameKey, _ := lookupFold(x, "name"); nameKey != "" {
 			if docKey, _ := lookupFold(x, keyEntrypoints); docKey == "" {
-				*entries = append(*entries, entryOf(len(*entries), x, node))
+				*entries = append(*entries, entryOf(entrypointCount(*entries), x, node))
 				return nil, nil
 			}
 		}
 		var key string
 		key, list = lookupFold(x, keyEntrypoints)
 		listNode = mappingValue(node, key)
+		polKey, pols := lookupFold(x, keyPolicies)
+		if err := policiesOf(pols, mappingValue(node, polKey), entries); err != nil {
+			return ds, err
+		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if !slices.ContainsFunc(documentKeys, func(d string) bool { return strings.EqualFold(d, k) }) {
 				ds = append(ds, diagnostics.New(diagnostics.UnknownKey, src, k, "", "",
 					fmt.Sprintf("unknown top-level field %q of a config file", k),
 					diagnostics.DidYouMean(k, append(documentKeys, "name"))))
 			}
+		}
+		if key == "" && polKey != "" {
+			return ds, nil // policies only
 		}
 		if key == "" {
 			return ds, &syntaxError{line: lineOf(node), msg: "a config file holds an object with an entrypoints list (or one entrypoint, or a list of them); this object has neither entrypoints nor name"}
@@ -262,9 +275,43 @@ func shape(v any, node *yaml.Node, src diagnostics.Source, entries *[]rawEntry) 
 		if listNode != nil && listNode.Kind == yaml.SequenceNode && i < len(listNode.Content) {
 			n = listNode.Content[i]
 		}
-		*entries = append(*entries, entryOf(len(*entries), item, n))
+		*entries = append(*entries, entryOf(entrypointCount(*entries), item, n))
 	}
 	return ds, nil
+}
+
+// entrypointCount is the number of entrypoints (not policies) in entries:
+// the index of the next one.
+func entrypointCount(entries []rawEntry) int {
+	n := 0
+	for _, e := range entries {
+		if !e.policy {
+			n++
+		}
+	}
+	return n
+}
+
+// policiesOf appends the items of a document's policies list to entries,
+// marked as policies.
+func policiesOf(v any, node *yaml.Node, entries *[]rawEntry) error {
+	if v == nil {
+		return nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return &syntaxError{line: lineOf(node), msg: fmt.Sprintf("policies must be a list, not %s", kindOf(v))}
+	}
+	for i, item := range items {
+		var n *yaml.Node
+		if node != nil && node.Kind == yaml.SequenceNode && i < len(node.Content) {
+			n = node.Content[i]
+		}
+		e := entryOf(i, item, n)
+		e.policy = true
+		*entries = append(*entries, e)
+	}
+	return nil
 }
 
 func entryOf(index int, v any, node *yaml.Node) rawEntry {

@@ -37,6 +37,8 @@ type fileState struct {
 	// included); diags are the diagnostics of the last parse.
 	entries []kept
 	diags   []diagnostics.Diagnostic
+	// policies are the file's named policies of its last good parse.
+	policies []config.Policy
 }
 
 // loader reads the config files and remembers each file's last good
@@ -75,6 +77,9 @@ type candidate struct {
 type scanResult struct {
 	entrypoints []config.Entrypoint
 	diags       []diagnostics.Diagnostic
+	// policies are every file's named policies, by file path; two files
+	// declaring one name are two declarations (config.NewPolicySet).
+	policies []config.Policy
 	// fileOf names the file of each entrypoint, by id.
 	fileOf map[string]string
 	// problem is the first directory that could not be listed, for the
@@ -153,6 +158,22 @@ func (l *loader) scan() scanResult {
 			byName[k.ep.Name] = append(byName[k.ep.Name], placed{k, f.path})
 		}
 	}
+	// A policy is dated as an entrypoint is: the payload's created, else
+	// when this process first read it in this file (W039's order).
+	for _, c := range cands {
+		for _, p := range next[c.path].policies {
+			key := seenKey{c.path, "policy " + p.Name}
+			t, ok := l.seen[key]
+			if !ok {
+				t = now
+			}
+			seen[key] = t
+			if p.Created.IsZero() {
+				p.Created = t
+			}
+			res.policies = append(res.policies, p)
+		}
+	}
 	l.seen = seen
 	res.fileOf = map[string]string{}
 	for _, name := range names {
@@ -225,7 +246,7 @@ func (l *loader) readFile(c candidate, prev *fileState) (*fileState, []diagnosti
 	if err != nil {
 		// The last parse is kept whole, so that the same bytes read
 		// again later are not parsed again.
-		st := &fileState{data: prev.data, parsed: prev.parsed, entries: prev.entries, diags: prev.diags}
+		st := &fileState{data: prev.data, parsed: prev.parsed, entries: prev.entries, diags: prev.diags, policies: prev.policies}
 		return st, []diagnostics.Diagnostic{diagnostics.New(diagnostics.ConfigFileUnread, src, "", "",
 			keptFallback(prev.entries), "config file not read: "+err.Error(), "")}
 	}
@@ -239,13 +260,21 @@ func (l *loader) readFile(c candidate, prev *fileState) (*fileState, []diagnosti
 	raws, fileDiags, err := parseDocument(format, data, src)
 	var se *syntaxError
 	if errors.As(err, &se) {
-		st := &fileState{data: data, parsed: true, entries: prev.entries}
+		st := &fileState{data: data, parsed: true, entries: prev.entries, policies: prev.policies}
 		st.diags = append(fileDiags, diagnostics.New(diagnostics.ConfigFileMalformed, src, se.where(), "",
 			keptFallback(prev.entries), se.msg, ""))
 		return st, st.diags
 	}
 	st := &fileState{data: data, parsed: true, diags: fileDiags}
 	for _, raw := range raws {
+		if raw.policy {
+			p, ds := decodePolicy(c.path, raw)
+			st.diags = append(st.diags, ds...)
+			if p != nil {
+				st.policies = append(st.policies, *p)
+			}
+			continue
+		}
 		k, ds, ok := decodeRaw(c.path, raw, prev.entries)
 		st.diags = append(st.diags, ds...)
 		if ok {
@@ -284,6 +313,35 @@ func decodeRaw(path string, raw rawEntry, prev []kept) (kept, []diagnostics.Diag
 	// decode: the refused version's follow with the refusal.
 	return old, append(ds, diagnostics.New(diagnostics.ConfigEntrypointRefused, src, "", "", "its last good version",
 		where+": "+msg+"; its last good version keeps being routed", "")), true
+}
+
+// decodePolicy validates one named policy of a file with the API's
+// decoder (config.DecodePolicy). A policy that cannot be one (no valid
+// name, not an object) is W049 and left out: a route that references it
+// denies (E007) until it is fixed.
+func decodePolicy(path string, raw rawEntry) (*config.Policy, []diagnostics.Diagnostic) {
+	src := entrySource(path, "policy "+raw.name)
+	src.ObjectID = path
+	body, err := payloadOf(raw)
+	if err == nil {
+		var p config.Policy
+		var ds []diagnostics.Diagnostic
+		if p, ds, err = config.DecodePolicy(config.FormatJSON, body, src); err == nil {
+			p.Source = config.SourceFile
+			return &p, ds
+		}
+	}
+	var ie *config.InputError
+	msg := err.Error()
+	if errors.As(err, &ie) {
+		msg = ie.Message
+	}
+	where := fmt.Sprintf("policies[%d]", raw.index)
+	if raw.line > 0 {
+		where += fmt.Sprintf(" (line %d)", raw.line)
+	}
+	return nil, []diagnostics.Diagnostic{diagnostics.New(diagnostics.BadPolicyName, src, where, raw.name, "not declared",
+		where+": "+msg+"; routes that use it deny", "")}
 }
 
 // entrySource names an entrypoint of a file in diagnostics: the file is

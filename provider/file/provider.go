@@ -193,7 +193,7 @@ func (p *Provider) refresh(w *fsnotify.Watcher, sink Sink) {
 		problem = cmpOr(problem, err)
 	}
 	p.setState(problem)
-	u := config.SourceUpdate{Source: config.SourceFile, Entrypoints: res.entrypoints, Diagnostics: res.diags}
+	u := config.SourceUpdate{Source: config.SourceFile, Entrypoints: res.entrypoints, Diagnostics: res.diags, Policies: res.policies}
 	if p.everSent && reflect.DeepEqual(u, p.sent) {
 		return
 	}
@@ -268,6 +268,8 @@ type Entry struct {
 type Loaded struct {
 	Entries     []Entry
 	Diagnostics []diagnostics.Diagnostic
+	// Policies are the files' named policies.
+	Policies []config.Policy
 }
 
 // Load reads the directories and files of opts once, as the provider
@@ -279,7 +281,7 @@ func Load(opts Options) Loaded {
 	}
 	l := newLoader(cleanPaths(opts.Dirs), cleanPaths(opts.Files), opts.MaxFileBytes, opts.Now)
 	res := l.scan()
-	out := Loaded{Diagnostics: res.diags}
+	out := Loaded{Diagnostics: res.diags, Policies: res.policies}
 	for _, ep := range res.entrypoints {
 		out.Entries = append(out.Entries, Entry{File: res.fileOf[ep.ID], Entrypoint: ep})
 	}

@@ -32,12 +32,31 @@ type Container struct {
 	// Tasks are a service's running tasks, each with its own addresses,
 	// ordered by name.
 	Tasks []Task
+
+	// Host names the Docker host the container runs on when Levee watches
+	// several ("" with one); its backends and diagnostics carry it.
+	Host string
+	// Remote says Levee cannot dial the container's own addresses on its
+	// host's private networks (hosts.go): it is reached at HostAddr and the
+	// port it publishes there, or on a network Levee's container shares.
+	Remote bool
+	// HostAddr is where a remote host's published ports listen: the host
+	// of its engine's address ("" when unknown, a unix socket).
+	HostAddr string
+	// PublishedPorts are the TCP ports the container publishes on its
+	// host: container port → host port (one per container port, the
+	// IPv4 binding first).
+	PublishedPorts map[int]int
 }
 
 // Network is one network a container is attached to.
 type Network struct {
 	Name string
 	IP   string
+	// ID is the network's engine ID: a network that spans hosts (an
+	// overlay) has the same ID on each, two local networks of one name
+	// do not.
+	ID string
 }
 
 // Task is one running task of a Swarm service: a replica, with its address

@@ -24,6 +24,9 @@ type Parser struct {
 	// OwnNetworks are the networks Levee's own container is attached to
 	// (empty when Levee does not run in a container).
 	OwnNetworks []string
+	// OwnNetworkIDs are the IDs of OwnNetworks, by which a remote host's
+	// container is found on a network Levee shares (hosts.go).
+	OwnNetworkIDs []string
 	// OnHost says Levee runs outside any container (the Docker provider
 	// found none of its own). With no OwnNetworks, a Swarm task is then
 	// dialled at its node's address when it publishes the route's port in
@@ -116,8 +119,14 @@ func older(a, b *Container) bool {
 	return a.Name < b.Name
 }
 
+// source names object c in a diagnostic; a container of one of several
+// Docker hosts is named host/name.
 func (p Parser) source(c *Container, svc string) diagnostics.Source {
-	return diagnostics.Source{Provider: p.sourceName(), ObjectID: c.ID, ObjectName: c.Name, Service: svc}
+	name := c.Name
+	if c.Host != "" {
+		name = c.Host + "/" + c.Name
+	}
+	return diagnostics.Source{Provider: p.sourceName(), ObjectID: c.ID, ObjectName: name, Service: svc}
 }
 
 var globalKeys = []string{"enable", "network"}
@@ -167,6 +176,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	var order []svcKey
 	networkLabel, hasNetwork := "", false
 	otherLabels := false
+	declaresPolicies := false
 	for _, k := range keys {
 		rest := k[len(prefix)+1:]
 		switch strings.ToLower(rest) {
@@ -176,6 +186,10 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			networkLabel, hasNetwork = strings.TrimSpace(c.Labels[k]), true
 			otherLabels = true
 			continue
+		}
+		if isPolicyKey(rest) {
+			declaresPolicies = true
+			continue // a named policy (ParsePolicies)
 		}
 		otherLabels = true
 		parts := strings.SplitN(rest, ".", 3)
@@ -208,7 +222,9 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	}
 
 	if len(order) == 0 {
-		if explicit || otherLabels {
+		// A container that only declares named policies routes nothing,
+		// as meant.
+		if (explicit || otherLabels) && !declaresPolicies {
 			diags = append(diags, diagnostics.New(diagnostics.NoService, src, enableKey, enableRaw, "",
 				fmt.Sprintf("container is enabled but has no %s.<protocol>.<service>.<field> label: nothing is routed", prefix), ""))
 		}
@@ -226,7 +242,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	for _, sk := range order {
 		fields := services[sk]
 		ssrc := p.source(c, sk.svc)
-		if sk.proto != config.ProtocolHTTP {
+		if sk.proto != config.ProtocolHTTP && sk.proto != config.ProtocolTCP {
 			first := sortedFieldNames(fields)[0]
 			hint := ""
 			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{config.ProtocolHTTP}) != "" {
@@ -236,7 +252,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			// service), so the operator can find the line in the compose
 			// file; the protocol is named in the message.
 			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, written[sk][first], fields[first], "",
-				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
+				fmt.Sprintf("unknown protocol %q: only http and tcp are routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}
 		keyOf := func(field string) string {
@@ -247,7 +263,11 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 		}
 		fields, vip, ds := p.swarmLB(c, fields, ssrc, keyOf)
 		diags = append(diags, ds...)
-		cfg, ds := config.DecodeLabels(fields, ssrc, keyOf)
+		decodeFields := config.DecodeLabels
+		if sk.proto == config.ProtocolTCP {
+			decodeFields = config.DecodeTCPLabels
+		}
+		cfg, ds := decodeFields(fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		if !cfg.Routable {
 			continue
@@ -328,7 +348,7 @@ func (p Parser) chooseNetwork(prefix string, c *Container, label string, hasLabe
 		auto = &nets[0]
 	}
 	var diags []diagnostics.Diagnostic
-	if !p.Offline {
+	if !p.Offline && !c.Remote {
 		diags = append(diags, p.noSharedNetwork(prefix, c, nets)...)
 	}
 	if hasLabel && label != "" {
@@ -360,7 +380,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 	var groups []*grp
 	byKey := map[string]*grp{}
 	for _, cd := range cands {
-		k := cd.svc + "\x00" + strings.Join(sortedCopy(cd.cfg.Entrypoint.Hosts), ",")
+		k := cd.proto + "\x00" + cd.svc + "\x00" + strings.Join(sortedCopy(cd.cfg.Entrypoint.Hosts), ",")
 		g := byKey[k]
 		if g == nil {
 			g = &grp{key: k}
@@ -420,24 +440,11 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 			if m.c.HasHealthcheck && m.c.Health != "healthy" {
 				continue // routed again once its HEALTHCHECK reports healthy
 			}
-			var addr string
-			if p.Offline {
-				addr = m.c.Name
-			} else {
-				if m.net == nil || m.net.IP == "" {
-					netName := "no network"
-					if m.net != nil {
-						netName = "network " + m.net.Name
-					}
-					diags = append(diags, diagnostics.New(diagnostics.NoAddress, src, "", "", "",
-						fmt.Sprintf("container has no IP address on %s: it gets no traffic", netName), ""))
-					continue
-				}
-				addr = m.net.IP
-			}
-			port, ds := p.port(m, win, keyOf)
+			b, ok, ds := p.containerBackend(m, win, keyOf)
 			diags = append(diags, ds...)
-			ep.Backends = append(ep.Backends, config.Backend{Address: addr, Port: port, Weight: win.cfg.Weight, Name: m.c.Name})
+			if ok {
+				ep.Backends = append(ep.Backends, b)
+			}
 		}
 		eps = append(eps, ep)
 	}

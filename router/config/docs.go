@@ -25,10 +25,11 @@ Both go through one field table and one validator, so the same mistake gives the
 <prefix>.enable=true                          opt the container in (unless --docker-exposed-by-default)
 <prefix>.network=<network>                    the network whose IP Levee dials
 <prefix>.<protocol>.<service>.<field>=<value>
+<prefix>.policy.<name>.<group>.<field>=<value>  a named policy, on any container (used with <service>.policies=<name>)
 ` + "```" + `
 
 - ` + "`<prefix>`" + ` is ` + "`levee`" + ` by default (` + "`--label-prefix`" + `), so a compose file written for Sōzune works with ` + "`--label-prefix sozune`" + `.
-- ` + "`<protocol>`" + ` is ` + "`http`" + ` (others are W012 and ignored). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
+- ` + "`<protocol>`" + ` is ` + "`http`" + ` or ` + "`tcp`" + ` (others are W012 and ignored). A ` + "`tcp`" + ` service reads the ` + "`tcp.*`" + ` fields written without ` + "`tcp.`" + ` (` + "`levee.tcp.pg.listener=postgres`" + `), ` + "`port`" + `, ` + "`weight`" + `, ` + "`healthCheck.interval|timeout|rise|fall`" + ` (a TCP connect check) and the connect-level ` + "`circuitBreaker.*`" + ` fields; any other field there is W093 ([tcp.md](tcp.md)). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
 - Keys are read in any case, as Traefik reads its labels: ` + "`levee.http.app.basicauth.users`" + ` is ` + "`basicAuth.users`" + `, and
   ` + "`Levee.HTTP.app.Host`" + ` is ` + "`levee.http.app.host`" + `. Two things keep their case: the ` + "`<service>`" + ` name (it is the route's name, and
   ` + "`App`" + ` and ` + "`app`" + ` are two services, as Traefik's router names are) and the name after a map field
@@ -41,6 +42,9 @@ Both go through one field table and one validator, so the same mistake gives the
   proxy's name of one (` + "`ipWhiteList.sourceRange`" + `) is E006: the route is routed but denies every request (403,
   ` + "`X-Levee-Diagnostic: policy-misconfigured`" + `) until the key is fixed, never served without the policy. The same holds in
   API payloads (` + "`config.basic_auth.userz`" + `).
+- A named policy holds policy groups only (W048 for another field); a service uses it with ` + "`policies=<name>,...`" + `, its own
+  groups first, then the first policy that has the group. An unknown name denies every request (E007)
+  ([policies.md](policies.md#named-policies)).
 - ` + "`<prefix>.enable`" + ` accepts the booleans below (W028 when invalid: the --docker-exposed-by-default setting applies).
   A container that is not enabled produces no diagnostic, except I003 (info, once) when it carries ` + "`traefik.*`" + ` labels and no ` + "`<prefix>.*`" + ` label
   (see [migrating.md](migrating.md)).

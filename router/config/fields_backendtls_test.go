@@ -17,8 +17,8 @@ func btls(d cfgDecoded) BackendTLS { return d.ep.BackendTLS }
 
 var backendTLSFieldCases = []fieldCase{
 	{field: "scheme", get: func(d cfgDecoded) any { return d.ep.Scheme },
-		valid: []validCase{{"https", "", SchemeHTTPS}, {"HTTP", "", SchemeHTTP}},
-		invalid: []invalidCase{{label: "h2c", code: diagnostics.BadScheme}, {label: "h2", code: diagnostics.BadScheme},
+		valid: []validCase{{"https", "", SchemeHTTPS}, {"HTTP", "", SchemeHTTP}, {"h2c", "", SchemeH2C}, {"H2", "", SchemeH2}},
+		invalid: []invalidCase{{label: "grpc", code: diagnostics.BadScheme},
 			{label: "ftp", code: diagnostics.BadScheme}, {label: "1", json: "1", code: diagnostics.BadScheme}}},
 	{field: "tls.serverName", get: func(d cfgDecoded) any { return btls(d).ServerName },
 		valid: []validCase{{"portainer.internal", "", "portainer.internal"}, {"Portainer.Internal.", "", "portainer.internal"}, {"10.0.0.7", "", "10.0.0.7"}},
@@ -74,5 +74,18 @@ func TestBackendTLSRules(t *testing.T) {
 	cfg, ds = DecodeLabels(map[string]string{"host": "a.example.com", "tls": "true", "tls.hsts": "60", "scheme": "https", "tls.serverName": "x.internal"}, cfgSrc, cfgLabelKey)
 	if len(ds) != 0 || !cfg.Entrypoint.TLS.Enabled || cfg.Entrypoint.BackendTLS.ServerName != "x.internal" {
 		t.Errorf("both sides: %v, %+v %+v", ds, cfg.Entrypoint.TLS, cfg.Entrypoint.BackendTLS)
+	}
+}
+
+// scheme=h2 takes the backend side of tls.* as https does; h2c, being
+// cleartext, ignores it as http does.
+func TestBackendTLSRulesHTTP2(t *testing.T) {
+	cfg, ds := DecodeLabels(map[string]string{"host": "a.example.com", "scheme": "h2", "tls.serverName": "grpc.internal", "tls.ca": "/ca.pem"}, cfgSrc, cfgLabelKey)
+	if len(ds) != 0 || cfg.Entrypoint.Scheme != SchemeH2 || cfg.Entrypoint.BackendTLS.ServerName != "grpc.internal" || cfg.Entrypoint.BackendTLS.CA != "/ca.pem" {
+		t.Errorf("scheme=h2 with tls.*: %v, %q %+v; want no diagnostic and the settings kept", ds, cfg.Entrypoint.Scheme, cfg.Entrypoint.BackendTLS)
+	}
+	cfg, ds = DecodeLabels(map[string]string{"host": "a.example.com", "scheme": "h2c", "tls.ca": "/ca.pem"}, cfgSrc, cfgLabelKey)
+	if got := cfgWithCode(ds, diagnostics.BackendTLSIgnored); len(got) != 1 || cfg.Entrypoint.Scheme != SchemeH2C || !cfg.Entrypoint.BackendTLS.IsZero() {
+		t.Errorf("scheme=h2c with tls.ca: %v, %q %+v; want one W007 and no backend TLS", ds, cfg.Entrypoint.Scheme, cfg.Entrypoint.BackendTLS)
 	}
 }

@@ -64,9 +64,9 @@ var foreignTable = []ForeignKey{
 	// Traefik services.
 	{Key: "loadbalancer.server.port", Proxy: proxyTraefik, Fields: []string{"port"}},
 	{Key: "loadbalancer.server.scheme", Proxy: proxyTraefik, Fields: []string{"scheme"},
-		Note: "scheme=https speaks HTTPS to the backends (h2c and h2 are not supported)"},
+		Note: "the same values: scheme=https speaks HTTPS to the backends, scheme=h2c cleartext HTTP/2 (gRPC); Levee adds h2, HTTP/2 over TLS"},
 	{Key: "loadbalancer.serverstransport", Proxy: proxyTraefik, Fields: []string{"tls.serverName", "tls.ca", "tls.clientCert", "tls.insecureSkipVerify"},
-		Note: "with scheme=https; a serversTransport's serverName, rootCAs, certificates and insecureSkipVerify are these fields of the service (docs/tls.md)"},
+		Note: "with scheme=https or h2; a serversTransport's serverName, rootCAs, certificates and insecureSkipVerify are these fields of the service (docs/tls.md)"},
 	{Key: "loadbalancer.passhostheader", Proxy: proxyTraefik,
 		Note: "Levee always passes the client's Host header to the backend"},
 	{Key: "loadbalancer.sticky.*", Proxy: proxyTraefik, Fields: []string{"sticky.cookie"},

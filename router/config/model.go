@@ -87,6 +87,10 @@ type Entrypoint struct {
 	// Transform holds the policies that change a request or its response,
 	// and sticky sessions (model_transform.go).
 	Transform Transform `json:"transform"`
+	// Policies are the names of the named policies the route uses, in
+	// order (model_policies.go); the router resolves them into Access,
+	// Transform and MaxRequestBodyBytes when it builds a snapshot.
+	Policies []string `json:"policies,omitempty"`
 
 	// TLS says whether the route is served over HTTPS (model_tls.go).
 	TLS TLS `json:"tls"`
@@ -97,6 +101,9 @@ type Entrypoint struct {
 	// SchemeHTTPS, with BackendTLS (fields_backendtls.go).
 	Scheme     string     `json:"scheme,omitempty"`
 	BackendTLS BackendTLS `json:"backend_tls"`
+	// TCP holds the settings of a TCP route (Protocol == ProtocolTCP,
+	// model_tcp.go).
+	TCP TCP `json:"tcp"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).
@@ -111,6 +118,9 @@ type Backend struct {
 	Weight int `json:"weight"`
 	// Name is a display name, e.g. the container name.
 	Name string `json:"name,omitempty"`
+	// Host names the Docker host the backend runs on when Levee watches
+	// several (display only: Address and Port identify the backend).
+	Host string `json:"host,omitempty"`
 }
 
 // Retry configures request retries.
@@ -176,6 +186,9 @@ type CircuitBreaker struct {
 	// Fallback is what the route answers while the breaker is open
 	// (model_fallback.go).
 	Fallback Fallback `json:"fallback"`
+	// GRPCFailureStatuses are the grpc-status values that fail a gRPC
+	// call (fields_grpc.go).
+	GRPCFailureStatuses GRPCCodes `json:"grpc_failure_statuses"`
 }
 
 // SourceUpdate is the complete current output of one provider.
@@ -183,6 +196,9 @@ type SourceUpdate struct {
 	Source      string
 	Entrypoints []Entrypoint
 	Diagnostics []diagnostics.Diagnostic
+	// Policies are the source's complete current set of named policies,
+	// which routes of any source may reference.
+	Policies []Policy
 }
 
 // SourcePatch changes part of one source's entrypoints, by id: Put adds

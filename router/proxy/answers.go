@@ -33,6 +33,10 @@ const (
 	// refused Levee's client certificate; it did not finish in time). A
 	// backend failure, logged with its reason.
 	DiagnosticBackendTLS = "backend-tls"
+	// DiagnosticBackendNoH2: the backend of a scheme=h2 route finished
+	// the TLS handshake without selecting h2 in ALPN, or refused it with
+	// no_application_protocol (RFC 7301 3.2). A backend failure, logged.
+	DiagnosticBackendNoH2 = "backend-no-h2"
 	// DiagnosticBackendTLSMisconfigured: the route's backend TLS settings
 	// (tls.ca, tls.clientCert, tls.serverName) cannot be used, so it does
 	// not talk to its backends at all rather than verify less (W005).
@@ -77,6 +81,7 @@ var (
 		DiagnosticBadUpgrade:         {DiagnosticBadUpgrade},
 		DiagnosticClientTimeout:      {DiagnosticClientTimeout},
 		DiagnosticBackendTLS:         {DiagnosticBackendTLS},
+		DiagnosticBackendNoH2:        {DiagnosticBackendNoH2},
 
 		DiagnosticBackendTLSMisconfigured: {DiagnosticBackendTLSMisconfigured},
 		DiagnosticBodyTooLarge:            {DiagnosticBodyTooLarge},

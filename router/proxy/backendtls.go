@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
@@ -16,6 +17,20 @@ func (x *exchange) backendScheme() string {
 		return "https"
 	}
 	return "http"
+}
+
+// speaksH2 reports whether the route's backends are spoken to in HTTP/2
+// (scheme h2c or h2).
+func speaksH2(rt *router.Route) bool {
+	s := rt.Config().Scheme
+	return s == config.SchemeH2C || s == config.SchemeH2
+}
+
+// isNoH2 reports whether a failed handshake is a backend of a scheme=h2
+// route that did not select h2 in ALPN.
+func isNoH2(err error) bool {
+	var te *client.TLSError
+	return errors.As(err, &te) && te.Reason == client.ReasonNoH2
 }
 
 // isTLSError reports whether an attempt failed in the TLS handshake.

@@ -68,6 +68,8 @@ type exchange struct {
 	// breakers met while picking (scope=backend), when sawOpen.
 	openRetryAfter time.Duration
 
+	// gate ends the streamed request body with the exchange (limits.go).
+	gate   *bodyGate
 	body   []byte    // the buffered request body, when replayable
 	stream io.Reader // a body too large to buffer: what was read, then the rest
 	// badBody is set (possibly by the transport's body writer) when reading
@@ -95,6 +97,9 @@ type exchange struct {
 	// allocated only when a route uses it: most requests never do, and
 	// the exchange stays in its allocation size class.
 	fb *fallbackState
+	// grpc is the outcome of a gRPC call judged when its trailers come
+	// (grpc.go); nil for every other request.
+	grpc *pendingGRPC
 	// span is the request's server span, which holds its current
 	// attempt's client span; nil with tracing off.
 	span *trace.Server
@@ -151,7 +156,7 @@ func (x *exchange) serve() {
 		x.replyBackendTLSMisconfigured(err)
 		return
 	}
-	x.transport = x.p.transports.get(rt.Config().BackendTimeout, backendTLS)
+	x.transport = x.p.transports.get(rt.Config().BackendTimeout, backendTLS, speaksH2(rt))
 	var l attemptLoop
 	if !x.admit(&l) {
 		return
@@ -220,7 +225,10 @@ func (x *exchange) readBody(l *attemptLoop) bool {
 	if x.body != nil || x.stream != nil {
 		return true // read for the route whose breaker sent it to a fallback
 	}
-	if l.limit > 1 || x.req.ContentLength > 0 && x.req.ContentLength <= x.replayLimit() {
+	// A gRPC request body is a stream whose next message may wait for
+	// the answer to the last one: never read ahead.
+	readAhead := l.limit > 1 && !isGRPC(x.req.Header)
+	if readAhead || x.req.ContentLength > 0 && x.req.ContentLength <= x.replayLimit() {
 		x.bufferBody()
 		if x.badBody.Load() {
 			// Broken before any backend saw it: nothing to judge.
@@ -276,6 +284,12 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 		x.exclude(b)
 	}
 	o := x.outcome(&res)
+	if x.defersGRPC(&res) {
+		// Judged by the grpc-status of its trailers, when it ends.
+		x.grpc = &pendingGRPC{route: l.tok, backend: btok, b: b, elapsed: res.elapsed}
+		x.respond(b, &res)
+		return true
+	}
 	l.tok.Report(o)
 	btok.Report(o)
 	if !res.clientGone && !res.badBody {
@@ -440,6 +454,9 @@ func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
 		o.Result = breaker.Failure
 	default:
 		o.Result = classify(x.route, res.resp.StatusCode)
+		if o.Result == breaker.Success && x.grpcHeadFailed(res.resp) {
+			o.Result = breaker.Failure
+		}
 		if o.Result == breaker.Failure {
 			res.failed = true
 			o.RetryAfter = retryAfterOf(res.resp.Header)

@@ -76,6 +76,7 @@ func (p *Handler) Close() { p.transports.close() }
 // ServeHTTP routes and proxies one request.
 func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	x := &exchange{p: p, w: w, req: req, uri: req.RequestURI, start: time.Now()}
+	defer x.closeBody()
 	x.initDeadlines()
 	if p.opts.Tracer != nil {
 		x.startSpan()

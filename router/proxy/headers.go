@@ -19,6 +19,11 @@ func (x *exchange) prepareHeaders() {
 	req := x.req
 	h := req.Header
 	x.upgrade = x.p.allowedUpgrade(req)
+	if x.route != nil && speaksH2(x.route) {
+		// HTTP/2 has no Upgrade (RFC 9113 8.2.2): the request goes as a
+		// plain one, as an upgrade to a protocol not allowed does.
+		x.upgrade = ""
+	}
 	te := h["Te"]
 	removeHopByHop(h)
 	delete(h, HeaderFallback) // only Levee says a request comes from a fallback

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -108,6 +109,31 @@ type clientBody struct {
 	c     io.Closer
 	x     *exchange
 	limit int64
+	gate  *bodyGate
+}
+
+// bodyGate keeps a backend client that reads the request body after the
+// handler returned (net/http's HTTP/2 Transport writes a body on a
+// goroutine of its own, which a cancelled or answered stream does not
+// wait for) from touching the exchange or the client's connection: the
+// server's HTTP/2 response writer must not be used once the handler is
+// done. The lock is held around the bookkeeping, never across a read.
+type bodyGate struct {
+	mu   sync.Mutex
+	done bool
+}
+
+// errHandlerDone is a clientBody's error once its exchange is over.
+var errHandlerDone = errors.New("request body read after the exchange ended")
+
+// closeBody ends the exchange's request body: later reads fail and
+// touch nothing. Called before the handler returns.
+func (x *exchange) closeBody() {
+	if g := x.gate; g != nil {
+		g.mu.Lock()
+		g.done = true
+		g.mu.Unlock()
+	}
 }
 
 // errBodyTooLarge is a clientBody's error for a body over its limit.
@@ -116,7 +142,10 @@ var errBodyTooLarge = errors.New("request body larger than the route's maxReques
 // newClientBody wraps the inbound body; the limit is taken now, since the
 // transport may read on after the exchange moved to another route.
 func (x *exchange) newClientBody() *clientBody {
-	return &clientBody{r: x.req.Body, c: x.req.Body, x: x, limit: x.route.Config().MaxRequestBodyBytes}
+	if x.gate == nil {
+		x.gate = &bodyGate{}
+	}
+	return &clientBody{r: x.req.Body, c: x.req.Body, x: x, limit: x.route.Config().MaxRequestBodyBytes, gate: x.gate}
 }
 
 // streamBody is a body read ahead in part: the part, then its clientBody.
@@ -130,8 +159,19 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	if x.bodyEOF.Load() {
 		return 0, io.EOF
 	}
+	b.gate.mu.Lock()
+	if b.gate.done {
+		b.gate.mu.Unlock()
+		return 0, errHandlerDone
+	}
 	x.armBodyRead()
+	b.gate.mu.Unlock()
 	n, err := b.r.Read(p)
+	b.gate.mu.Lock()
+	defer b.gate.mu.Unlock()
+	if b.gate.done {
+		return n, errHandlerDone
+	}
 	x.bodyRead += int64(n)
 	if b.limit > 0 && x.bodyRead > b.limit {
 		// Hand on no byte past the limit.

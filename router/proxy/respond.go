@@ -32,10 +32,12 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		delete(resp.Header, "Content-Length")
 	}
 	moveEndToEnd(h, resp.Header)
+	var announced string
 	if len(resp.Trailer) > 0 {
 		// Announced trailers are announced again, so that the server
 		// sends them after the body (RFC 9110 6.5).
-		h["Trailer"] = []string{trailerNames(resp.Trailer)}
+		announced = trailerNames(resp.Trailer)
+		h["Trailer"] = []string{announced}
 	}
 	ct, ok := resp.Header["Content-Type"]
 	if !ok {
@@ -52,7 +54,19 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	x.headersAt = time.Since(x.start)
 	// The keys of a Transport's header are canonical: no Header.Get.
 	flush := resp.ContentLength < 0 || len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
+	if f, ok := x.w.(http.Flusher); ok && isGRPC(resp.Header) && resp.Header.Get("Grpc-Status") == "" {
+		// A gRPC stream's head goes at once: the client may be waiting
+		// for it before it sends (a bidirectional stream), and the
+		// backend's first message may be a long way off. Not a
+		// Trailers-Only answer (its status in the head): that must stay
+		// one HEADERS frame ending the stream.
+		x.armWrite()
+		f.Flush()
+	}
 	err := x.copyBody(resp.Body, flush)
+	if x.grpc != nil {
+		x.settleGRPC(resp.Trailer, err)
+	}
 	x.keepStale(err == nil && !x.abort)
 	if err != nil {
 		// Send what the backend did send, then break the connection.
@@ -63,10 +77,24 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		x.abort = true
 		return
 	}
-	if len(resp.Trailer) > 0 { // no map iteration for the common answer
-		for k, vv := range resp.Trailer {
+	forwardTrailers(h, resp.Trailer, announced)
+}
+
+// forwardTrailers passes the backend's trailer fields on after the body:
+// those it announced in a Trailer field were announced again (respond),
+// the others go as http.TrailerPrefix fields, which the server sends as
+// trailers all the same. An HTTP/2 backend need not announce its
+// trailers (RFC 9113 8.1): gRPC's grpc-status is one of those.
+func forwardTrailers(h, trailer http.Header, announced string) {
+	if len(trailer) == 0 {
+		return // no map iteration for the common answer
+	}
+	for k, vv := range trailer {
+		if announced != "" && slices.Contains(strings.Split(announced, ", "), k) {
 			h[k] = vv
+			continue
 		}
+		h[http.TrailerPrefix+k] = vv
 	}
 }
 
@@ -142,6 +170,8 @@ func (x *exchange) respondError(res *attemptResult) {
 		// single replica restarting, a body too large to replay): the
 		// service is unavailable for now (RFC 9110 15.6.4), not broken.
 		x.replyNoHealthy()
+	case res.tlsFailed && isNoH2(res.err):
+		x.reply(http.StatusBadGateway, DiagnosticBackendNoH2, "backend does not speak HTTP/2 over TLS\n")
 	case res.tlsFailed:
 		x.reply(http.StatusBadGateway, DiagnosticBackendTLS, "backend TLS handshake failed\n")
 	case res.timeout:
@@ -192,6 +222,10 @@ func (x *exchange) replyTooLarge() {
 
 // reply answers on Levee's own behalf.
 func (x *exchange) reply(status int, diagnostic, body string) {
+	if x.req.ProtoMajor == 2 && isGRPC(x.req.Header) {
+		x.replyGRPC(status, diagnostic, body)
+		return
+	}
 	h := x.w.Header()
 	h["Content-Type"] = valueTextPlain
 	h["X-Content-Type-Options"] = valueNoSniff

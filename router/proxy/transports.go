@@ -19,7 +19,8 @@ import (
 // costs no per-request timer or context; the TLS configuration is the
 // route's, compiled once when the route is built (router.Route.BackendTLS),
 // so an HTTPS route's connections are never pooled with another route's
-// that verifies differently.
+// that verifies differently. Routes with scheme h2c or h2 have HTTP/2
+// transports of their own (client.NewH2).
 type transports struct {
 	mu   sync.Mutex
 	opts Options
@@ -30,11 +31,13 @@ type transports struct {
 	byKey atomic.Pointer[map[transportKey]backendTransport]
 }
 
-// transportKey picks a transport: the backend timeout and the route's
-// backend TLS configuration (nil: plain HTTP).
+// transportKey picks a transport: the backend timeout, the route's
+// backend TLS configuration (nil: no TLS) and whether it speaks HTTP/2
+// (scheme h2c or h2).
 type transportKey struct {
 	timeout time.Duration
 	tls     *tls.Config
+	h2      bool
 }
 
 // backendTransport is what an attempt needs from a backend client: a
@@ -51,10 +54,10 @@ func (t *transports) init(o Options) {
 	t.byKey.Store(&map[transportKey]backendTransport{})
 }
 
-// get returns the backend transport for a header timeout (0 = none) and
-// a backend TLS configuration (nil = plain HTTP).
-func (t *transports) get(timeout time.Duration, cfg *tls.Config) backendTransport {
-	k := transportKey{timeout, cfg}
+// get returns the backend transport for a header timeout (0 = none), a
+// backend TLS configuration (nil = no TLS) and HTTP/2 or HTTP/1.1.
+func (t *transports) get(timeout time.Duration, cfg *tls.Config, h2 bool) backendTransport {
+	k := transportKey{timeout, cfg, h2}
 	if tr := (*t.byKey.Load())[k]; tr != nil {
 		return tr
 	}
@@ -69,10 +72,16 @@ func (t *transports) add(k transportKey) backendTransport {
 		return tr
 	}
 	var tr backendTransport
-	if t.opts.StandardTransport {
+	switch o := t.opts; {
+	case k.h2:
+		// HTTP/2 is net/http's, whichever HTTP/1.1 client is chosen.
+		tr = client.NewH2(client.H2Options{
+			TLS: k.tls, DialTimeout: o.DialTimeout, HeaderTimeout: k.timeout, BodyTimeout: o.BackendBodyTimeout,
+			IdleConnTimeout: o.IdleConnTimeout, MaxHeaderBytes: client.MaxResponseHeaderBytes,
+		})
+	case o.StandardTransport:
 		tr = client.NewStandard(t.standardLocked(k), t.opts.BackendBodyTimeout)
-	} else {
-		o := t.opts
+	default:
 		tr = client.New(client.Options{
 			DialTimeout: o.DialTimeout, HeaderTimeout: k.timeout, BodyTimeout: o.BackendBodyTimeout,
 			IdleConnTimeout: o.IdleConnTimeout, MaxIdleConnsPerHost: o.MaxIdleConnsPerHost, PlainSocketIO: o.PlainSocketIO,

@@ -87,6 +87,13 @@ function listenerBadges(c) {
 
 function rules(ep) {
   const c = ep.config || {};
+  if (ep.protocol === "Tcp") {
+    // A TCP route is matched by listener (and SNI), never by host and path.
+    const t = c.tcp || {};
+    return h("dl", { class: "facts" },
+      h("dt", {}, "tcp listener"), h("dd", {}, t.listener || ""),
+      t.sni && t.sni.length ? [h("dt", {}, "sni"), h("dd", {}, t.sni.join(", "), ` (tls ${t.tls || "passthrough"})`)] : null);
+  }
   return h("dl", { class: "facts" },
     h("dt", {}, "hosts"), h("dd", {}, (c.hostnames || []).join(", ")),
     h("dt", {}, "path"), h("dd", {}, c.path_regex ? `~ ${c.path_regex}` : c.path || "/", c.strip_prefix ? " (prefix stripped)" : ""),
@@ -95,7 +102,7 @@ function rules(ep) {
 }
 
 // Known config keys shown elsewhere; every other key is a policy.
-const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners"]);
+const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "tcp"]);
 
 function policies(ep) {
   const c = ep.config || {};
@@ -116,7 +123,7 @@ export function backendsTable(m, e) {
     if (b.ejected) health = `ejected until ${timeOf(b.ejected_until)}`;
     const ok = b.up && !b.ejected;
     return h("tr", {},
-      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.name})` : ""),
+      h("td", {}, `${b.address}:${b.port}`, b.name ? ` (${b.host ? `${b.host}/` : ""}${b.name})` : "", b.host && !b.name ? ` (host ${b.host})` : ""),
       h("td", {}, h("span", { class: "badge health", "data-ok": ok ? "yes" : "no" }, ok ? "✓ " : "✕ ", health)),
       h("td", { class: "num" }, String(b.weight)),
       h("td", { class: "num" }, String(b.in_flight ?? 0)),

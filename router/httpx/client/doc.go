@@ -1,4 +1,4 @@
-// Package client is Levee's HTTP/1.1 client for backend traffic. It knows
+// Package client is Levee's client for backend traffic. It knows
 // nothing of routes: the proxy hands it a request whose URL names the
 // backend, and gets the response with its head read.
 //
@@ -26,7 +26,12 @@
 // connection is read and written through crypto/tls (not raw system
 // calls); the pool's peek looks at the TCP connection under it.
 //
+// HTTP/2: NewH2 is net/http's Transport with HTTP/2 alone (cleartext with
+// prior knowledge, or TLS with ALPN h2 and nothing else) under Standard's
+// contract; multiplexing, flow control, GOAWAY and stream resets are its.
+// A TLS backend that does not select h2 is a *TLSError of ReasonNoH2.
+//
 // Files: client.go (Transport and its pool), conn.go (one connection and
 // its exchange), response.go (reading answers and their bodies), tls.go
-// (the handshake and its errors).
+// (the handshake and its errors), h2.go (the HTTP/2 client).
 package client

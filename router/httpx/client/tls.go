@@ -65,6 +65,10 @@ func tlsReason(err error) string {
 	case errors.As(err, &alert) && clientCertAlert(alert.Error()),
 		isRemoteAlert(err) && clientCertAlert(err.Error()):
 		return ReasonClientCert
+	case strings.Contains(err.Error(), "no application protocol"):
+		// no_application_protocol (RFC 7301 3.2): the backend speaks
+		// none of the protocols offered, h2 alone for scheme=h2.
+		return ReasonNoH2
 	}
 	return ReasonHandshake
 }
@@ -129,9 +133,17 @@ func alertAsTLSError(cfg *tls.Config, addr string, err error) error {
 	if cfg == nil || err == nil || errors.As(err, &te) || !errors.As(err, &alert) && !isRemoteAlert(err) {
 		return err
 	}
-	name := cfg.ServerName
-	if name == "" {
-		name, _, _ = net.SplitHostPort(addr)
+	return &TLSError{Addr: addr, ServerName: serverName(cfg, addr), Reason: tlsReason(err), Err: err}
+}
+
+// serverName is the name a handshake with cfg to addr verifies.
+func serverName(cfg *tls.Config, addr string) string {
+	if cfg.ServerName != "" {
+		return cfg.ServerName
 	}
-	return &TLSError{Addr: addr, ServerName: name, Reason: tlsReason(err), Err: err}
+	name, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return name
 }

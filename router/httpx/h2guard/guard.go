@@ -119,8 +119,9 @@ func (o Options) withDefaults() Options {
 // the HTTP/2 server still sees the TLS state it checks (RFC 9113 9.2).
 type Conn struct {
 	net.Conn
-	tls  *tls.Conn
-	opts Options
+	tls        *tls.Conn
+	closeWrite func() error // ends the server's side (close_notify, or TCP FIN)
+	opts       Options
 
 	// Read side (the server's one reading goroutine).
 	in      frameReader
@@ -139,8 +140,32 @@ type Conn struct {
 // read yet.
 func New(c *tls.Conn, opts Options) *Conn {
 	opts = opts.withDefaults()
-	return &Conn{Conn: c, tls: c, opts: opts, in: frameReader{skip: clientPrefaceLen}, tokens: opts.Burst, last: opts.Now()}
+	return &Conn{Conn: c, tls: c, closeWrite: c.CloseWrite, opts: opts, in: frameReader{skip: clientPrefaceLen}, tokens: opts.Burst, last: opts.Now()}
 }
+
+// Plain is a guarded cleartext HTTP/2 connection (h2c with prior
+// knowledge, RFC 9113 3.3): a Conn without ConnectionState, so that the
+// HTTP/2 server does not take it for TLS.
+type Plain struct {
+	net.Conn // the connection's addresses and deadlines
+	g        *Conn
+}
+
+// NewPlain wraps c, a cleartext HTTP/2 connection whose client preface
+// has not been read yet.
+func NewPlain(c net.Conn, opts Options) *Plain {
+	opts = opts.withDefaults()
+	g := &Conn{Conn: c, opts: opts, in: frameReader{skip: clientPrefaceLen}, tokens: opts.Burst, last: opts.Now(),
+		closeWrite: func() error { return errors.New("h2guard: no half-close on this connection") }}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		g.closeWrite = cw.CloseWrite
+	}
+	return &Plain{Conn: c, g: g}
+}
+
+func (p *Plain) Read(b []byte) (int, error)  { return p.g.Read(b) }
+func (p *Plain) Write(b []byte) (int, error) { return p.g.Write(b) }
+func (p *Plain) Close() error                { return p.g.Close() }
 
 // ConnectionState is the TLS connection's.
 func (c *Conn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
@@ -223,7 +248,7 @@ func (c *Conn) cut(frameType uint8) {
 		binary.BigEndian.PutUint32(f[9:13], c.lastID&(1<<31-1))
 		binary.BigEndian.PutUint32(f[13:17], errCodeEnhanceYourCalm)
 		_, err := c.Conn.Write(f[:])
-		told = err == nil && c.tls.CloseWrite() == nil
+		told = err == nil && c.closeWrite() == nil
 	}
 	c.out.stopped = true // nothing more is written
 	c.wmu.Unlock()
