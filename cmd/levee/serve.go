@@ -199,7 +199,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 		BaseContext: func(net.Listener) context.Context { return runCtx },
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(proxies)+1)
+	errc := make(chan error, 2*len(proxies)+1) // a proxy listener may have an HTTP/3 server beside it
 	serve1 := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
 		defer wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
