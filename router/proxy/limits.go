@@ -45,6 +45,14 @@ func (x *exchange) initDeadlines() {
 	} else {
 		x.dl = http.NewResponseController(x.w) // finds them through Unwrap
 	}
+	if x.req.ProtoMajor == 1 && x.req.Body != nil && x.req.Body != http.NoBody {
+		// net/http's HTTP/1 server stops the request body once the
+		// answer's head is flushed, unless full duplex is on; a backend
+		// that streams its answer while it still reads (gRPC,
+		// bidirectional streams) needs the rest of the body. Levee's own
+		// server is always full duplex.
+		_ = http.NewResponseController(x.w).EnableFullDuplex()
+	}
 }
 
 func (x *exchange) deadlines() deadliner { return x.dl }
