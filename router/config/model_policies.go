@@ -58,7 +58,7 @@ func policyGroupOf(f *Field) (string, bool) {
 // policyGroups are the groups a named policy may hold, in table order.
 var policyGroups = func() []string {
 	out := []string{"maxRequestBodyBytes"}
-	for _, f := range slices.Concat(accessPolicyFields(), transformPolicyFields()) {
+	for _, f := range slices.Concat(accessPolicyFields(), transformPolicyFields(), errorPagesFields()) {
 		if g, _, _ := strings.Cut(f.Label, "."); !slices.Contains(out, g) {
 			out = append(out, g)
 		}

@@ -122,6 +122,7 @@ func applyPolicy(ep *Entrypoint, p *Policy) {
 	fill(&t.RedirectScheme, pt.RedirectScheme)
 	fill(&t.RedirectRegex, pt.RedirectRegex)
 	fill(&t.Sticky, pt.Sticky)
+	fill(&t.Errors, pt.Errors)
 	// The path rewrites are one group: one rewrite applies
 	// (finishRewrites), and stripPrefix does not run after it.
 	if t.ReplacePath == "" && t.ReplacePathRegex == nil && !ep.StripPrefix {

@@ -229,3 +229,24 @@ func TestPolicyPayloadRoundTrips(t *testing.T) {
 		t.Errorf("a bad name was accepted")
 	}
 }
+
+// A named policy may hold error pages; a route using it gets them, and a
+// route's own errors group wins over the policy's.
+func TestNamedPolicyCarriesErrorPages(t *testing.T) {
+	p := policyOf(t, "pages", "c1", time.Unix(1, 0), map[string]string{"errors.status": "500-599", "errors.route": "pages"})
+	if p.Transform.Errors == nil {
+		t.Fatal("policy has no errors group")
+	}
+	uses := routeOf(t, "app", map[string]string{"policies": "pages"})
+	own := routeOf(t, "own", map[string]string{"policies": "pages", "errors.status": "404", "errors.route": "other"})
+	eps, ds := ResolvePolicies([]Entrypoint{uses, own}, []Policy{p})
+	for _, d := range ds {
+		t.Errorf("unexpected diagnostic %s %s", d.Code, d.Message)
+	}
+	if e := eps[0].Transform.Errors; e == nil || e.Route != "pages" {
+		t.Errorf("app: errors %+v, want the policy's (route pages)", e)
+	}
+	if e := eps[1].Transform.Errors; e == nil || e.Route != "other" {
+		t.Errorf("own: errors %+v, want the route's own (route other)", e)
+	}
+}
