@@ -53,6 +53,7 @@ var roundTripCompanions = map[string][]string{
 	"tcp.sni":                         {"tcp.listener"},
 	"tcp.tls":                         {"tcp.listener", "tcp.sni"},
 	"tcp.maxConnections":              {"tcp.listener"},
+	"tcp.proxyProtocol":               {"tcp.listener"},
 }
 
 // exampleLabels are the labels of a minimal routable service plus the
