@@ -33,6 +33,10 @@ type listenerSpec struct {
 	// TCP marks a plain TCP listener: it serves the TCP routes that name
 	// it (router/proxy/tcp) and no HTTP.
 	TCP bool
+	// ProxyProtocol: every connection comes from a trusted load balancer
+	// (--trusted-proxies) and opens with a PROXY header naming the client
+	// (router/httpx/proxyheader); any other is closed.
+	ProxyProtocol bool
 	// PublicPort is the port clients reach a TLS listener on, when it is
 	// not the port of Addr (a published container port): redirects to the
 	// listener carry it. Zero: Addr's port.
@@ -114,7 +118,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls|,h2c|,tcp][,proxy-protocol][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -135,6 +139,9 @@ func parseListener(item string) (listenerSpec, error) {
 		case "tcp":
 			s.TCP = true
 			continue
+		case "proxy-protocol":
+			s.ProxyProtocol = true
+			continue
 		case "public-port":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > 65535 {
@@ -147,7 +154,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, tcp, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, tcp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -162,7 +169,7 @@ func parseListener(item string) (listenerSpec, error) {
 		// A TCP listener carries no HTTP: its limits are its routes'
 		// (tcp.idleTimeout, tcp.connectTimeout); TCP routes on a TLS
 		// listener are chosen by SNI there (tcp.sni).
-		return s, fmt.Errorf("%q: a tcp listener takes no other option (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
+		return s, fmt.Errorf("%q: a tcp listener takes no other option but proxy-protocol (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
 	}
 	if s.H2C && s.TLS {
 		// A TLS listener serves HTTP/2 already, chosen by ALPN.

@@ -37,6 +37,8 @@ func TestListenFlag(t *testing.T) {
 		{"h2c", []string{"--listen", "grpc=:50051,h2c"}, nil, []listenerSpec{{Name: "grpc", Addr: ":50051", H2C: true}}},
 		{"tcp listener", []string{"--listen", "web=:80", "--listen", "postgres=:5432,tcp"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "postgres", Addr: ":5432", TCP: true}}},
+		{"proxy-protocol on any listener", []string{"--trusted-proxies", "10.0.0.0/8", "--listen", "web=:80,proxy-protocol", "--listen", "websecure=:443,tls,proxy-protocol", "--listen", "pg=:5432,tcp,proxy-protocol"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80", ProxyProtocol: true}, {Name: "websecure", Addr: ":443", TLS: true, ProxyProtocol: true}, {Name: "pg", Addr: ":5432", TCP: true, ProxyProtocol: true}}},
 		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
 			[]listenerSpec{{Name: "a", Addr: ":1"}}},
 	}
@@ -67,6 +69,7 @@ func TestListenFlagErrors(t *testing.T) {
 		"declared twice":         {"--listen", "a=:1", "--listen", "a=:2"},
 		"tcp listener takes no":  {"--listen", "pg=:5432,tcp,tls"},
 		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
+		"none is given":          {"--listen", "web=:80,proxy-protocol"},
 	}
 	for want, args := range cases {
 		_, err := parseServeFlags(args, envOf(nil), &bytes.Buffer{})

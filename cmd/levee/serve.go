@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/proxyheader"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/proxy"
 	"github.com/levee-proxy/levee/router/proxy/tcp"
@@ -281,6 +282,15 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		Help: "HTTP/2 connections closed for sending control frames past their budget, by the frame type that passed it.",
 	}, []string{"frame"})
 	reg.MustRegister(h2cut)
+	trusted, err := cfg.trustedProxies()
+	if err != nil {
+		return nil, err
+	}
+	ppRefused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "levee_proxy_protocol_refused_total",
+		Help: "Connections closed on a proxy-protocol listener, by listener and reason (untrusted: the peer is not in --trusted-proxies; bad_header: no valid PROXY header within the deadline).",
+	}, []string{"listener", "reason"})
+	reg.MustRegister(ppRefused)
 	var out []proxyListener
 	bound := slices.Clone(specs) // with the ports the system chose for :0
 	for i, spec := range specs {
@@ -293,6 +303,9 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		}
 		bound[i].Addr = ln.Addr().String()
 		ln = server.LimitListener(ln, cfg.MaxClientConns, refused.WithLabelValues(spec.Name).Inc)
+		if spec.ProxyProtocol {
+			ln = proxyheader.Listen(ln, proxyheader.Options{Trusted: trusted, Refused: proxyProtocolRefused(spec.Name, ppRefused, log)})
+		}
 		out = append(out, proxyListener{spec: spec, ln: ln})
 	}
 	if err := app.enableACME(cfg, bound, log, reg); err != nil {
@@ -326,4 +339,13 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		}
 	}
 	return out, nil
+}
+
+// proxyProtocolRefused counts and logs (at debug: a scan must not flood
+// the log) a connection a proxy-protocol listener closed.
+func proxyProtocolRefused(listener string, c *prometheus.CounterVec, log zerolog.Logger) func(string, net.Addr, error) {
+	return func(reason string, peer net.Addr, err error) {
+		c.WithLabelValues(listener, reason).Inc()
+		log.Debug().Str("listener", listener).Str("reason", reason).Str("peer", peer.String()).Err(err).Msg("PROXY protocol connection refused")
+	}
 }
