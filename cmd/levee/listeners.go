@@ -37,6 +37,9 @@ type listenerSpec struct {
 	// (--trusted-proxies) and opens with a PROXY header naming the client
 	// (router/httpx/proxyheader); any other is closed.
 	ProxyProtocol bool
+	// UDP marks a UDP listener: it serves the UDP route that names it
+	// (router/proxy/udp).
+	UDP bool
 	// PublicPort is the port clients reach a TLS listener on, when it is
 	// not the port of Addr (a published container port): redirects to the
 	// listener carry it. Zero: Addr's port.
@@ -142,6 +145,9 @@ func parseListener(item string) (listenerSpec, error) {
 		case "proxy-protocol":
 			s.ProxyProtocol = true
 			continue
+		case "udp":
+			s.UDP = true
+			continue
 		case "public-port":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > 65535 {
@@ -154,7 +160,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, tcp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, tcp, udp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -170,6 +176,10 @@ func parseListener(item string) (listenerSpec, error) {
 		// (tcp.idleTimeout, tcp.connectTimeout); TCP routes on a TLS
 		// listener are chosen by SNI there (tcp.sni).
 		return s, fmt.Errorf("%q: a tcp listener takes no other option but proxy-protocol (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
+	}
+	if s.UDP && (s.TCP || s.TLS || s.H2C || s.ProxyProtocol || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
+		// A UDP listener's only setting is its route's udp.idleTimeout.
+		return s, fmt.Errorf("%q: a udp listener takes no other option (the session timeout is the route's udp.idleTimeout)", item)
 	}
 	if s.H2C && s.TLS {
 		// A TLS listener serves HTTP/2 already, chosen by ALPN.
@@ -217,7 +227,7 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 	out := make([]*router.Listener, len(specs))
 	var tlsListeners []*router.Listener
 	for i, s := range specs {
-		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS, TCP: s.TCP}
+		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS, TCP: s.TCP, UDP: s.UDP}
 		if s.TLS {
 			out[i].PublicPort = s.PublicPort
 			if out[i].PublicPort == 0 {
@@ -228,7 +238,7 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 		}
 	}
 	for _, l := range out {
-		if !l.TLS && !l.TCP {
+		if !l.TLS && !l.TCP && !l.UDP {
 			l.TLSListeners = tlsListeners
 		}
 	}

@@ -39,6 +39,7 @@ func TestListenFlag(t *testing.T) {
 			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "postgres", Addr: ":5432", TCP: true}}},
 		{"proxy-protocol on any listener", []string{"--trusted-proxies", "10.0.0.0/8", "--listen", "web=:80,proxy-protocol", "--listen", "websecure=:443,tls,proxy-protocol", "--listen", "pg=:5432,tcp,proxy-protocol"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80", ProxyProtocol: true}, {Name: "websecure", Addr: ":443", TLS: true, ProxyProtocol: true}, {Name: "pg", Addr: ":5432", TCP: true, ProxyProtocol: true}}},
+		{"udp listener", []string{"--listen", "dns=:5353,udp"}, nil, []listenerSpec{{Name: "dns", Addr: ":5353", UDP: true}}},
 		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
 			[]listenerSpec{{Name: "a", Addr: ":1"}}},
 	}
@@ -70,6 +71,7 @@ func TestListenFlagErrors(t *testing.T) {
 		"tcp listener takes no":  {"--listen", "pg=:5432,tcp,tls"},
 		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
 		"none is given":          {"--listen", "web=:80,proxy-protocol"},
+		"udp listener takes no":  {"--listen", "dns=:53,udp,tcp"},
 	}
 	for want, args := range cases {
 		_, err := parseServeFlags(args, envOf(nil), &bytes.Buffer{})

@@ -24,6 +24,7 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/proxyheader"
 	"github.com/levee-proxy/levee/router/httpx/server"
+	"github.com/levee-proxy/levee/router/proxy/udp"
 	"github.com/levee-proxy/levee/router/proxy"
 	"github.com/levee-proxy/levee/router/proxy/tcp"
 )
@@ -209,7 +210,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 	// Listening is logged in declaration order (the plain listener of
 	// --http-listen first), before serving: the sockets are bound already.
 	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
-		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Bool("tcp", spec.TCP).Str("addr", ln.Addr().String()).Msg("listening")
+		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Bool("tcp", spec.TCP).Bool("udp", spec.UDP).Str("addr", ln.Addr().String()).Msg("listening")
 		wg.Add(1)
 		go serve1(role, spec, srv, ln)
 	}
@@ -294,6 +295,18 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	var out []proxyListener
 	bound := slices.Clone(specs) // with the ports the system chose for :0
 	for i, spec := range specs {
+		if spec.UDP {
+			pc, err := net.ListenPacket("udp", spec.Addr)
+			if err != nil {
+				for _, p := range out {
+					p.ln.Close()
+				}
+				return nil, fmt.Errorf("proxy listener %s on %s (udp): %w", spec.Name, spec.Addr, err)
+			}
+			bound[i].Addr = pc.LocalAddr().String()
+			out = append(out, proxyListener{spec: spec, ln: packetListener{pc}})
+			continue
+		}
 		ln, err := server.Listen(context.Background(), spec.Addr)
 		if err != nil {
 			for _, p := range out {
@@ -318,8 +331,13 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
 	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
 	app.tcp = tp
+	up := udp.New(udp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg})
 	for i, l := range ls {
 		switch {
+		case out[i].spec.UDP:
+			pl := out[i].ln.(packetListener)
+			out[i].srv = &udpServer{l: up.Listen(pl.pc, l.Name), pc: pl.pc}
+			continue
 		case out[i].spec.TCP:
 			out[i].srv = &tcpServer{p: tp, name: l.Name}
 			continue
