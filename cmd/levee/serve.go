@@ -24,9 +24,9 @@ import (
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/proxyheader"
 	"github.com/levee-proxy/levee/router/httpx/server"
-	"github.com/levee-proxy/levee/router/proxy/udp"
 	"github.com/levee-proxy/levee/router/proxy"
 	"github.com/levee-proxy/levee/router/proxy/tcp"
+	"github.com/levee-proxy/levee/router/proxy/udp"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
