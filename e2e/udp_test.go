@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,5 +104,38 @@ func TestUDPRouteThroughTheBinary(t *testing.T) {
 	wg.Wait()
 	if seen["a"] == 0 || seen["b"] == 0 {
 		t.Errorf("clients per backend %v, want both backends used", seen)
+	}
+}
+
+// Through the binary with labelled containers: a UDP route on the real
+// engine, replies from the container's echo.
+func TestDockerUDPRoute(t *testing.T) {
+	cli := dockertest.Require(t)
+	image := dockertest.EchoImage(t, cli)
+	network := dockertest.Network(t, cli)
+	p := startLevee(t, "--listen", "dns=127.0.0.1:0,udp")
+	dns := p.listenerAddr("dns")
+	dockertest.Run(t, cli, dockertest.Spec{Image: image, Networks: []string{network}, Env: []string{"ECHO_NAME=udp-echo", "ECHO_UDP=:9053"},
+		Labels: map[string]string{
+			"levee.enable":              "true",
+			"levee.udp.dns.listener":    "dns",
+			"levee.udp.dns.port":        "9053",
+			"levee.udp.dns.idleTimeout": "10s",
+		}})
+	dockertest.Eventually(t, 40*time.Second, func() error {
+		c, err := net.Dial("udp", dns)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		got, err := udpAsk(c, "ping")
+		if err != nil || got != "udp-echo:ping" {
+			return fmt.Errorf("UDP route: %q, %v; want udp-echo:ping", got, err)
+		}
+		return nil
+	})
+	_, _, route := get(t, p.apiURL()+"/entrypoints/dns", "")
+	if !strings.Contains(route, `"protocol":"Udp"`) || !strings.Contains(route, `"listener":"dns"`) {
+		t.Errorf("GET /entrypoints/dns does not show the UDP route: %s", route)
 	}
 }
