@@ -167,6 +167,7 @@ func schemas() obj {
 			"source":      obj{"type": "string", "description": "the provider of the declaration in force"},
 			"policy":      obj{"allOf": []any{ref("PolicyPayload")}, "description": "the canonical payload, hashes redacted"},
 			"routes":      obj{"type": "array", "items": obj{"type": "string"}, "description": "ids of the routes that reference it"},
+			"denies":      obj{"type": "boolean", "description": "every route using it denies: an access setting could not be read (an unknown key, or W039: declared twice with different access groups)"},
 			"diagnostics": diagList,
 		}},
 		"PolicyList": obj{"type": "object", "properties": obj{"policies": obj{"type": "array", "items": ref("Policy")}}},

@@ -92,7 +92,7 @@ func New(opts Options) *Router {
 	r.healthTransport = newHealthTransport(opts)
 	r.authTransport = newAuthTransport(opts)
 	if r.opts.Policies == nil {
-		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders})
+		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet})
 	}
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")

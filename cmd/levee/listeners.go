@@ -21,7 +21,7 @@ import (
 )
 
 // listenerSpec is one proxy listener:
-// `--listen name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
+// `--listen name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
 // or a plain TCP listener `--listen name=addr,tcp`.
 type listenerSpec struct {
 	Name string
@@ -30,6 +30,10 @@ type listenerSpec struct {
 	// H2C: a plain listener serves cleartext HTTP/2 with prior knowledge
 	// beside HTTP/1.1 (h2cListener), for gRPC clients without TLS.
 	H2C bool
+	// H3: a TLS listener serves HTTP/3 on the UDP port of the same
+	// number too (router/httpx/h3), advertised by Alt-Svc on its TCP
+	// answers.
+	H3 bool
 	// TCP marks a plain TCP listener: it serves the TCP routes that name
 	// it (router/proxy/tcp) and no HTTP.
 	TCP bool
@@ -88,6 +92,9 @@ func (f listenFlag) String() string {
 		if s.H2C {
 			item += ",h2c"
 		}
+		if s.H3 {
+			item += ",h3"
+		}
 		if s.TCP {
 			item += ",tcp"
 		}
@@ -121,7 +128,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls|,h2c|,tcp][,proxy-protocol][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls[,h3]|,h2c|,tcp|,udp][,proxy-protocol][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -138,6 +145,9 @@ func parseListener(item string) (listenerSpec, error) {
 			continue
 		case "h2c":
 			s.H2C = true
+			continue
+		case "h3":
+			s.H3 = true
 			continue
 		case "tcp":
 			s.TCP = true
@@ -160,7 +170,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, tcp, udp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, h3, tcp, udp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -171,19 +181,28 @@ func parseListener(item string) (listenerSpec, error) {
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
 	}
-	if s.TCP && (s.TLS || s.H2C || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
+	if s.TCP && (s.TLS || s.H2C || s.H3 || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
 		// A TCP listener carries no HTTP: its limits are its routes'
 		// (tcp.idleTimeout, tcp.connectTimeout); TCP routes on a TLS
 		// listener are chosen by SNI there (tcp.sni).
 		return s, fmt.Errorf("%q: a tcp listener takes no other option but proxy-protocol (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
 	}
-	if s.UDP && (s.TCP || s.TLS || s.H2C || s.ProxyProtocol || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
+	if s.UDP && (s.TCP || s.TLS || s.H2C || s.H3 || s.ProxyProtocol || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
 		// A UDP listener's only setting is its route's udp.idleTimeout.
 		return s, fmt.Errorf("%q: a udp listener takes no other option (the session timeout is the route's udp.idleTimeout)", item)
+	}
+	if s.H3 && s.ProxyProtocol {
+		// A PROXY header precedes a TCP stream; QUIC datagrams carry none,
+		// so the HTTP/3 side could not tell its clients from its peers.
+		return s, fmt.Errorf("%q: proxy-protocol applies to TCP connections; an h3 listener's QUIC side would take clients without it", item)
 	}
 	if s.H2C && s.TLS {
 		// A TLS listener serves HTTP/2 already, chosen by ALPN.
 		return s, fmt.Errorf("%q: h2c is cleartext HTTP/2 on a plain listener; a tls listener serves h2 by ALPN already", item)
+	}
+	if s.H3 && !s.TLS {
+		// QUIC is TLS 1.3 always (RFC 9001): HTTP/3 has no cleartext form.
+		return s, fmt.Errorf("%q: h3 is HTTP/3 over QUIC, which is always TLS; add tls", item)
 	}
 	if s.PublicPort > 0 && !s.TLS {
 		// Only TLS listeners are redirect targets: on a plain one the
