@@ -36,6 +36,9 @@ type Listener struct {
 	// TCP marks a plain TCP listener (--listen name=addr,tcp): it serves
 	// the TCP routes that name it and no HTTP.
 	TCP bool
+	// UDP marks a UDP listener (--listen name=addr,udp): it serves the
+	// UDP route that names it.
+	UDP bool
 }
 
 type listenerKey struct{}
@@ -126,6 +129,10 @@ func ListenerDiagnostics(eps []config.Entrypoint, listeners []*Listener) []diagn
 	for _, ep := range eps {
 		if ep.Protocol == config.ProtocolTCP {
 			out = append(out, tcpListenerDiagnostics(ep, byName)...)
+			continue
+		}
+		if ep.Protocol == config.ProtocolUDP {
+			out = append(out, udpListenerDiagnostics(ep, byName)...)
 			continue
 		}
 		for _, n := range ep.Listeners {

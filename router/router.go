@@ -543,7 +543,7 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || a.MaxRequestBodyBytes != b.MaxRequestBodyBytes || !a.Created.Equal(b.Created) ||
 		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Policies, b.Policies) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
 		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS ||
-		!a.TCP.Equal(b.TCP) {
+		!a.TCP.Equal(b.TCP) || a.UDP != b.UDP {
 		return false
 	}
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {

@@ -97,6 +97,8 @@ type Snapshot struct {
 	named map[string]*Route
 	// tcp holds the TCP routes by listener name (tcp.go).
 	tcp map[string]*tcpTable
+	// udp are the UDP routes by listener name, in precedence order.
+	udp map[string][]*Route
 }
 
 // listenerFilter keeps the routes that answer on a listener.

@@ -103,6 +103,7 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 	// first.
 	s.redirects = slices.ContainsFunc(routes, func(r *Route) bool { return r.ep.TLS.Enabled && r.ep.TLS.Redirect })
 	s.tcp = indexTCP(routes)
+	s.udp = indexUDP(routes)
 	var diags []diagnostics.Diagnostic
 	for h := range s.collided {
 		diags = append(diags, s.lookup(h).diags...)

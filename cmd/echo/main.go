@@ -25,6 +25,9 @@
 // Flags and environment:
 //
 //	-listen ADDR      listen address (env ECHO_LISTEN, default ":8080")
+//	-udp ADDR         also echo UDP datagrams on ADDR (env ECHO_UDP): each
+//	                  datagram is answered with the name (ECHO_NAME, else the
+//	                  host name), ":" and the datagram
 //	-healthcheck URL  probe URL once and exit 0 on a 2xx answer, 1 otherwise;
 //	                  FROM scratch images have no shell or curl, so a
 //	                  HEALTHCHECK runs the binary itself:
@@ -63,6 +66,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", envOr(getenv, "ECHO_LISTEN", ":8080"), "listen address (env ECHO_LISTEN)")
 	probe := fs.String("healthcheck", "", "probe this URL once and exit 0 on 2xx, 1 otherwise")
+	udpAddr := fs.String("udp", getenv("ECHO_UDP"), "also echo UDP datagrams on this address, prefixed with the name and ':' (env ECHO_UDP)")
 	drain := fs.Duration("drain", 0, "after SIGTERM, keep serving for this long before shutting down (env ECHO_DRAIN)")
 	if d := getenv("ECHO_DRAIN"); d != "" {
 		v, err := time.ParseDuration(d)
@@ -98,6 +102,20 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	logger.Printf("echo: %s listening on %s", host, ln.Addr())
+	if *udpAddr != "" {
+		pc, err := net.ListenPacket("udp", *udpAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "echo: listen on udp %s: %v\n", *udpAddr, err)
+			return 1
+		}
+		defer pc.Close()
+		name := getenv("ECHO_NAME")
+		if name == "" {
+			name = host
+		}
+		logger.Printf("echo: %s echoing UDP on %s", host, pc.LocalAddr())
+		go func() { _ = echoUDP(pc, name) }()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -143,4 +161,20 @@ func healthcheck(url string, timeout time.Duration) error {
 		return fmt.Errorf("healthcheck %s: status %d", url, resp.StatusCode)
 	}
 	return nil
+}
+
+// echoUDP answers each datagram on pc with name, ":" and the datagram,
+// until pc is closed.
+func echoUDP(pc net.PacketConn, name string) error {
+	buf := make([]byte, 65507)
+	prefix := []byte(name + ":")
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		if _, err := pc.WriteTo(append(append([]byte(nil), prefix...), buf[:n]...), from); err != nil {
+			return fmt.Errorf("echo: udp reply to %s: %w", from, err)
+		}
+	}
 }

@@ -165,7 +165,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
-	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D], or a TCP listener name=addr,tcp (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; h3: HTTP/3 over QUIC on the UDP port of the same number too, advertised by Alt-Svc; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D], or a TCP listener name=addr,tcp, or a UDP listener name=addr,udp; any but udp may add ,proxy-protocol (only --trusted-proxies may connect, each with a PROXY v1/v2 header naming the client) (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; h3: HTTP/3 over QUIC on the UDP port of the same number too, advertised by Alt-Svc; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.Var(tlsCertFlag{&cfg.TLSCerts}, "tls-cert", "a static certificate by its PEM files, CERT[,KEY] (KEY left out when CERT holds both), chosen by SNI beside --tls-cert-dir's, reloaded when the files change (repeatable; LEVEE_TLS_CERT separates several with ';')")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
@@ -368,8 +368,16 @@ func (c serveConfig) check() error {
 	if c.RouteGrace < 0 {
 		errs = append(errs, fmt.Errorf("--route-grace (LEVEE_ROUTE_GRACE) %s: must not be negative", c.RouteGrace))
 	}
-	if _, err := c.trustedProxies(); err != nil {
+	if trusted, err := c.trustedProxies(); err != nil {
 		errs = append(errs, err)
+	} else if len(trusted) == 0 {
+		for _, l := range c.Listen {
+			if l.ProxyProtocol {
+				// Only trusted peers may send a PROXY header: with none,
+				// the listener would close every connection.
+				errs = append(errs, fmt.Errorf("--listen %s: proxy-protocol accepts connections from --trusted-proxies only, and none is given", l.Name))
+			}
+		}
 	}
 	errs = append(errs, c.checkDNS01()...)
 	if err := api.CheckHosts(c.apiHosts()); err != nil {

@@ -37,6 +37,13 @@ type listenerSpec struct {
 	// TCP marks a plain TCP listener: it serves the TCP routes that name
 	// it (router/proxy/tcp) and no HTTP.
 	TCP bool
+	// ProxyProtocol: every connection comes from a trusted load balancer
+	// (--trusted-proxies) and opens with a PROXY header naming the client
+	// (router/httpx/proxyheader); any other is closed.
+	ProxyProtocol bool
+	// UDP marks a UDP listener: it serves the UDP route that names it
+	// (router/proxy/udp).
+	UDP bool
 	// PublicPort is the port clients reach a TLS listener on, when it is
 	// not the port of Addr (a published container port): redirects to the
 	// listener carry it. Zero: Addr's port.
@@ -121,7 +128,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls[,h3]|,h2c|,tcp|,udp][,proxy-protocol][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -145,6 +152,12 @@ func parseListener(item string) (listenerSpec, error) {
 		case "tcp":
 			s.TCP = true
 			continue
+		case "proxy-protocol":
+			s.ProxyProtocol = true
+			continue
+		case "udp":
+			s.UDP = true
+			continue
 		case "public-port":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > 65535 {
@@ -157,7 +170,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, h3, tcp, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, h3, tcp, udp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -172,7 +185,16 @@ func parseListener(item string) (listenerSpec, error) {
 		// A TCP listener carries no HTTP: its limits are its routes'
 		// (tcp.idleTimeout, tcp.connectTimeout); TCP routes on a TLS
 		// listener are chosen by SNI there (tcp.sni).
-		return s, fmt.Errorf("%q: a tcp listener takes no other option (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
+		return s, fmt.Errorf("%q: a tcp listener takes no other option but proxy-protocol (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
+	}
+	if s.UDP && (s.TCP || s.TLS || s.H2C || s.H3 || s.ProxyProtocol || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
+		// A UDP listener's only setting is its route's udp.idleTimeout.
+		return s, fmt.Errorf("%q: a udp listener takes no other option (the session timeout is the route's udp.idleTimeout)", item)
+	}
+	if s.H3 && s.ProxyProtocol {
+		// A PROXY header precedes a TCP stream; QUIC datagrams carry none,
+		// so the HTTP/3 side could not tell its clients from its peers.
+		return s, fmt.Errorf("%q: proxy-protocol applies to TCP connections; an h3 listener's QUIC side would take clients without it", item)
 	}
 	if s.H2C && s.TLS {
 		// A TLS listener serves HTTP/2 already, chosen by ALPN.
@@ -224,7 +246,7 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 	out := make([]*router.Listener, len(specs))
 	var tlsListeners []*router.Listener
 	for i, s := range specs {
-		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS, TCP: s.TCP}
+		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS, TCP: s.TCP, UDP: s.UDP}
 		if s.TLS {
 			out[i].PublicPort = s.PublicPort
 			if out[i].PublicPort == 0 {
@@ -235,7 +257,7 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 		}
 	}
 	for _, l := range out {
-		if !l.TLS && !l.TCP {
+		if !l.TLS && !l.TCP && !l.UDP {
 			l.TLSListeners = tlsListeners
 		}
 	}

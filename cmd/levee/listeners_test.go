@@ -39,6 +39,9 @@ func TestListenFlag(t *testing.T) {
 			[]listenerSpec{{Name: "websecure", Addr: ":8443", TLS: true, H3: true, PublicPort: 443}}},
 		{"tcp listener", []string{"--listen", "web=:80", "--listen", "postgres=:5432,tcp"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "postgres", Addr: ":5432", TCP: true}}},
+		{"proxy-protocol on any listener", []string{"--trusted-proxies", "10.0.0.0/8", "--listen", "web=:80,proxy-protocol", "--listen", "websecure=:443,tls,proxy-protocol", "--listen", "pg=:5432,tcp,proxy-protocol"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80", ProxyProtocol: true}, {Name: "websecure", Addr: ":443", TLS: true, ProxyProtocol: true}, {Name: "pg", Addr: ":5432", TCP: true, ProxyProtocol: true}}},
+		{"udp listener", []string{"--listen", "dns=:5353,udp"}, nil, []listenerSpec{{Name: "dns", Addr: ":5353", UDP: true}}},
 		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
 			[]listenerSpec{{Name: "a", Addr: ":1"}}},
 	}
@@ -71,6 +74,9 @@ func TestListenFlagErrors(t *testing.T) {
 		"which is always TLS":    {"--listen", "web=:80,h3"},
 		"takes no other option":  {"--listen", "pg=:5432,tcp,h3"},
 		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
+		"none is given":          {"--listen", "web=:80,proxy-protocol"},
+		"udp listener takes no":  {"--listen", "dns=:53,udp,tcp"},
+		"QUIC side":              {"--trusted-proxies", "10.0.0.1", "--listen", "websecure=:443,tls,h3,proxy-protocol"},
 	}
 	for want, args := range cases {
 		_, err := parseServeFlags(args, envOf(nil), &bytes.Buffer{})

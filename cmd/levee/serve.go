@@ -23,9 +23,11 @@ import (
 
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/h3"
+	"github.com/levee-proxy/levee/router/httpx/proxyheader"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/proxy"
 	"github.com/levee-proxy/levee/router/proxy/tcp"
+	"github.com/levee-proxy/levee/router/proxy/udp"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
@@ -209,7 +211,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 	// Listening is logged in declaration order (the plain listener of
 	// --http-listen first), before serving: the sockets are bound already.
 	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
-		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Bool("tcp", spec.TCP).Str("addr", ln.Addr().String()).Msg("listening")
+		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Bool("tcp", spec.TCP).Bool("udp", spec.UDP).Str("addr", ln.Addr().String()).Msg("listening")
 		wg.Add(1)
 		go serve1(role, spec, srv, ln)
 	}
@@ -302,9 +304,28 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		Help: "HTTP/2 connections closed for sending control frames past their budget, by the frame type that passed it.",
 	}, []string{"frame"})
 	reg.MustRegister(h2cut)
+	trusted, err := cfg.trustedProxies()
+	if err != nil {
+		return nil, err
+	}
+	ppRefused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "levee_proxy_protocol_refused_total",
+		Help: "Connections closed on a proxy-protocol listener, by listener and reason (untrusted: the peer is not in --trusted-proxies; bad_header: no valid PROXY header within the deadline).",
+	}, []string{"listener", "reason"})
+	reg.MustRegister(ppRefused)
 	var out []proxyListener
 	bound := slices.Clone(specs) // with the ports the system chose for :0
 	for i, spec := range specs {
+		if spec.UDP {
+			pc, err := net.ListenPacket("udp", spec.Addr)
+			if err != nil {
+				closeProxyListeners(out)
+				return nil, fmt.Errorf("proxy listener %s on %s (udp): %w", spec.Name, spec.Addr, err)
+			}
+			bound[i].Addr = pc.LocalAddr().String()
+			out = append(out, proxyListener{spec: spec, ln: packetListener{pc}})
+			continue
+		}
 		ln, err := server.Listen(context.Background(), spec.Addr)
 		if err != nil {
 			closeProxyListeners(out)
@@ -312,6 +333,9 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		}
 		bound[i].Addr = ln.Addr().String()
 		ln = server.LimitListener(ln, cfg.MaxClientConns, refused.WithLabelValues(spec.Name).Inc)
+		if spec.ProxyProtocol {
+			ln = proxyheader.Listen(ln, proxyheader.Options{Trusted: trusted, Refused: proxyProtocolRefused(spec.Name, ppRefused, log)})
+		}
 		out = append(out, proxyListener{spec: spec, ln: ln})
 	}
 	if err := app.enableACME(cfg, bound, log, reg); err != nil {
@@ -322,8 +346,13 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
 	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
 	app.tcp = tp
+	up := udp.New(udp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg})
 	for i, l := range ls {
 		switch {
+		case out[i].spec.UDP:
+			pl := out[i].ln.(packetListener)
+			out[i].srv = &udpServer{l: up.Listen(pl.pc, l.Name), pc: pl.pc}
+			continue
 		case out[i].spec.TCP:
 			out[i].srv = &tcpServer{p: tp, name: l.Name}
 			continue
@@ -353,4 +382,13 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		}
 	}
 	return out, nil
+}
+
+// proxyProtocolRefused counts and logs (at debug: a scan must not flood
+// the log) a connection a proxy-protocol listener closed.
+func proxyProtocolRefused(listener string, c *prometheus.CounterVec, log zerolog.Logger) func(string, net.Addr, error) {
+	return func(reason string, peer net.Addr, err error) {
+		c.WithLabelValues(listener, reason).Inc()
+		log.Debug().Str("listener", listener).Str("reason", reason).Str("peer", peer.String()).Err(err).Msg("PROXY protocol connection refused")
+	}
 }

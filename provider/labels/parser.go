@@ -242,7 +242,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	for _, sk := range order {
 		fields := services[sk]
 		ssrc := p.source(c, sk.svc)
-		if sk.proto != config.ProtocolHTTP && sk.proto != config.ProtocolTCP {
+		if sk.proto != config.ProtocolHTTP && sk.proto != config.ProtocolTCP && sk.proto != config.ProtocolUDP {
 			first := sortedFieldNames(fields)[0]
 			hint := ""
 			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{config.ProtocolHTTP}) != "" {
@@ -252,7 +252,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			// service), so the operator can find the line in the compose
 			// file; the protocol is named in the message.
 			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, written[sk][first], fields[first], "",
-				fmt.Sprintf("unknown protocol %q: only http and tcp are routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
+				fmt.Sprintf("unknown protocol %q: only http, tcp and udp are routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}
 		keyOf := func(field string) string {
@@ -264,8 +264,11 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 		fields, vip, ds := p.swarmLB(c, fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		decodeFields := config.DecodeLabels
-		if sk.proto == config.ProtocolTCP {
+		switch sk.proto {
+		case config.ProtocolTCP:
 			decodeFields = config.DecodeTCPLabels
+		case config.ProtocolUDP:
+			decodeFields = config.DecodeUDPLabels
 		}
 		cfg, ds := decodeFields(fields, ssrc, keyOf)
 		diags = append(diags, ds...)

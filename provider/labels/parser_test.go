@@ -146,7 +146,7 @@ func TestParseGrammarErrors(t *testing.T) {
 		"W013 levee.http.app":                         "",
 		"W013 levee.http..host":                       "",
 		"W013 levee.http.app.circuitbreaker.treshold": "did you mean levee.http.app.circuitBreaker.threshold?",
-		"W012 levee.udp.db.port":                      "",
+		"E009 levee.udp.db.listener":                  "name a listener declared with --listen name=addr,udp",
 		"W012 levee.htp.web.host":                     "did you mean levee.http.web.host?",
 	}
 	if !reflect.DeepEqual(hints, want) {
@@ -159,7 +159,7 @@ func TestParseGrammarErrors(t *testing.T) {
 func TestParseUnknownProtocolReportsLabel(t *testing.T) {
 	c := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com",
 		"levee.grpc.db.port=5432", "levee.grpc.db.rule=HostSNI(`*`)",
-		"levee.UDP.dns.port=53")
+		"levee.QUIC.dns.port=53")
 	_, ds := Parser{}.Parse([]Container{c})
 	got := map[string]string{}
 	for _, d := range only(ds, diagnostics.UnknownProtocol) {
@@ -169,8 +169,8 @@ func TestParseUnknownProtocolReportsLabel(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"levee.grpc.db.port": "5432",
-		"levee.UDP.dns.port": "53",
+		"levee.grpc.db.port":  "5432",
+		"levee.QUIC.dns.port": "53",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("W012 key/value:\n got %v\nwant %v", got, want)

@@ -309,6 +309,14 @@ func decodeLabel(t *testing.T, field, value string) (cfgDecoded, []diagnostics.D
 		cfg, ds := DecodeTCPLabels(fields, cfgSrc, cfgLabelKey)
 		return cfgDecoded{ep: cfg.Entrypoint, port: cfg.Port, weight: cfg.Weight}, ds
 	}
+	if strings.HasPrefix(field, "udp.") {
+		// The udp.* fields apply to UDP routes only, which need a listener.
+		if field != "udp.listener" {
+			fields["udp.listener"] = "dns"
+		}
+		cfg, ds := DecodeUDPLabels(fields, cfgSrc, cfgLabelKey)
+		return cfgDecoded{ep: cfg.Entrypoint, port: cfg.Port, weight: cfg.Weight}, ds
+	}
 	if field != "host" {
 		fields["host"] = "app.example.com"
 	}
@@ -346,6 +354,14 @@ func payloadWith(t *testing.T, jsonPath, raw string) []byte {
 		delete(cfg, "hostnames")
 		if jsonPath != "config.tcp.listener" {
 			setConfigPath(cfg, "config.tcp.listener", "postgres")
+		}
+	}
+	if strings.HasPrefix(jsonPath, "config.udp.") {
+		// The udp.* fields apply to UDP routes only, which need a listener.
+		payload["protocol"] = "Udp"
+		delete(cfg, "hostnames")
+		if jsonPath != "config.udp.listener" {
+			setConfigPath(cfg, "config.udp.listener", "dns")
 		}
 	}
 	b, err := json.Marshal(payload)
@@ -619,7 +635,8 @@ func TestDecodeEntrypointStructuralErrors(t *testing.T) {
 		{"no hostnames", FormatJSON, `{"name":"app","config":{}}`, 422, diagnostics.MissingHost},
 		{"no config", FormatJSON, `{"name":"app"}`, 422, diagnostics.MissingHost},
 		{"only bad hostnames", FormatJSON, `{"name":"app","config":{"hostnames":["http://x/"]}}`, 422, diagnostics.MissingHost},
-		{"protocol udp", FormatJSON, `{"name":"app","protocol":"Udp","config":{"hostnames":["a.com"]}}`, 422, diagnostics.UnknownProtocol},
+		{"protocol quic", FormatJSON, `{"name":"app","protocol":"Quic","config":{"hostnames":["a.com"]}}`, 422, diagnostics.UnknownProtocol},
+		{"udp without listener", FormatJSON, `{"name":"app","protocol":"Udp","config":{}}`, 422, diagnostics.UDPNoListener},
 		{"tcp without listener", FormatJSON, `{"name":"app","protocol":"Tcp","config":{"tcp":{"sni":["a.com"]}}}`, 422, diagnostics.TCPNoListener},
 		{"config not an object", FormatJSON, `{"name":"app","config":[]}`, 422, ""},
 		{"backends not a list", FormatJSON, `{"name":"app","backends":{},"config":{"hostnames":["a.com"]}}`, 422, ""},

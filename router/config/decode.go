@@ -133,8 +133,11 @@ func (d *draft) apply(items []fieldValue) {
 // finish applies the cross-field rules and returns the entrypoint, whether
 // it can be routed, and the diagnostics.
 func (d *draft) finish() (Entrypoint, bool) {
-	if d.ep.Protocol == ProtocolTCP {
+	switch d.ep.Protocol {
+	case ProtocolTCP:
 		return d.finishTCP()
+	case ProtocolUDP:
+		return d.finishUDP()
 	}
 	routable := true
 	if len(d.ep.Hosts) == 0 {

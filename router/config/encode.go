@@ -26,8 +26,11 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 	root := &object{}
 	root.set("name", ep.Name)
 	proto := "Http"
-	if ep.Protocol == ProtocolTCP {
+	switch ep.Protocol {
+	case ProtocolTCP:
 		proto = "Tcp"
+	case ProtocolUDP:
+		proto = "Udp"
 	}
 	root.set("protocol", proto)
 	backends := make([]*object, 0, len(ep.Backends))

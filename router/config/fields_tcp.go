@@ -57,10 +57,13 @@ func isTCPRow(f *Field) bool { return strings.HasPrefix(f.Label, "tcp.") }
 // appliesTo reports whether field f means something on an entrypoint of
 // protocol proto.
 func appliesTo(f *Field, proto string) bool {
-	if proto == ProtocolTCP {
+	switch proto {
+	case ProtocolTCP:
 		return isTCPRow(f) || tcpShared[f.Label]
+	case ProtocolUDP:
+		return isUDPRow(f) || udpShared[f.Label]
 	}
-	return !isTCPRow(f)
+	return !isTCPRow(f) && !isUDPRow(f)
 }
 
 // skipped reports (W093) a field that does not apply to the draft's
@@ -71,7 +74,12 @@ func (d *draft) skipped(f *Field, key string, v any) bool {
 	}
 	msg := fmt.Sprintf("%s does not apply to a TCP route: ignored", f.Label)
 	hint := "TCP routes read tcp.*, port, weight, healthCheck.interval|timeout|rise|fall and the connect-level circuitBreaker.* fields"
-	if d.ep.Protocol != ProtocolTCP {
+	switch {
+	case d.ep.Protocol == ProtocolUDP:
+		msg, hint = fmt.Sprintf("%s does not apply to a UDP route: ignored", f.Label), "UDP routes read listener, idleTimeout, port and weight"
+	case isUDPRow(f):
+		msg, hint = fmt.Sprintf("%s applies to UDP routes only (<prefix>.udp.<service>.%s): ignored", f.Label, strings.TrimPrefix(f.Label, "udp.")), ""
+	case d.ep.Protocol != ProtocolTCP:
 		msg = fmt.Sprintf("%s applies to TCP routes only (<prefix>.tcp.<service>.%s): ignored", f.Label, strings.TrimPrefix(f.Label, "tcp."))
 		hint = ""
 	}

@@ -104,6 +104,9 @@ type Entrypoint struct {
 	// TCP holds the settings of a TCP route (Protocol == ProtocolTCP,
 	// model_tcp.go).
 	TCP TCP `json:"tcp"`
+	// UDP holds the settings of a UDP route (Protocol == ProtocolUDP,
+	// model_udp.go).
+	UDP UDP `json:"udp"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).

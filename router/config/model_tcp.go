@@ -47,10 +47,14 @@ type TCP struct {
 	// MaxConnections bounds the route's open client connections; a
 	// connection beyond it is closed at once. Zero: no limit.
 	MaxConnections int `json:"max_connections,omitempty"`
+	// ProxyProtocol is the PROXY protocol version (1 or 2) of the header
+	// Levee sends a backend before the client's bytes; zero sends none.
+	ProxyProtocol int `json:"proxy_protocol,omitempty"`
 }
 
 // Equal reports whether t and o are the same settings.
 func (t TCP) Equal(o TCP) bool {
 	return t.Listener == o.Listener && slices.Equal(t.SNI, o.SNI) && t.TLS == o.TLS &&
-		t.ConnectTimeout == o.ConnectTimeout && t.IdleTimeout == o.IdleTimeout && t.MaxConnections == o.MaxConnections
+		t.ConnectTimeout == o.ConnectTimeout && t.IdleTimeout == o.IdleTimeout && t.MaxConnections == o.MaxConnections &&
+		t.ProxyProtocol == o.ProxyProtocol
 }

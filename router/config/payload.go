@@ -77,6 +77,7 @@ var jsonGroups = func() map[string]diagnostics.Code {
 		"config.circuit_breaker": diagnostics.BadCircuitBreaker,
 		"config.tls":             diagnostics.BadTLS,
 		"config.tcp":             diagnostics.BadTCP,
+		"config.udp":             diagnostics.BadUDP,
 	}
 	maps.Copy(m, transformJSONGroups())
 	return m
@@ -124,11 +125,13 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 		switch {
 		case isStr && strings.EqualFold(strings.TrimSpace(s), ProtocolTCP):
 			d.asTCP()
+		case isStr && strings.EqualFold(strings.TrimSpace(s), ProtocolUDP):
+			d.asUDP()
 		case !isStr || !strings.EqualFold(strings.TrimSpace(s), ProtocolHTTP):
 			diag := diagnostics.New(diagnostics.UnknownProtocol, src, "protocol", displayValue(p), "",
-				"unsupported protocol: only Http and Tcp are routed", "")
+				"unsupported protocol: only Http, Tcp and Udp are routed", "")
 			return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity,
-				Message: fmt.Sprintf("unsupported protocol %s: only Http and Tcp are supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}
+				Message: fmt.Sprintf("unsupported protocol %s: only Http, Tcp and Udp are supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}
 		}
 	}
 	var created time.Time
@@ -162,8 +165,11 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	ep, routable := d.finish()
 	if !routable {
 		msg := "config.hostnames must hold at least one valid host name"
-		if ep.Protocol == ProtocolTCP {
+		switch ep.Protocol {
+		case ProtocolTCP:
 			msg = "config.tcp.listener must name a listener"
+		case ProtocolUDP:
+			msg = "config.udp.listener must name a listener"
 		}
 		return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity, Message: msg, Diagnostics: d.diags}
 	}

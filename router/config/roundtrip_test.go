@@ -53,6 +53,8 @@ var roundTripCompanions = map[string][]string{
 	"tcp.sni":                         {"tcp.listener"},
 	"tcp.tls":                         {"tcp.listener", "tcp.sni"},
 	"tcp.maxConnections":              {"tcp.listener"},
+	"tcp.proxyProtocol":               {"tcp.listener"},
+	"udp.idleTimeout":                 {"udp.listener"},
 }
 
 // exampleLabels are the labels of a minimal routable service plus the
@@ -64,6 +66,9 @@ func exampleLabels(t *testing.T, names ...string) map[string]string {
 		// A TCP route's: the tcp.* rows apply to it only, and it needs a
 		// listener rather than a host.
 		labels = map[string]string{"tcp.listener": "base"}
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "udp.") }) {
+		labels = map[string]string{"udp.listener": "base"}
 	}
 	for _, name := range names {
 		f := fieldByLabel(name)
@@ -83,6 +88,9 @@ func labelEntrypoint(t *testing.T, labels map[string]string) Entrypoint {
 	decode := DecodeLabels
 	if _, ok := labels["tcp.listener"]; ok {
 		decode = DecodeTCPLabels
+	}
+	if _, ok := labels["udp.listener"]; ok {
+		decode = DecodeUDPLabels
 	}
 	lc, ds := decode(labels, cfgSrc, cfgLabelKey)
 	if !lc.Routable {

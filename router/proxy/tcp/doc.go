@@ -15,7 +15,10 @@
 //     a weight, each dial bounded by tcp.connectTimeout; a backend that
 //     refuses or times out gives its turn to the next one, once each.
 //     Every backend failing: closed ("connect_failed").
-//  5. Relay: bytes are copied both ways. A side that ends its stream
+//  5. PROXY header: with tcp.proxyProtocol, the backend connection opens
+//     with a PROXY protocol header (v1 text or v2 binary) naming the
+//     client's address, before any byte of the client's.
+//  6. Relay: bytes are copied both ways. A side that ends its stream
 //     (EOF) has the other side's write half closed (TCP half-close,
 //     RFC 9293 3.6), and the relay ends when both directions are done, or
 //     at the first error, or when no byte moved either way for

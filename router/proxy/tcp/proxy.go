@@ -129,6 +129,11 @@ func (p *Proxy) Handle(c net.Conn, listener, sni string) {
 		return
 	}
 	defer back.Close()
+	if err := sendProxyHeader(back, c, cfg.ProxyProtocol); err != nil {
+		tok.Report(breaker.Outcome{Result: breaker.Failure})
+		p.refuse(listener, id, OutcomeConnectFailed, c, err)
+		return
+	}
 	p.conns.WithLabelValues(listener, id, OutcomeRelayed).Inc()
 	g := p.open.WithLabelValues(id)
 	g.Inc()
