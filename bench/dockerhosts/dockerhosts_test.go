@@ -199,18 +199,22 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 // BenchmarkEvent: see the package doc. single is the provider of one
 // engine (docker.New, one --docker-host without a name): its containers
-// are dialled at their own address, not a published port.
+// are dialled at their own address, not a published port; single-400 is
+// it with as many containers as eight engines have together.
 func BenchmarkEvent(b *testing.B) {
-	b.Run("single", func(b *testing.B) { benchEvents(b, 1, true) })
+	b.Run("single", func(b *testing.B) { benchEvents(b, 1, perEngine, true) })
+	b.Run(fmt.Sprintf("single-%d", 8*perEngine), func(b *testing.B) { benchEvents(b, 1, 8*perEngine, true) })
 	for _, n := range []int{1, 2, 4, 8} {
-		b.Run(fmt.Sprintf("engines=%d", n), func(b *testing.B) { benchEvents(b, n, false) })
+		b.Run(fmt.Sprintf("engines=%d", n), func(b *testing.B) { benchEvents(b, n, perEngine, false) })
 	}
 }
 
-func benchEvents(b *testing.B, n int, single bool) {
-	es := newEngines(n, perEngine)
+// benchEvents measures n engines of perC containers each; see the package
+// doc.
+func benchEvents(b *testing.B, n, perC int, single bool) {
+	es := newEngines(n, perC)
 	base := liveHeap()
-	f := watch(b, es, perEngine, single)
+	f := watch(b, es, perC, single)
 	defer f.close()
 	perEngineHeap := float64(int64(liveHeap())-int64(base)) / float64(n)
 	last := es[n-1]
