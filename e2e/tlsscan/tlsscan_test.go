@@ -254,7 +254,10 @@ func checkTestssl(t *testing.T, testssl, addr string) {
 	}
 	var findings []finding
 	if err := json.Unmarshal(raw, &findings); err != nil {
-		t.Fatalf("testssl.sh report: %v\n%s", err, raw)
+		// testssl.sh writes its report as it goes and leaves it cut short
+		// when it gives up (a connect or openssl timeout): its own output
+		// says why.
+		t.Fatalf("testssl.sh report: %v (testssl.sh exit: %v)\n%s\ntestssl.sh output:\n%s", err, cmd.ProcessState, raw, out)
 	}
 	byID := map[string]finding{}
 	for _, f := range findings {
