@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/levee-proxy/levee/api/store"
 	"github.com/levee-proxy/levee/diagnostics"
@@ -220,20 +220,12 @@ func (s *Server) policyWithStoredHashes(p config.Policy, ds []diagnostics.Diagno
 	if e, ok := s.store.Policy(p.Name); ok && e.Policy.Access.BasicAuth != nil {
 		stored = e.Policy.Access.BasicAuth.Users
 	}
-	c := *ba
-	c.Users = slices.Clone(ba.Users)
-	for i, line := range c.Users {
-		if !isRedactedLine(line) {
-			continue
-		}
-		user, _, _ := strings.Cut(line, ":")
-		hash, ok := storedHash(stored, user)
-		if !ok {
-			return p, ds, fmt.Errorf("basic_auth.users line %q: %s stands for a stored hash, and policy %q stores none for user %q: send the bcrypt hash (htpasswd -nbB name password)",
-				line, RedactedHash, p.Name, user)
-		}
-		c.Users[i] = user + ":" + hash
+	users, err := restoredUsers(ba.Users, stored, "policy "+strconv.Quote(p.Name))
+	if err != nil {
+		return p, ds, err
 	}
+	c := *ba
+	c.Users = users
 	p.Access.BasicAuth = &c
 	body, err := config.EncodePolicy(p)
 	if err != nil {

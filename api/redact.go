@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/levee-proxy/levee/api/store"
@@ -80,25 +81,37 @@ func (s *Server) restoreHashes(ep config.Entrypoint) (config.Entrypoint, bool, e
 	if e, ok := s.store.Get(ep.ID); ok && e.Entrypoint.Access.BasicAuth != nil {
 		stored = e.Entrypoint.Access.BasicAuth.Users
 	}
+	users, err := restoredUsers(ba.Users, stored, "entrypoint "+strconv.Quote(ep.ID))
+	if err != nil {
+		return ep, false, err
+	}
 	c := *ba
-	c.Users = slices.Clone(ba.Users)
-	for i, line := range c.Users {
+	c.Users = users
+	ep.Access.BasicAuth = &c
+	return ep, true, nil
+}
+
+// restoredUsers is lines with the stored hash (from stored, the users
+// lines of owner as stored) put back in each line that holds
+// RedactedHash; an error names the line that cannot be restored.
+func restoredUsers(lines, stored []string, owner string) ([]string, error) {
+	out := slices.Clone(lines)
+	for i, line := range out {
 		if !isRedactedLine(line) {
 			continue
 		}
 		user, _, named := strings.Cut(line, ":")
-		hash, ok := storedHash(stored, user)
 		if !named {
-			return ep, false, fmt.Errorf("basic_auth.users line %q: %s without a user name stands for no stored hash: send name:hash", line, RedactedHash)
+			return nil, fmt.Errorf("basic_auth.users line %q: %s without a user name stands for no stored hash: send name:hash", line, RedactedHash)
 		}
+		hash, ok := storedHash(stored, user)
 		if !ok {
-			return ep, false, fmt.Errorf("basic_auth.users line %q: %s stands for a stored hash, and entrypoint %q stores none for user %q: send the bcrypt hash (htpasswd -nbB name password)",
-				line, RedactedHash, ep.ID, user)
+			return nil, fmt.Errorf("basic_auth.users line %q: %s stands for a stored hash, and %s stores none for user %q: send the bcrypt hash (htpasswd -nbB name password)",
+				line, RedactedHash, owner, user)
 		}
-		c.Users[i] = user + ":" + hash
+		out[i] = user + ":" + hash
 	}
-	ep.Access.BasicAuth = &c
-	return ep, true, nil
+	return out, nil
 }
 
 // isRedactedLine reports whether a users line holds the placeholder.
