@@ -28,6 +28,15 @@ func (c GRPCCodes) Has(code int) bool {
 	return code >= 0 && code < len(grpcCodeNames) && c&(1<<code) != 0
 }
 
+// GRPCCodeName is a gRPC status code's name (UNAVAILABLE for 14), or
+// its number for a code outside 0-16.
+func GRPCCodeName(code int) string {
+	if code >= 0 && code < len(grpcCodeNames) {
+		return grpcCodeNames[code]
+	}
+	return strconv.Itoa(code)
+}
+
 // Names lists the set's codes by name, in code order.
 func (c GRPCCodes) Names() []string {
 	out := make([]string, 0, bits.OnesCount32(uint32(c)))

@@ -51,7 +51,10 @@ type exchange struct {
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
 	// The small fields sit together: the exchange stays in its
 	// allocation size class.
-	level      int8
+	level int8
+	// grpcStatus is a gRPC call's status as its client read it
+	// (grpc_observe.go).
+	grpcStatus int8
 	diagnostic string
 	backendErr error // the backend error answered for (access log)
 

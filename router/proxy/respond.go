@@ -65,6 +65,7 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		f.Flush()
 	}
 	err := x.copyBody(resp.Body, flush)
+	x.noteGRPCAnswer(resp, err)
 	if x.grpc != nil {
 		x.settleGRPC(resp.Trailer, err)
 	}
