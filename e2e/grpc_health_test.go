@@ -47,7 +47,9 @@ func startHealthyInteropServer(t *testing.T) *healthyInteropServer {
 
 // healthCheck.grpc through the binary: a backend whose health service
 // says NOT_SERVING for the checked service leaves rotation (its peer
-// takes every call) and comes back once it says SERVING.
+// takes every call) and comes back once it says SERVING. The probe's
+// timeout is generous: a loaded machine must not fail the healthy one
+// (both down would fail open).
 func TestGRPCHealthCheckThroughTheBinary(t *testing.T) {
 	grpclog.SetLoggerV2(panicLogger{})
 	const service = "grpc.testing.TestService"
@@ -56,7 +58,7 @@ func TestGRPCHealthCheckThroughTheBinary(t *testing.T) {
 	well.health.SetServingStatus(service, healthpb.HealthCheckResponse_SERVING)
 	p := startLevee(t, "--docker=false", "--listen", "grpc=127.0.0.1:0,h2c")
 	createEntrypoint(t, p, fmt.Sprintf(`{"name":"api","backends":[{"address":"127.0.0.1","port":%d},{"address":"127.0.0.1","port":%d}],`+
-		`"config":{"hostnames":["api.test"],"scheme":"h2c","health_check":{"grpc":true,"grpc_service":%q,"interval":"100ms","rise":1,"fall":1}}}`,
+		`"config":{"hostnames":["api.test"],"scheme":"h2c","health_check":{"grpc":true,"grpc_service":%q,"interval":"1s","timeout":"1s","rise":1,"fall":1}}}`,
 		sick.port, well.port, service))
 	sickAddr := fmt.Sprintf("127.0.0.1:%d", sick.port)
 	event := func(name string) func(map[string]any) bool {

@@ -189,7 +189,7 @@ func TestGRPCHealthCheckTakesBackendsOutAndBack(t *testing.T) {
 	ep.Backends = []config.Backend{{Address: host, Port: p, Weight: config.DefaultWeight}}
 	hc := config.DefaultHealthCheck()
 	hc.GRPC, hc.GRPCService = true, "shop.Cart"
-	hc.Interval, hc.Timeout, hc.Rise, hc.Fall = 20*time.Millisecond, time.Second, 1, 1
+	hc.Interval, hc.Timeout, hc.Rise, hc.Fall = 200*time.Millisecond, 200*time.Millisecond, 1, 1
 	ep.HealthCheck = &hc
 	hs.SetServingStatus("shop.Cart", healthpb.HealthCheckResponse_NOT_SERVING)
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
