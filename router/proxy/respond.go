@@ -13,6 +13,9 @@ import (
 
 // respond sends the attempt's result to the client.
 func (x *exchange) respond(b *router.Backend, res *attemptResult) {
+	if x.replay != nil {
+		x.replay.stop() // answered: no retry will send the body again
+	}
 	if res.resp == nil {
 		x.respondError(res)
 		return
