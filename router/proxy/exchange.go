@@ -74,9 +74,9 @@ type exchange struct {
 	// gate ends the streamed request body with the exchange (limits.go).
 	gate   *bodyGate
 	body   []byte    // the buffered request body, when replayable
+	stream io.Reader // a body too large to buffer: what was read, then the rest
 	// replay records a gRPC call's body for a retry (grpc_retry.go).
 	replay *grpcReplay
-	stream io.Reader // a body too large to buffer: what was read, then the rest
 	// badBody is set (possibly by the transport's body writer) when reading
 	// the client's body failed: the client's fault, never the backend's.
 	badBody atomic.Bool
