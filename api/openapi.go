@@ -125,7 +125,7 @@ func schemas() obj {
 	diagList := obj{"type": "array", "items": ref("Diagnostic")}
 	payloadProps := obj{
 		"name":     obj{"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$", "description": "the id"},
-		"protocol": obj{"type": "string", "example": "Http"},
+		"protocol": obj{"type": "string", "example": "Http", "description": "Http (the default) or Tcp (see docs/tcp.md)"},
 		"backends": obj{"type": "array", "items": obj{"type": "object", "additionalProperties": true, "properties": obj{
 			"address": obj{"type": "string"},
 			"port":    obj{"type": "integer"},
@@ -167,6 +167,7 @@ func schemas() obj {
 			"source":      obj{"type": "string", "description": "the provider of the declaration in force"},
 			"policy":      obj{"allOf": []any{ref("PolicyPayload")}, "description": "the canonical payload, hashes redacted"},
 			"routes":      obj{"type": "array", "items": obj{"type": "string"}, "description": "ids of the routes that reference it"},
+			"denies":      obj{"type": "boolean", "description": "every route using it denies: an access setting could not be read (an unknown key, or W039: declared twice with different access groups)"},
 			"diagnostics": diagList,
 		}},
 		"PolicyList": obj{"type": "object", "properties": obj{"policies": obj{"type": "array", "items": ref("Policy")}}},

@@ -15,13 +15,18 @@ import (
 
 // policyView is one named policy as GET shows it: its canonical payload
 // (redacted: no basic-auth hash is ever shown), the source that declared
-// the declaration in force, the ids of the routes that reference it, and
-// its diagnostics.
+// the declaration in force, the ids of the routes that reference it,
+// whether those routes deny every request because of it, and its
+// diagnostics.
 type policyView struct {
-	Name        string                   `json:"name"`
-	Source      string                   `json:"source"`
-	Policy      json.RawMessage          `json:"policy"`
-	Routes      []string                 `json:"routes"`
+	Name   string          `json:"name"`
+	Source string          `json:"source"`
+	Policy json.RawMessage `json:"policy"`
+	Routes []string        `json:"routes"`
+	// Denies: the policy holds an access setting Levee could not read
+	// (an unknown key, or two declarations with different access groups,
+	// W039), so every route using it denies (fail closed).
+	Denies      bool                     `json:"denies"`
 	Diagnostics []diagnostics.Diagnostic `json:"diagnostics"`
 }
 
@@ -44,13 +49,14 @@ func (s *Server) usersOf() map[string][]string {
 }
 
 func (s *Server) policyView(p config.Policy, users map[string][]string) (policyView, error) {
+	denies := len(p.Access.Unread) > 0
 	ep, _ := redactedEntrypoint(config.Entrypoint{Access: p.Access})
 	p.Access = ep.Access
 	body, err := config.EncodePolicy(p)
 	if err != nil {
 		return policyView{}, fmt.Errorf("view of policy %q: %w", p.Name, err)
 	}
-	v := policyView{Name: p.Name, Source: p.Source, Policy: body, Routes: users[p.Name], Diagnostics: []diagnostics.Diagnostic{}}
+	v := policyView{Name: p.Name, Source: p.Source, Policy: body, Routes: users[p.Name], Denies: denies, Diagnostics: []diagnostics.Diagnostic{}}
 	if v.Routes == nil {
 		v.Routes = []string{}
 	}

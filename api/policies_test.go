@@ -136,3 +136,22 @@ func TestPolicyWriteModesAndRedaction(t *testing.T) {
 		t.Errorf("strict with W048: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// GET /policies says which policies make their routes deny: one whose
+// access settings could not be read (here an unknown key; W039 leaves the
+// same mark) denies, a readable one does not.
+func TestPolicyViewSaysWhenItDenies(t *testing.T) {
+	h := newHarness(t)
+	h.router.Update(config.SourceUpdate{Source: config.SourceDocker, Policies: []config.Policy{
+		{Name: "broken", Source: config.SourceDocker, Access: config.AccessPolicies{Unread: []string{"ipAllowList.sourceRnage"}}},
+		{Name: "fine", Source: config.SourceDocker, Transform: config.Transform{Compress: &config.Compress{Encodings: []string{"gzip"}}}},
+	}})
+	denies := map[string]any{}
+	for _, p := range decodeBody(t, h.do("GET", "/policies", "", ""))["policies"].([]any) {
+		m := p.(map[string]any)
+		denies[m["name"].(string)] = m["denies"]
+	}
+	if denies["broken"] != true || denies["fine"] != false {
+		t.Errorf("denies %v, want broken: true, fine: false", denies)
+	}
+}

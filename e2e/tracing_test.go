@@ -152,6 +152,7 @@ func TestTracingThroughTheBinary(t *testing.T) {
 	var failedRetry atomic.Bool
 	a := tracedBackend(t, endpoint, &failedRetry)
 	b := tracedBackend(t, endpoint, &failedRetry)
+	c := tracedBackend(t, endpoint, &failedRetry)
 	p := startLevee(t, "--docker=false", "--tracing-endpoint", endpoint, "--tracing-protocol", "grpc", "--tracing-insecure",
 		// The test client is the peer whose traceparent Levee continues.
 		"--trusted-proxies", "127.0.0.1/32")
@@ -166,6 +167,7 @@ func TestTracingThroughTheBinary(t *testing.T) {
 	}
 	createEntrypoint(t, p, `{"name":"tr","backends":`+backendJSON(a)+`,"config":{"hostnames":["tr.test"]}}`)
 	createEntrypoint(t, p, `{"name":"trretry","backends":`+backendJSON(a, b)+`,"config":{"hostnames":["retry.test"],"retry":{"attempts":2}}}`)
+	createEntrypoint(t, p, `{"name":"trdial","backends":`+backendJSON(c)+`,"config":{"hostnames":["dial.test"]}}`)
 	createEntrypoint(t, p, `{"name":"trbrk","backends":`+backendJSON(a)+`,"config":{"hostnames":["brk.test"],"circuit_breaker":{"min_requests":100,"cooldown":"5m"}}}`)
 	if code, body := apiCall(t, p, "POST", "/breakers/trbrk/open", "", ""); code != http.StatusOK {
 		t.Fatalf("POST /breakers/trbrk/open: %d %s", code, body)
@@ -232,6 +234,51 @@ func TestTracingThroughTheBinary(t *testing.T) {
 		}
 		if statuses[1] != 502 || statuses[2] != 200 {
 			t.Errorf("attempts' statuses %v, want 1:502 2:200", statuses)
+		}
+	})
+
+	t.Run("dial and first byte", func(t *testing.T) {
+		// Two requests to a backend nothing has connected to yet: the
+		// first attempt dials, the second reuses the pooled connection.
+		ids := []string{"7bf92f3577b34da6a3ce929d0e0e4739", "8bf92f3577b34da6a3ce929d0e0e473a"}
+		for _, id := range ids {
+			if code, _, _ := send(t, p, "GET", "dial.test", "/d", "Traceparent", traceparent(id)); code != http.StatusOK {
+				t.Fatalf("GET dial.test/d: %d", code)
+			}
+		}
+		var at []*tracepb.Span
+		for _, id := range ids {
+			_, attempts, _ := split(t, rcv.trace(t, id, 3))
+			if len(attempts) != 1 {
+				t.Fatalf("trace %s: %d attempts, want 1", id, len(attempts))
+			}
+			at = append(at, attempts[0])
+		}
+		backend := strings.TrimPrefix(c.URL, "http://")
+		for i, s := range at {
+			if got := attr(s, "levee.backend").GetStringValue(); got != backend {
+				t.Errorf("attempt %d: levee.backend %q, want %q", i, got, backend)
+			}
+			if fb := attr(s, "levee.first_byte_ms"); fb == nil || fb.GetDoubleValue() <= 0 {
+				t.Errorf("attempt %d: levee.first_byte_ms %v, want > 0", i, fb)
+			}
+		}
+		dial, fb := attr(at[0], "levee.dial_ms"), attr(at[0], "levee.first_byte_ms").GetDoubleValue()
+		if dial == nil || dial.GetDoubleValue() <= 0 || dial.GetDoubleValue() > fb {
+			t.Errorf("first attempt: levee.dial_ms %v, want in (0, first byte %v]", dial, fb)
+		}
+		if r := attr(at[0], "levee.connection.reused"); r == nil || r.GetBoolValue() {
+			t.Errorf("first attempt: levee.connection.reused %v, want false", r)
+		}
+		var events []string
+		for _, e := range at[0].GetEvents() {
+			events = append(events, e.GetName())
+		}
+		if strings.Join(events, ",") != "connected,first byte" {
+			t.Errorf("first attempt's events %q, want [connected first byte]", events)
+		}
+		if r := attr(at[1], "levee.connection.reused"); !r.GetBoolValue() || attr(at[1], "levee.dial_ms") != nil {
+			t.Errorf("second attempt: levee.connection.reused %v, dial_ms %v: want a pooled connection, no dial", r, attr(at[1], "levee.dial_ms"))
 		}
 	})
 

@@ -17,7 +17,11 @@ import (
 type healthTarget struct {
 	cfg      config.HealthCheck
 	backends []*Backend
-	// grpc reaches the backends when cfg.GRPC (health_grpc.go).
+	// tcp: the route is a TCP route, checked by a TCP connect instead of
+	// an HTTP GET.
+	tcp bool
+	// grpc reaches the backends when cfg.GRPC (health_grpc.go); never
+	// for a TCP route.
 	grpc *grpcProbe
 }
 
@@ -51,8 +55,8 @@ func (r *Router) configureHealth(rs *RouteState, rt *Route) {
 	}
 	// The validator already applied Effective's rules (and said so, I004);
 	// they are applied again for entrypoints built without it.
-	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends}
-	if t.cfg.GRPC {
+	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends, tcp: rt.ep.Protocol == config.ProtocolTCP}
+	if t.cfg.GRPC && !t.tcp {
 		t.grpc = r.newGRPCProbe(config.SpeaksTLS(rt.ep.Scheme), rt.backendTLS, rt.backendTLSErr)
 	}
 	if rs.health != nil {
@@ -137,7 +141,13 @@ func (h *healthChecker) round() {
 			continue
 		}
 		seen[b.st] = true
-		wg.Go(func() { h.judge(b, t.cfg, h.check(ctx, b, t)) })
+		wg.Go(func() {
+			if t.tcp {
+				h.judge(b, t.cfg, connectCheck(ctx, b, t.cfg))
+				return
+			}
+			h.judge(b, t.cfg, h.check(ctx, b, t))
+		})
 	}
 	wg.Wait()
 }
@@ -168,6 +178,20 @@ func (h *healthChecker) check(ctx context.Context, b *Backend, t *healthTarget) 
 		return resp.StatusCode >= 200 && resp.StatusCode < 400
 	}
 	return cfg.Status.Has(resp.StatusCode)
+}
+
+// connectCheck is a TCP route's check: the backend accepts a TCP
+// connection within the timeout.
+func connectCheck(ctx context.Context, b *Backend, cfg config.HealthCheck) bool {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", b.hostport)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // judge applies rise/fall. Only this checker's goroutines touch the

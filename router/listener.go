@@ -33,6 +33,9 @@ type Listener struct {
 	// TLSListeners are, on a plain listener, the TLS listeners in the
 	// order declared: the candidates of its redirects.
 	TLSListeners []*Listener
+	// TCP marks a plain TCP listener (--listen name=addr,tcp): it serves
+	// the TCP routes that name it and no HTTP.
+	TCP bool
 }
 
 type listenerKey struct{}
@@ -112,13 +115,19 @@ func (s *Snapshot) ListenerDiagnostics(listeners []*Listener) []diagnostics.Diag
 // on the labels it reads when it is told the listeners.
 func ListenerDiagnostics(eps []config.Entrypoint, listeners []*Listener) []diagnostics.Diagnostic {
 	names := map[string]bool{}
+	byName := map[string]*Listener{}
 	anyTLS := false
 	for _, l := range listeners {
 		names[l.Name] = true
+		byName[l.Name] = l
 		anyTLS = anyTLS || l.TLS
 	}
 	var out []diagnostics.Diagnostic
 	for _, ep := range eps {
+		if ep.Protocol == config.ProtocolTCP {
+			out = append(out, tcpListenerDiagnostics(ep, byName)...)
+			continue
+		}
 		for _, n := range ep.Listeners {
 			if !names[n] {
 				out = append(out, diagnostics.New(diagnostics.UnknownListener, sourceOf(ep), "listeners", n, "not served there",

@@ -11,6 +11,7 @@ import (
 	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/policy/basicauth"
 	"github.com/levee-proxy/levee/router/policy/compress"
+	"github.com/levee-proxy/levee/router/policy/ratelimit"
 )
 
 // Clock tells the time. Breakers, ejection and grace periods read it, so
@@ -78,6 +79,10 @@ type Options struct {
 	// cannot take the cores from the others; nil = basicauth.NewSlots(0,
 	// 0): half the cores, a 1s wait.
 	PasswordSlots *basicauth.Slots
+
+	// RateFleet reconciles the rate limits with rateLimit.scope=fleet
+	// through the breaker store; nil: those limits are local (W068).
+	RateFleet *ratelimit.Fleet
 
 	// Policies are the kinds of policy a route compiles, in order
 	// (DefaultPolicies); nil: DefaultPolicies with the router's own

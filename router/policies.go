@@ -32,6 +32,9 @@ type PolicyDeps struct {
 	PasswordSlots *basicauth.Slots
 	// Encoders are the compression encoders under one memory budget.
 	Encoders *compress.Encoders
+	// RateFleet reconciles the rate limits with scope=fleet through the
+	// breaker store (nil: there is none, they are local).
+	RateFleet *ratelimit.Fleet
 }
 
 // DefaultPolicies is every kind of policy Levee has, in the order a
@@ -46,7 +49,7 @@ func DefaultPolicies(d PolicyDeps) []policy.Kind {
 	return []policy.Kind{
 		deny.Kind,
 		ipallow.Kind,
-		ratelimit.Kind,
+		ratelimit.Kind(d.RateFleet),
 		inflight.Kind,
 		basicauth.Kind(d.PasswordSlots),
 		forwardauth.Kind(d.AuthTransport),

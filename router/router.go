@@ -94,7 +94,7 @@ func New(opts Options) *Router {
 	r.grpcHealth.opts = opts
 	r.authTransport = newAuthTransport(opts)
 	if r.opts.Policies == nil {
-		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders})
+		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet})
 	}
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
@@ -545,7 +545,8 @@ func sameEntrypoint(a, b *config.Entrypoint) bool {
 		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || a.MaxRequestBodyBytes != b.MaxRequestBodyBytes || !a.Created.Equal(b.Created) ||
 		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Policies, b.Policies) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
-		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS {
+		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS ||
+		!a.TCP.Equal(b.TCP) {
 		return false
 	}
 	if (a.HealthCheck == nil) != (b.HealthCheck == nil) || (a.HealthCheck != nil && *a.HealthCheck != *b.HealthCheck) {

@@ -95,6 +95,8 @@ type Snapshot struct {
 	redirects bool
 	// named are the routes policies name, by the name (references.go).
 	named map[string]*Route
+	// tcp holds the TCP routes by listener name (tcp.go).
+	tcp map[string]*tcpTable
 }
 
 // listenerFilter keeps the routes that answer on a listener.

@@ -102,6 +102,7 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 	// before matching on a plain listener); a cheap pass, stopped at the
 	// first.
 	s.redirects = slices.ContainsFunc(routes, func(r *Route) bool { return r.ep.TLS.Enabled && r.ep.TLS.Redirect })
+	s.tcp = indexTCP(routes)
 	var diags []diagnostics.Diagnostic
 	for h := range s.collided {
 		diags = append(diags, s.lookup(h).diags...)

@@ -18,7 +18,8 @@
 #                     rotating from round to round (reversed on even rounds)
 #   CONNECTIONS=64    wrk connections; THREADS=1 wrk threads
 #   PROXY_CPU=0 LOAD_CPU=1
-#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+13 (+15 with BASELINE) are used, and the first
+#   BASE_PORT=18080   ports BASE_PORT..BASE_PORT+13 (+15 with BASELINE, +16..+20
+#                     for the tracing targets) are used, and the first
 #                     free port from BASE_PORT+14 for redis-server
 #   NO_INSTALL=1      do not apt-get install missing tools
 #   TARGETS="levee nginx"  run only these targets (default: all of direct levee
@@ -29,7 +30,11 @@
 #                     redis-server the script starts (Debian's redis-server;
 #                     only when this target is selected) and stops at exit;
 #                     levee-std-server is --http-server=stdlib, levee-std-client
-#                     --backend-client=stdlib, levee-std-both both; nginx is always
+#                     --backend-client=stdlib, levee-std-both both;
+#                     levee-trace-100 and levee-trace-1 are the levee route with
+#                     tracing on, sampling 100 % and 1 %, exporting over
+#                     OTLP/HTTP to a sink that drops the spans (the backend
+#                     binary with -otlp-sink, on CPU $LOAD_CPU); nginx is always
 #                     measured, every ratio is to it)
 #   BASELINE=REV      also measure the levee route of the binary built from
 #                     git revision REV (target levee-baseline, e.g.
@@ -63,7 +68,7 @@ trap cleanup EXIT
 log() { echo "[bench] $*" >&2; }
 
 # --- targets --------------------------------------------------------------
-ALL_TARGETS=(direct levee levee-breaker levee-breaker-store levee-std-server levee-std-client levee-std-both nginx haproxy)
+ALL_TARGETS=(direct levee levee-breaker levee-breaker-store levee-std-server levee-std-client levee-std-both levee-trace-100 levee-trace-1 nginx haproxy)
 BASELINE=${BASELINE:-}
 [ -z "$BASELINE" ] || ALL_TARGETS=(direct levee-baseline "${ALL_TARGETS[@]:1}")
 if [ -n "${TARGETS:-}" ]; then
@@ -192,6 +197,22 @@ if selected levee-baseline; then
 	LEVEE_BIN="$TMP/levee-baseline" start_levee levee-baseline $((BASE_PORT + 5)) $((BASE_PORT + 15))
 fi
 
+# --- tracing ----------------------------------------------------------------
+# levee-trace-100 and levee-trace-1: the levee route with every request
+# (1 % of them) traced, spans batched to an OTLP/HTTP sink that drops them.
+# The sink runs on the load's CPU: the export's cost on Levee's side (span
+# building, batching, protobuf encoding, the POSTs) is in the row, the
+# receiver's is not.
+if selected levee-trace-100 || selected levee-trace-1; then
+	SINK_PORT=$((BASE_PORT + 20))
+	GOMAXPROCS=1 taskset -c "$LOAD_CPU" "$TMP/backend" -otlp-sink -listen "127.0.0.1:$SINK_PORT" >"$TMP/otlp-sink.log" 2>&1 &
+	PIDS+=("$!")
+	wait_http "http://127.0.0.1:$SINK_PORT/"
+	trace_flags=(--tracing-endpoint "127.0.0.1:$SINK_PORT" --tracing-protocol http --tracing-insecure)
+	selected levee-trace-100 && start_levee levee-trace-100 $((BASE_PORT + 16)) $((BASE_PORT + 17)) "${trace_flags[@]}" --tracing-sample-ratio 1
+	selected levee-trace-1 && start_levee levee-trace-1 $((BASE_PORT + 18)) $((BASE_PORT + 19)) "${trace_flags[@]}" --tracing-sample-ratio 0.01
+fi
+
 # --- breaker store ----------------------------------------------------------
 # levee-breaker-store: the same breaker route in a Levee process whose
 # breakers share their state through a redis-server on loopback (default
@@ -283,7 +304,7 @@ if selected levee-breaker-store; then
 	URL[levee-breaker-store]="http://127.0.0.1:${LEVEE_PORTS[levee-breaker-store]}/"; HOSTH[levee-breaker-store]=bench-cb.local
 	PID[levee-breaker-store]=${LEVEE_PIDS[levee-breaker-store]}
 fi
-for t in levee-std-server levee-std-client levee-std-both levee-baseline; do
+for t in levee-std-server levee-std-client levee-std-both levee-baseline levee-trace-100 levee-trace-1; do
 	selected "$t" || continue
 	URL[$t]="http://127.0.0.1:${LEVEE_PORTS[$t]}/"; HOSTH[$t]=bench.local; PID[$t]=${LEVEE_PIDS[$t]}
 done

@@ -59,6 +59,9 @@ func (a *app) enableACME(cfg serveConfig, bound []listenerSpec, log zerolog.Logg
 		opts.DNS = dns
 	}
 	for _, s := range bound {
+		if s.TCP {
+			continue // serves no HTTP: no challenge is answered there
+		}
 		host, port, _ := net.SplitHostPort(s.Addr)
 		p, _ := strconv.Atoi(port)
 		switch {

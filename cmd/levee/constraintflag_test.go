@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 )
 
@@ -49,8 +50,8 @@ func TestServeFlagsDockerConstraints(t *testing.T) {
 // container of another project is not reported at all.
 func TestValidateDockerConstraints(t *testing.T) {
 	eng := testEngine()
-	eng.listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
-	eng.listContainers = func(context.Context, string) ([]labels.Container, error) {
+	eng.listServices = func(context.Context, docker.HostSpec) ([]labels.Container, error) { return nil, nil }
+	eng.listContainers = func(context.Context, docker.HostSpec) ([]labels.Container, error) {
 		net := []labels.Network{{Name: "bridge", IP: "172.17.0.2"}}
 		return []labels.Container{
 			{ID: "a", Name: "shop-web-1", Networks: net, Labels: map[string]string{"com.docker.compose.project": "shop",

@@ -102,6 +102,38 @@ func (f dockerHostAddrFlag) Set(v string) error {
 	return nil
 }
 
+// dockerHostWeightFlag is --docker-host-weight: repeatable, name=weight;
+// LEVEE_DOCKER_HOST_WEIGHT separates several with commas.
+type dockerHostWeightFlag struct{ weights *map[string]int }
+
+func (f dockerHostWeightFlag) String() string {
+	if f.weights == nil {
+		return ""
+	}
+	var items []string
+	for name, w := range *f.weights {
+		items = append(items, fmt.Sprintf("%s=%d", name, w))
+	}
+	return strings.Join(items, ",")
+}
+
+func (f dockerHostWeightFlag) Set(v string) error {
+	for _, item := range strings.Split(v, ",") {
+		name, w, err := docker.ParseHostWeight(item)
+		if err != nil {
+			return err
+		}
+		if *f.weights == nil {
+			*f.weights = map[string]int{}
+		}
+		if _, dup := (*f.weights)[name]; dup {
+			return fmt.Errorf("--docker-host-weight for host %s is given twice", name)
+		}
+		(*f.weights)[name] = w
+	}
+	return nil
+}
+
 // settleDockerHosts resolves the Docker hosts after the flags and the
 // environment are read. One host named local (or unnamed), or none, is the
 // single-engine provider of DockerHost (DOCKER_HOST when none is given);
@@ -109,6 +141,9 @@ func (f dockerHostAddrFlag) Set(v string) error {
 func (c *serveConfig) settleDockerHosts(getenv func(string) string) error {
 	hosts, err := docker.ResolveHosts(c.DockerHosts, c.DockerTLSDirs, c.DockerHostAddrs)
 	if err != nil {
+		return err
+	}
+	if hosts, err = docker.ApplyHostWeights(hosts, c.DockerHostWeights); err != nil {
 		return err
 	}
 	c.DockerHosts = hosts

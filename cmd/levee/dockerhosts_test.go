@@ -65,7 +65,7 @@ func TestDockerHostFlags(t *testing.T) {
 	}{
 		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-host", "a=unix:///b.sock"}, "given twice"},
 		{[]string{"--docker-host", "unix:///a.sock", "--docker-host", "unix:///b.sock"}, "given twice"},
-		{[]string{"--docker-host", "a=ssh://me@edge"}, "ssh:// is not supported"},
+		{[]string{"--docker-host", "a=ssh://"}, "ssh:// needs a host"},
 		{[]string{"--docker-host", "a=tcp//10.0.0.2"}, "no scheme"},
 		{[]string{"--docker-host", "A=tcp://10.0.0.2:2375"}, "lower-case"},
 		{[]string{"--docker-host", "a=unix:///a.sock", "--docker-tls-dir", "b=" + dir}, "no --docker-host names"},
@@ -124,4 +124,28 @@ func TestBuildWatchesSeveralDockerHosts(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// --docker-host-weight sets a host's weight; a bad value, a weight given
+// twice or one naming no host stops serve with a message naming it.
+func TestDockerHostWeightFlag(t *testing.T) {
+	noEnv := envOf(map[string]string{})
+	two := []string{"--docker-host", "a=unix:///a.sock", "--docker-host", "b=tcp://10.0.0.3:2376"}
+	cfg, err := parseServeFlags(append(two, "--docker-host-weight", "b=3"), noEnv, &bytes.Buffer{})
+	if err != nil || cfg.DockerHosts[1].Weight != 3 || cfg.DockerHosts[0].Weight != 0 {
+		t.Fatalf("--docker-host-weight b=3: %+v, %v", cfg.DockerHosts, err)
+	}
+	cfg, err = parseServeFlags(two, envOf(map[string]string{"LEVEE_DOCKER_HOST_WEIGHT": "a=2,b=5"}), &bytes.Buffer{})
+	if err != nil || cfg.DockerHosts[0].Weight != 2 || cfg.DockerHosts[1].Weight != 5 {
+		t.Errorf("LEVEE_DOCKER_HOST_WEIGHT: %+v, %v", cfg.DockerHosts, err)
+	}
+	for _, c := range []struct{ value, want string }{
+		{"b=0", `"b=0"`}, {"b=x", `"b=x"`}, {"b=101", "from 1 to 100"}, {"3", `"3"`},
+		{"c=2", "names host c"}, {"b=2,b=3", "given twice"},
+	} {
+		_, err := parseServeFlags(append(two, "--docker-host-weight", c.value), noEnv, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--docker-host-weight %s: %v, want an error containing %s", c.value, err, c.want)
+		}
+	}
 }

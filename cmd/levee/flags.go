@@ -18,6 +18,7 @@ import (
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/compress"
+	"github.com/levee-proxy/levee/router/policy/ratelimit"
 	"github.com/levee-proxy/levee/router/proxy"
 )
 
@@ -31,14 +32,15 @@ type serveConfig struct {
 	// DockerHost is the one engine watched (DOCKER_HOST when no
 	// --docker-host is given), with DockerTLSDir; DockerHosts, when set,
 	// are several named hosts instead (dockerhosts.go).
-	DockerHost       string
-	DockerTLSDir     string
-	DockerHosts      []docker.HostSpec
-	DockerTLSDirs    map[string]string
-	DockerHostAddrs  map[string]string
-	ExposedByDefault bool
-	DockerDebounce   time.Duration
-	DockerResync     time.Duration
+	DockerHost        string
+	DockerTLSDir      string
+	DockerHosts       []docker.HostSpec
+	DockerTLSDirs     map[string]string
+	DockerHostAddrs   map[string]string
+	DockerHostWeights map[string]int
+	ExposedByDefault  bool
+	DockerDebounce    time.Duration
+	DockerResync      time.Duration
 	// DockerCallTimeout, DockerPingInterval and DockerBackoffMax are the
 	// docker provider's CallTimeout, PingInterval and RetryMax.
 	DockerCallTimeout  time.Duration
@@ -123,6 +125,8 @@ type serveConfig struct {
 	BreakerStoreFallbackFlushes int
 	BreakerStoreFallbackAfter   time.Duration
 	BreakerStoreRejoinFlushes   int
+	// How often the fleet rate limits are reconciled with the store.
+	RateLimitFlushInterval time.Duration
 	// Listen are the named proxy listeners (--listen, listeners.go);
 	// httpListenGiven says --http-listen was set by flag or environment.
 	Listen          []listenerSpec
@@ -161,7 +165,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
-	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D] (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D], or a TCP listener name=addr,tcp (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; h3: HTTP/3 over QUIC on the UDP port of the same number too, advertised by Alt-Svc; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.Var(tlsCertFlag{&cfg.TLSCerts}, "tls-cert", "a static certificate by its PEM files, CERT[,KEY] (KEY left out when CERT holds both), chosen by SNI beside --tls-cert-dir's, reloaded when the files change (repeatable; LEVEE_TLS_CERT separates several with ';')")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
@@ -177,8 +181,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.CertDir, "cert-dir", "./levee-certs", "directory of ACME accounts, certificates and locks (share it between Levee processes: one orders, the others wait)")
 	fs.StringVar(&cfg.APIListen, "api-listen", "127.0.0.1:3035", "address of the REST API, /metrics and /health")
 	fs.BoolVar(&cfg.DockerEnabled, "docker", true, "watch the Docker Engine for labelled containers")
-	fs.Var(dockerHostFlag{&cfg.DockerHosts}, "docker-host", "Docker Engine address, [name=]url (unix://, tcp://, https://); repeat it, each with a name, to watch several hosts, e.g. edge2=tcp://10.0.0.2:2376 (default: $DOCKER_HOST, else the local socket; LEVEE_DOCKER_HOST separates several with ',')")
+	fs.Var(dockerHostFlag{&cfg.DockerHosts}, "docker-host", "Docker Engine address, [name=]url (unix://, tcp://, https://, ssh://user@host); repeat it, each with a name, to watch several hosts, e.g. edge2=tcp://10.0.0.2:2376 (default: $DOCKER_HOST, else the local socket; LEVEE_DOCKER_HOST separates several with ',')")
 	fs.Var(dockerHostAddrFlag{&cfg.DockerHostAddrs}, "docker-host-address", "where a Docker host's published ports are dialled, name=addr (default: the host of its tcp:// address); makes a host on a socket (forwarded over SSH) remote (repeatable; LEVEE_DOCKER_HOST_ADDRESS separates several with ',')")
+	fs.Var(dockerHostWeightFlag{&cfg.DockerHostWeights}, "docker-host-weight", "weight of a Docker host's replicas, name=weight (1-100, default 1): multiplies each of its backends' weight, so replicas of one route on a bigger host take more of its traffic (repeatable; LEVEE_DOCKER_HOST_WEIGHT separates several with ',')")
 	fs.Var(dockerTLSDirFlag{&cfg.DockerTLSDirs}, "docker-tls-dir", "TLS client certificates of a Docker host, [name=]dir holding ca.pem, cert.pem and key.pem (the Docker CLI's DOCKER_CERT_PATH layout) (repeatable; LEVEE_DOCKER_TLS_DIR separates several with ',')")
 	fs.BoolVar(&cfg.ExposedByDefault, "docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
 	durationVar(fs, &cfg.DockerDebounce, "docker-debounce", 100*time.Millisecond, "window in which Docker changes that follow a route rebuild are collected into one rebuild (a change after a quiet period applies at once)")
@@ -230,6 +235,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	durationVar(fs, &cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline, after which a flush has failed")
 	fs.IntVar(&cfg.BreakerStoreFallbackFlushes, "breaker-store-fallback-flushes", fleet.DefaultFallbackFlushes, "failed flushes in a row after which, with none good for --breaker-store-fallback-after, the breakers judge locally; until then they keep the fleet's last state")
 	durationVar(fs, &cfg.BreakerStoreFallbackAfter, "breaker-store-fallback-after", fleet.DefaultFallbackAfter, "how long the breaker store must have failed every flush before the breakers judge locally (with --breaker-store-fallback-flushes)")
+	durationVar(fs, &cfg.RateLimitFlushInterval, "rate-limit-flush-interval", ratelimit.DefaultFlushInterval, "how often each replica reconciles its rateLimit.scope=fleet buckets with the breaker store; also the store's answer deadline. A replica may admit about this long's worth of traffic beyond its share (docs/policies.md)")
 	fs.IntVar(&cfg.BreakerStoreRejoinFlushes, "breaker-store-rejoin-flushes", fleet.DefaultRejoinFlushes, "good flushes in a row after which breakers that judged locally follow the fleet again")
 	durationVar(fs, &cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
@@ -347,7 +353,7 @@ func (c serveConfig) check() error {
 		"--shutdown-timeout": c.ShutdownTimeout, "--dial-timeout": c.DialTimeout,
 		"--idle-conn-timeout": c.IdleConnTimeout, "--request-body-timeout": c.RequestBodyTimeout,
 		"--response-write-timeout": c.ResponseWriteTimeout, "--backend-body-timeout": c.BackendBodyTimeout,
-		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval,
+		"--tunnel-idle-timeout": c.TunnelIdleTimeout, "--swarm-poll": c.SwarmPoll, "--breaker-store-flush-interval": c.BreakerStoreFlushInterval, "--rate-limit-flush-interval": c.RateLimitFlushInterval,
 		"--breaker-store-fallback-after": c.BreakerStoreFallbackAfter, "--acme-renew-interval": c.ACMERenewInterval,
 	} {
 		if d <= 0 {

@@ -10,16 +10,19 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/proxy/tcp"
 )
 
 // listenerSpec is one proxy listener:
-// `--listen name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`.
+// `--listen name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
+// or a plain TCP listener `--listen name=addr,tcp`.
 type listenerSpec struct {
 	Name string
 	Addr string
@@ -27,6 +30,13 @@ type listenerSpec struct {
 	// H2C: a plain listener serves cleartext HTTP/2 with prior knowledge
 	// beside HTTP/1.1 (h2cListener), for gRPC clients without TLS.
 	H2C bool
+	// H3: a TLS listener serves HTTP/3 on the UDP port of the same
+	// number too (router/httpx/h3), advertised by Alt-Svc on its TCP
+	// answers.
+	H3 bool
+	// TCP marks a plain TCP listener: it serves the TCP routes that name
+	// it (router/proxy/tcp) and no HTTP.
+	TCP bool
 	// PublicPort is the port clients reach a TLS listener on, when it is
 	// not the port of Addr (a published container port): redirects to the
 	// listener carry it. Zero: Addr's port.
@@ -75,6 +85,12 @@ func (f listenFlag) String() string {
 		if s.H2C {
 			item += ",h2c"
 		}
+		if s.H3 {
+			item += ",h3"
+		}
+		if s.TCP {
+			item += ",tcp"
+		}
 		if s.PublicPort > 0 {
 			item += ",public-port=" + strconv.Itoa(s.PublicPort)
 		}
@@ -105,7 +121,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -123,6 +139,12 @@ func parseListener(item string) (listenerSpec, error) {
 		case "h2c":
 			s.H2C = true
 			continue
+		case "h3":
+			s.H3 = true
+			continue
+		case "tcp":
+			s.TCP = true
+			continue
 		case "public-port":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > 65535 {
@@ -135,7 +157,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, h3, tcp, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -146,9 +168,19 @@ func parseListener(item string) (listenerSpec, error) {
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return s, fmt.Errorf("%q: address %q: want host:port or :port", item, s.Addr)
 	}
+	if s.TCP && (s.TLS || s.H2C || s.H3 || s.PublicPort > 0 || s.HeaderTimeout > 0 || s.IdleTimeout > 0) {
+		// A TCP listener carries no HTTP: its limits are its routes'
+		// (tcp.idleTimeout, tcp.connectTimeout); TCP routes on a TLS
+		// listener are chosen by SNI there (tcp.sni).
+		return s, fmt.Errorf("%q: a tcp listener takes no other option (TLS passthrough is by SNI on a tls listener; timeouts are the routes' tcp.* fields)", item)
+	}
 	if s.H2C && s.TLS {
 		// A TLS listener serves HTTP/2 already, chosen by ALPN.
 		return s, fmt.Errorf("%q: h2c is cleartext HTTP/2 on a plain listener; a tls listener serves h2 by ALPN already", item)
+	}
+	if s.H3 && !s.TLS {
+		// QUIC is TLS 1.3 always (RFC 9001): HTTP/3 has no cleartext form.
+		return s, fmt.Errorf("%q: h3 is HTTP/3 over QUIC, which is always TLS; add tls", item)
 	}
 	if s.PublicPort > 0 && !s.TLS {
 		// Only TLS listeners are redirect targets: on a plain one the
@@ -192,7 +224,7 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 	out := make([]*router.Listener, len(specs))
 	var tlsListeners []*router.Listener
 	for i, s := range specs {
-		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS}
+		out[i] = &router.Listener{Name: s.Name, TLS: s.TLS, TCP: s.TCP}
 		if s.TLS {
 			out[i].PublicPort = s.PublicPort
 			if out[i].PublicPort == 0 {
@@ -203,7 +235,7 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 		}
 	}
 	for _, l := range out {
-		if !l.TLS {
+		if !l.TLS && !l.TCP {
 			l.TLSListeners = tlsListeners
 		}
 	}
@@ -256,3 +288,54 @@ const (
 	proxyIdleTimeout       = 120 * time.Second
 	proxyMaxHeaderBytes    = 1 << 20
 )
+
+// tcpServer serves a TCP listener with the TCP routes' proxy: the
+// httpServer serve runs and stops.
+type tcpServer struct {
+	p    *tcp.Proxy
+	name string
+
+	mu sync.Mutex
+	ln net.Listener
+}
+
+func (s *tcpServer) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	err := s.p.Serve(ln, s.name)
+	if errors.Is(err, net.ErrClosed) {
+		return http.ErrServerClosed
+	}
+	return err
+}
+
+// Shutdown stops accepting and waits for the relayed connections (of
+// every TCP route, SNI ones included) until ctx ends.
+func (s *tcpServer) Shutdown(ctx context.Context) error {
+	s.closeListener()
+	return s.p.Shutdown(ctx)
+}
+
+func (s *tcpServer) Close() error {
+	s.closeListener()
+	return s.p.Close()
+}
+
+func (s *tcpServer) closeListener() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+}
+
+// tcpDrain stops the TCP proxy with the servers: Shutdown waits for the
+// relayed connections, Close cuts them. It serves nothing itself.
+type tcpDrain struct{ p *tcp.Proxy }
+
+func (d tcpDrain) Serve(net.Listener) error { return errors.New("tcpDrain serves no listener") }
+
+func (d tcpDrain) Shutdown(ctx context.Context) error { return d.p.Shutdown(ctx) }
+
+func (d tcpDrain) Close() error { return d.p.Close() }

@@ -35,6 +35,10 @@ func TestListenFlag(t *testing.T) {
 		{"public port", []string{"--listen", "web=:80", "--listen", "websecure=:443,public-port=41443,tls"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "websecure", Addr: ":443", TLS: true, PublicPort: 41443}}},
 		{"h2c", []string{"--listen", "grpc=:50051,h2c"}, nil, []listenerSpec{{Name: "grpc", Addr: ":50051", H2C: true}}},
+		{"h3", []string{"--listen", "websecure=:8443,tls,h3,public-port=443"}, nil,
+			[]listenerSpec{{Name: "websecure", Addr: ":8443", TLS: true, H3: true, PublicPort: 443}}},
+		{"tcp listener", []string{"--listen", "web=:80", "--listen", "postgres=:5432,tcp"}, nil,
+			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "postgres", Addr: ":5432", TCP: true}}},
 		{"flag beats environment", []string{"--listen", "a=:1"}, map[string]string{"LEVEE_LISTEN": "b=:2"},
 			[]listenerSpec{{Name: "a", Addr: ":1"}}},
 	}
@@ -63,6 +67,9 @@ func TestListenFlagErrors(t *testing.T) {
 		"add tls":                {"--listen", "web=:80,public-port=8080"},
 		"serves h2 by ALPN":      {"--listen", "websecure=:443,tls,h2c"},
 		"declared twice":         {"--listen", "a=:1", "--listen", "a=:2"},
+		"tcp listener takes no":  {"--listen", "pg=:5432,tcp,tls"},
+		"which is always TLS":    {"--listen", "web=:80,h3"},
+		"takes no other option":  {"--listen", "pg=:5432,tcp,h3"},
 		"--http-listen declares": {"--http-listen", ":1", "--listen", "web=:2"},
 	}
 	for want, args := range cases {
@@ -113,5 +120,17 @@ func TestListenerTimeoutsReachTheServer(t *testing.T) {
 	}
 	if d := (listenerSpec{}); d.headerTimeout() != proxyReadHeaderTimeout || d.idleTimeout() != proxyIdleTimeout {
 		t.Error("defaults")
+	}
+}
+
+// The flag's String form parses back to the same listeners, h3 included.
+func TestListenFlagStringRoundTrips(t *testing.T) {
+	specs := []listenerSpec{{Name: "websecure", Addr: ":8443", TLS: true, H3: true, PublicPort: 443, IdleTimeout: time.Minute}}
+	var back []listenerSpec
+	if err := (listenFlag{&back}).Set(listenFlag{&specs}.String()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, specs) {
+		t.Errorf("%q parsed back as %+v, want %+v", listenFlag{&specs}.String(), back, specs)
 	}
 }

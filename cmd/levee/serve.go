@@ -22,8 +22,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/h3"
 	"github.com/levee-proxy/levee/router/httpx/server"
 	"github.com/levee-proxy/levee/router/proxy"
+	"github.com/levee-proxy/levee/router/proxy/tcp"
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
@@ -197,7 +199,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 		BaseContext: func(net.Listener) context.Context { return runCtx },
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(proxies)+1)
+	errc := make(chan error, 2*len(proxies)+1) // a proxy listener may have an HTTP/3 server beside it
 	serve1 := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
 		defer wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -207,7 +209,7 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 	// Listening is logged in declaration order (the plain listener of
 	// --http-listen first), before serving: the sockets are bound already.
 	serveOn := func(role string, spec listenerSpec, srv httpServer, ln net.Listener) {
-		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Str("addr", ln.Addr().String()).Msg("listening")
+		log.Info().Str("listener", role).Str("name", spec.Name).Bool("tls", spec.TLS).Bool("tcp", spec.TCP).Str("addr", ln.Addr().String()).Msg("listening")
 		wg.Add(1)
 		go serve1(role, spec, srv, ln)
 	}
@@ -215,6 +217,17 @@ func serve(ctx context.Context, cfg serveConfig, log zerolog.Logger, outs *logOu
 	for _, p := range proxies {
 		serveOn("proxy", p.spec, p.srv, p.ln)
 		servers = append(servers, p.srv)
+		if p.h3 != nil {
+			log.Info().Str("listener", "proxy").Str("name", p.spec.Name).Bool("tls", true).Str("protocol", "HTTP/3").Str("addr", "udp "+p.h3.Addr().String()).Msg("listening")
+			wg.Add(1)
+			go serve1("HTTP/3", p.spec, h3Serving{p.h3}, p.ln)
+			servers = append(servers, h3Serving{p.h3})
+		}
+	}
+	if app.tcp != nil {
+		// The TCP connections a TLS listener handed over by SNI drain
+		// with the rest, even without a TCP listener.
+		servers = append(servers, tcpDrain{app.tcp})
 	}
 	serveOn("api", listenerSpec{Name: "api"}, apiSrv, apiLn)
 	for _, background := range app.background {
@@ -253,6 +266,20 @@ type proxyListener struct {
 	spec listenerSpec
 	ln   net.Listener
 	srv  httpServer
+	// h3 serves HTTP/3 beside a TLS listener declared with h3; nil
+	// otherwise.
+	h3 *h3.Server
+}
+
+// closeProxyListeners closes what openProxyListeners opened, when it
+// gives up.
+func closeProxyListeners(out []proxyListener) {
+	for _, p := range out {
+		p.ln.Close()
+		if p.h3 != nil {
+			p.h3.Close()
+		}
+	}
 }
 
 // openProxyListeners opens every proxy listener with its server: Levee's
@@ -280,9 +307,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	for i, spec := range specs {
 		ln, err := server.Listen(context.Background(), spec.Addr)
 		if err != nil {
-			for _, p := range out {
-				p.ln.Close()
-			}
+			closeProxyListeners(out)
 			return nil, fmt.Errorf("proxy listener %s on %s: %w", spec.Name, spec.Addr, err)
 		}
 		bound[i].Addr = ln.Addr().String()
@@ -290,17 +315,36 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 		out = append(out, proxyListener{spec: spec, ln: ln})
 	}
 	if err := app.enableACME(cfg, bound, log, reg); err != nil {
-		for _, p := range out {
-			p.ln.Close()
-		}
+		closeProxyListeners(out)
 		return nil, err
 	}
 	ls := routerListeners(bound)
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
+	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
+	app.tcp = tp
 	for i, l := range ls {
+		switch {
+		case out[i].spec.TCP:
+			out[i].srv = &tcpServer{p: tp, name: l.Name}
+			continue
+		case out[i].spec.TLS:
+			// TCP routes with SNI take their connections before TLS
+			// reaches the HTTP server.
+			out[i].ln = tp.SNIListener(out[i].ln, l.Name, out[i].spec.headerTimeout())
+		}
 		if out[i].spec.TLS {
+			handler := app.proxy
+			if out[i].spec.H3 {
+				srv, err := openH3(out[i].spec, bound[i].Addr, l, app.proxy, app, cfg.MaxClientConns, refused.WithLabelValues(l.Name).Inc)
+				if err != nil {
+					closeProxyListeners(out)
+					return nil, err
+				}
+				out[i].h3 = srv
+				handler = srv.AltSvc(app.proxy) // HTTP/1.1 and HTTP/2 answers advertise it
+			}
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
-			out[i].srv = newTLSServer(cfg.HTTPServer, app.proxy, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog, h2cut)
+			out[i].srv = newTLSServer(cfg.HTTPServer, handler, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog, h2cut)
 		} else {
 			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
 			if out[i].spec.H2C {

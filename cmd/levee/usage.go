@@ -93,7 +93,7 @@ var serveFlagGroups = []flagGroup{
 	{title: "Listeners", names: []string{"http-listen", "listen", "http-server", "max-client-conns", "upgrade-protocols", "trusted-proxies"}},
 	{title: "TLS and ACME", names: []string{"cert-dir"}, prefixes: []string{"tls-", "acme-"}},
 	{title: "Request rules", names: []string{"strict-paths", "underscore-headers"}},
-	{title: "Policies", names: []string{"compress-memory", "sticky-secret"}},
+	{title: "Policies", names: []string{"compress-memory", "sticky-secret", "rate-limit-flush-interval"}},
 	{title: "Client timeouts and shutdown", names: []string{"request-body-timeout", "request-body-min-rate", "response-write-timeout", "tunnel-idle-timeout", "shutdown-timeout"}},
 	{title: "Backends", names: []string{"backend-client", "dial-timeout", "idle-conn-timeout", "backend-body-timeout", "route-grace"}},
 	{title: "Docker and Swarm", names: []string{"label-prefix"}, prefixes: []string{"docker", "swarm"}},

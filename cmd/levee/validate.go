@@ -23,9 +23,10 @@ import (
 type engineReader struct {
 	// listContainers is the Docker provider's own list+inspect, so that
 	// validate without files sees exactly what serve would.
-	listContainers func(ctx context.Context, host string) ([]labels.Container, error)
+	// Each reads the engine of one host, with its TLS client certificates.
+	listContainers func(ctx context.Context, spec docker.HostSpec) ([]labels.Container, error)
 	// listServices reads the Swarm services (none when not a manager).
-	listServices func(ctx context.Context, host string) ([]labels.Container, error)
+	listServices func(ctx context.Context, spec docker.HostSpec) ([]labels.Container, error)
 	// imageExposedPorts reads the ports images EXPOSE, for compose
 	// services without ports.
 	imageExposedPorts func(ctx context.Context, host string, images []string) (map[string][]int, error)
@@ -73,7 +74,9 @@ type validateReport struct {
 const validateUsage = `Usage: levee validate [flags] [FILE...]
 
 Checks the labels of compose FILEs (or, with no file, of the live engine's
-containers, and of its Swarm services when it is a Swarm manager) with the
+containers, and of its Swarm services when it is a Swarm manager; or of
+several Docker hosts, --docker-host name=url repeated as for serve, their
+containers merged as serve merges them and named host/container) with the
 same parser and validator as levee serve, and prints
 per service: routed, degraded (routed, some field fell back), denies
 (routed, but denies every request: an access policy it names cannot be
@@ -117,7 +120,13 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 	fs.SetOutput(stderr)
 	prefix := fs.String("label-prefix", labels.DefaultPrefix, "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	format := fs.String("format", "text", "output format: text or json")
-	host := fs.String("docker-host", "", "Docker engine address for the live check (default: DOCKER_HOST, else the local socket)")
+	var hostSpecs []docker.HostSpec
+	var tlsDirs, hostAddrs map[string]string
+	var hostWeights map[string]int
+	fs.Var(dockerHostFlag{&hostSpecs}, "docker-host", "Docker engine address for the live check, [name=]url as levee serve takes it; repeat it, each with a name, to check several hosts as one (default: DOCKER_HOST, else the local socket)")
+	fs.Var(dockerTLSDirFlag{&tlsDirs}, "docker-tls-dir", "a Docker host's TLS client certificates, [name=]dir holding ca.pem, cert.pem, key.pem (repeatable)")
+	fs.Var(dockerHostWeightFlag{&hostWeights}, "docker-host-weight", "weight of a Docker host's replicas, name=weight (1-100), as levee serve takes it (repeatable)")
+	fs.Var(dockerHostAddrFlag{&hostAddrs}, "docker-host-address", "where a Docker host's published ports are dialled, name=addr, as levee serve takes it (repeatable)")
 	byDefault := fs.Bool("docker-exposed-by-default", false, "route containers without <prefix>.enable=true")
 	var constraints *constraint.Expr
 	fs.Var(constraintFlag{&constraints}, "docker-constraints", dockerConstraintsUsage)
@@ -157,6 +166,19 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 		return 2
 	}
 
+	hosts, err := docker.ResolveHosts(hostSpecs, tlsDirs, hostAddrs)
+	if err == nil {
+		hosts, err = docker.ApplyHostWeights(hosts, hostWeights)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "levee validate: %v\n", err)
+		return 2
+	}
+	host := ""
+	if len(hosts) > 0 {
+		host = hosts[0].URL
+	}
+
 	listeners, err := validateListeners(fs, getenv, listen, *httpListen)
 	if err != nil {
 		fmt.Fprintf(stderr, "levee validate: %v\n", err)
@@ -178,7 +200,7 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 		parser.Offline = true
 		if eng.imageExposedPorts != nil {
 			fillExposedPorts(ctx, &objs, func(ctx context.Context, images []string) (map[string][]int, error) {
-				return eng.imageExposedPorts(ctx, *host, images)
+				return eng.imageExposedPorts(ctx, host, images)
 			})
 		}
 		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners)
@@ -197,19 +219,10 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 			fmt.Fprintln(stderr, "levee validate: no compose file given, and this build cannot read the live Docker engine; pass compose files: levee validate docker-compose.yml")
 			return 2
 		}
-		containers, err := eng.listContainers(ctx, *host)
+		containers, services, err := readEngines(ctx, eng, hosts)
 		if err != nil {
-			fmt.Fprintf(stderr, "levee validate: read the live Docker engine: %v\n", err)
+			fmt.Fprintf(stderr, "levee validate: %v\n", err)
 			return 2
-		}
-		var services []labels.Container
-		if eng.listServices != nil {
-			// On a Swarm manager the services' labels are checked too, as
-			// `levee serve --swarm` reads them.
-			if services, err = eng.listServices(ctx, *host); err != nil {
-				fmt.Fprintf(stderr, "levee validate: read the live engine's Swarm services: %v\n", err)
-				return 2
-			}
 		}
 		rep = reportBoth(parser, constrained(composeObjects{containers: containers, services: services}, constraints, stderr), listeners)
 		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
@@ -357,7 +370,7 @@ type rowKey struct{ container, service string }
 func buildReport(provider string, containers []labels.Container, eps []config.Entrypoint, ds, routeDiags []diagnostics.Diagnostic) validateReport {
 	order := map[string]int{}
 	for i, c := range containers {
-		order[c.Name] = i
+		order[hostQualified(c.Host, c.Name)] = i
 	}
 	rows := map[rowKey]*serviceReport{}
 	row := func(container, service string) *serviceReport {
@@ -377,7 +390,7 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 	}
 	for _, ep := range eps {
 		for _, b := range ep.Backends {
-			name, addr := b.Name, fmt.Sprintf("%s:%d", b.Address, b.Port)
+			name, addr := hostQualified(b.Host, b.Name), fmt.Sprintf("%s:%d", b.Address, b.Port)
 			if svc, ok := taskOf[b.Name]; ok {
 				name = svc
 			}
@@ -419,15 +432,15 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		}
 	}
 	for _, c := range containers {
-		has := false
+		name, has := hostQualified(c.Host, c.Name), false
 		for k := range rows {
-			if k.container == c.Name {
+			if k.container == name {
 				has = true
 				break
 			}
 		}
 		if !has {
-			row(c.Name, "").Status = statusIgnored
+			row(name, "").Status = statusIgnored
 		}
 	}
 
@@ -451,6 +464,15 @@ func buildReport(provider string, containers []labels.Container, eps []config.En
 		return a.Service < b.Service
 	})
 	return rep
+}
+
+// hostQualified names a container of one of several Docker hosts as its
+// diagnostics do, host/container; a container of the one engine by its name.
+func hostQualified(host, name string) string {
+	if host == "" {
+		return name
+	}
+	return host + "/" + name
 }
 
 // prefixHint looks for containers labelled with another prefix in Levee's

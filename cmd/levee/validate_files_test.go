@@ -9,13 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 )
 
 // noEngine fails every read of the engine: validate --config-dir must not
 // need one.
 func noEngine() engineReader {
-	fail := func(context.Context, string) ([]labels.Container, error) { return nil, errors.New("engine read") }
+	fail := func(context.Context, docker.HostSpec) ([]labels.Container, error) {
+		return nil, errors.New("engine read")
+	}
 	return engineReader{listContainers: fail, listServices: fail}
 }
 

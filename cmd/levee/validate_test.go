@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee-proxy/levee/provider/docker"
 	"github.com/levee-proxy/levee/provider/labels"
 )
 
@@ -256,7 +257,7 @@ func TestValidateUsageErrors(t *testing.T) {
 
 func TestValidateLiveEngine(t *testing.T) {
 	eng := testEngine()
-	eng.listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil } // not a manager
+	eng.listServices = func(context.Context, docker.HostSpec) ([]labels.Container, error) { return nil, nil } // not a manager
 
 	eng.listContainers = nil
 	if _, errOut, code := validateWith(t, eng, nil); code != 2 || !strings.Contains(errOut, "cannot read the live Docker engine") {
@@ -264,8 +265,8 @@ func TestValidateLiveEngine(t *testing.T) {
 	}
 
 	var gotHost string
-	eng.listContainers = func(_ context.Context, host string) ([]labels.Container, error) {
-		gotHost = host
+	eng.listContainers = func(_ context.Context, spec docker.HostSpec) ([]labels.Container, error) {
+		gotHost = spec.URL
 		return []labels.Container{{ID: "abc", Name: "web-1", Labels: map[string]string{
 			"levee.enable": "true", "levee.http.web.host": "a.com", "levee.http.web.port": "80"},
 			Networks: []labels.Network{{Name: "bridge", IP: "172.17.0.2"}}}}, nil
@@ -277,7 +278,7 @@ func TestValidateLiveEngine(t *testing.T) {
 
 	// On a Swarm manager the services are checked too, marked [swarm],
 	// with their diagnostics.
-	eng.listServices = func(context.Context, string) ([]labels.Container, error) {
+	eng.listServices = func(context.Context, docker.HostSpec) ([]labels.Container, error) {
 		net := []labels.Network{{Name: "ingress-net", IP: "10.0.1.2"}}
 		return []labels.Container{{ID: "svc1", Name: "shop", Service: true, Networks: net, Labels: map[string]string{
 			"levee.enable": "true", "levee.http.shop.host": "shop.com", "levee.http.shop.port": "8080",
@@ -291,15 +292,15 @@ func TestValidateLiveEngine(t *testing.T) {
 		!strings.Contains(out, "0 skipped") {
 		t.Errorf("live with a Swarm service: exit %d\n%s", code, out)
 	}
-	eng.listServices = func(context.Context, string) ([]labels.Container, error) {
+	eng.listServices = func(context.Context, docker.HostSpec) ([]labels.Container, error) {
 		return nil, errors.New("swarm list failed")
 	}
 	if _, errOut, code := validateWith(t, eng, nil); code != 2 || !strings.Contains(errOut, "Swarm services: swarm list failed") {
 		t.Errorf("services error: exit %d, %q", code, errOut)
 	}
-	eng.listServices = func(context.Context, string) ([]labels.Container, error) { return nil, nil }
+	eng.listServices = func(context.Context, docker.HostSpec) ([]labels.Container, error) { return nil, nil }
 
-	eng.listContainers = func(context.Context, string) ([]labels.Container, error) {
+	eng.listContainers = func(context.Context, docker.HostSpec) ([]labels.Container, error) {
 		return nil, errors.New("connection refused")
 	}
 	if _, errOut, code := validateWith(t, eng, nil); code != 2 || !strings.Contains(errOut, "connection refused") {

@@ -22,6 +22,7 @@ import (
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/compress"
 	"github.com/levee-proxy/levee/router/proxy"
+	"github.com/levee-proxy/levee/router/proxy/tcp"
 	"github.com/levee-proxy/levee/router/status"
 )
 
@@ -40,6 +41,8 @@ type app struct {
 	// acme obtains certificates (--acme-email, --acme-ca); nil when off.
 	acme   *certs.ACME
 	router *router.Router
+	// tcp relays the TCP routes' connections (openProxyListeners).
+	tcp *tcp.Proxy
 }
 
 // build wires the sources, the router, the request path and the API. Data
@@ -69,6 +72,17 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	replica := ""
+	if breakers != nil {
+		replica = breakers.Replica()
+	}
+	rateFleet, closeRateFleet, err := newRateFleet(cfg, replica, log, reg, rtRef)
+	if err != nil {
+		if breakers != nil {
+			_ = breakers.Close()
+		}
+		return nil, err
+	}
 	encoders := compress.NewEncoders(int64(cfg.CompressMemory) << 20)
 	registerCompressMetrics(reg, encoders)
 	ropts := router.Options{
@@ -81,7 +95,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		TrustedProxies:    trusted,
 		// One encoder budget for the process: a route cannot add memory
 		// by being another compress route.
-		Encoders: encoders,
+		Encoders:  encoders,
+		RateFleet: rateFleet,
 	}
 	if breakers != nil {
 		ropts.BreakerStore = breakers
@@ -132,6 +147,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		if breakers != nil {
 			_ = breakers.Close()
 		}
+		closeRateFleet()
 	}
 
 	codec := api.StandardCodec()
@@ -147,6 +163,9 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	// sampled from the counters the breakers keep anyway, on a ticker:
 	// nothing is added to the request path.
 	a.background = append(a.background, rt.RunHistory)
+	if rateFleet != nil {
+		a.background = append(a.background, rateFleet.Run)
+	}
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
 		closeAll()

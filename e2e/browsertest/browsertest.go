@@ -78,6 +78,12 @@ type Browser struct {
 // Start runs a headless browser for the test; it is closed at cleanup.
 func Start(t testing.TB) *Browser {
 	t.Helper()
+	return StartWith(t)
+}
+
+// StartWith is Start with more command-line flags (chromedp.Flag).
+func StartWith(t testing.TB, flags ...chromedp.ExecAllocatorOption) *Browser {
+	t.Helper()
 	bin := Find(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
@@ -87,6 +93,7 @@ func Start(t testing.TB) *Browser {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 900),
 	)
+	opts = append(opts, flags...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	// The first Do starts the browser, which lives as long as the context

@@ -372,7 +372,7 @@ func TestListContainersForValidate(t *testing.T) {
 	cli := dockertest.Require(t)
 	img := dockertest.EchoImage(t, cli)
 	id := dockertest.Run(t, cli, dockertest.Spec{Image: img, Labels: map[string]string{"levee.enable": "true"}})
-	cs, err := ListContainers(context.Background(), cli.DaemonHost())
+	cs, err := ListContainers(context.Background(), HostSpec{URL: cli.DaemonHost()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestListContainersUnreachableNamesHost(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := ListContainers(ctx, "tcp://127.0.0.1:1")
+	_, err := ListContainers(ctx, HostSpec{URL: "tcp://127.0.0.1:1"})
 	if err == nil || !strings.Contains(err.Error(), "tcp://127.0.0.1:1") {
 		t.Fatalf("err = %v, want an error naming tcp://127.0.0.1:1", err)
 	}

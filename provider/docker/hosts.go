@@ -194,7 +194,7 @@ func (s *hostSet) join() ([]labels.Container, labels.Parser) {
 			addr = hostAddress(v.spec.URL)
 		}
 		for _, c := range v.facts.containers {
-			c.Host, c.Remote, c.HostAddr = name, remote, addr
+			c.Host, c.Remote, c.HostAddr, c.HostWeight = name, remote, addr, v.spec.Weight
 			out = append(out, c)
 		}
 	}
@@ -207,4 +207,22 @@ func hostLost(v *hostView) diagnostics.Diagnostic {
 	return diagnostics.New(diagnostics.DockerHostLost, src, "", "", "no backends from "+v.spec.Name,
 		fmt.Sprintf("the Docker host %s (%s) is not reachable: %v; its containers are taken out of the routes until it answers again", v.spec.Name, v.spec.URL, v.lostErr),
 		"")
+}
+
+// JoinHosts tags each host's containers (lists[i] of specs[i]) as the
+// provider of several hosts does before it parses their union: each names
+// its host, and a remote host's containers are reached at the host's
+// address and their published ports. Levee's own container is not looked
+// for (`levee validate` runs outside it), so a host on a socket of this
+// machine without an address is local.
+func JoinHosts(specs []HostSpec, lists [][]labels.Container) []labels.Container {
+	set := &hostSet{byName: map[string]*hostView{}}
+	for i, s := range specs {
+		set.add(s)
+		if i < len(lists) {
+			set.byName[s.Name].facts = hostFacts{containers: lists[i]}
+		}
+	}
+	cs, _ := set.join()
+	return cs
 }

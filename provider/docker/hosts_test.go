@@ -222,3 +222,30 @@ func TestHostsDownFromTheStartIsSettledWithW086(t *testing.T) {
 		t.Errorf("edge2 down from the start: Synced %v, Settled %v; want settled without a sync", edge.Synced(), edge.Settled())
 	}
 }
+
+// JoinHosts tags containers as the provider of several hosts does: each
+// names its host, a tcp:// host's containers are remote at its address, a
+// socket host without an address is local, one with an address remote.
+func TestJoinHostsTagsAsServeDoes(t *testing.T) {
+	specs := []HostSpec{
+		{Name: "local", URL: "unix:///var/run/docker.sock"},
+		{Name: "edge2", URL: "tcp://10.0.0.2:2376"},
+		{Name: "edge3", URL: "unix:///run/edge3.sock", Addr: "10.0.0.3", Weight: 2},
+	}
+	lists := [][]labels.Container{{{Name: "a"}}, {{Name: "b"}}, {{Name: "c"}}}
+	got := JoinHosts(specs, lists)
+	want := []labels.Container{
+		{Name: "a", Host: "local"},
+		{Name: "b", Host: "edge2", Remote: true, HostAddr: "10.0.0.2"},
+		{Name: "c", Host: "edge3", Remote: true, HostAddr: "10.0.0.3", HostWeight: 2},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("JoinHosts = %+v", got)
+	}
+	for i := range want {
+		g := got[i]
+		if g.Name != want[i].Name || g.Host != want[i].Host || g.Remote != want[i].Remote || g.HostAddr != want[i].HostAddr || g.HostWeight != want[i].HostWeight {
+			t.Errorf("container %d = %+v, want %+v", i, g, want[i])
+		}
+	}
+}

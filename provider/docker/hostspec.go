@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,14 +29,21 @@ type HostSpec struct {
 	// it): an engine reached through a forwarded socket. Empty means the
 	// host of URL.
 	Addr string
+	// Weight multiplies the weight of each of the host's backends
+	// (--docker-host-weight): replicas on a host of weight 3 take three
+	// times the traffic of those on a host of weight 1. 0 means 1.
+	Weight int
 }
+
+// MaxHostWeight bounds --docker-host-weight.
+const MaxHostWeight = 100
 
 // tlsFiles are the files of a TLS directory, as the Docker CLI names them.
 var tlsFiles = []string{"ca.pem", "cert.pem", "key.pem"}
 
 // ParseHostSpec parses one --docker-host value: "name=url", or "url" for
-// the host named LocalHostName. The URL's scheme is unix, tcp, http or
-// https; ssh is refused (Levee has no SSH connection helper).
+// the host named LocalHostName. The URL's scheme is unix, tcp, http,
+// https or ssh (through the local ssh binary, as the Docker CLI: ssh.go).
 func ParseHostSpec(v string) (HostSpec, error) {
 	v = strings.TrimSpace(v)
 	name, addr := LocalHostName, v
@@ -78,11 +87,13 @@ func checkHostURL(addr string) error {
 			return fmt.Errorf("%s:// needs a host, e.g. tcp://10.0.0.2:2376", u.Scheme)
 		}
 	case "ssh":
-		return errors.New("ssh:// is not supported (Levee has no SSH connection helper): forward the engine's socket, e.g. ssh -L /run/edge2.sock:/var/run/docker.sock user@edge2, and use unix:///run/edge2.sock")
+		if u.Hostname() == "" {
+			return errors.New("ssh:// needs a host, e.g. ssh://admin@10.0.0.2")
+		}
 	case "":
-		return errors.New("no scheme: want unix://, tcp://, http:// or https://")
+		return errors.New("no scheme: want unix://, tcp://, http://, https:// or ssh://")
 	default:
-		return fmt.Errorf("unknown scheme %q: want unix://, tcp://, http:// or https://", u.Scheme)
+		return fmt.Errorf("unknown scheme %q: want unix://, tcp://, http://, https:// or ssh://", u.Scheme)
 	}
 	return nil
 }
@@ -141,8 +152,36 @@ func ResolveHosts(hosts []HostSpec, tlsDirs, addrs map[string]string) ([]HostSpe
 	return out, nil
 }
 
+// ParseHostWeight parses one --docker-host-weight value, "name=weight":
+// a whole number from 1 to MaxHostWeight.
+func ParseHostWeight(v string) (name string, weight int, err error) {
+	name, w, ok := strings.Cut(strings.TrimSpace(v), "=")
+	if !ok || !validHostName(name) {
+		return "", 0, fmt.Errorf("docker host weight %q: want name=weight, the name of a --docker-host and a whole number from 1 to %d, e.g. edge2=3", v, MaxHostWeight)
+	}
+	weight, err = strconv.Atoi(strings.TrimSpace(w))
+	if err != nil || weight < 1 || weight > MaxHostWeight {
+		return "", 0, fmt.Errorf("docker host weight %q: the weight of host %s must be a whole number from 1 to %d", v, name, MaxHostWeight)
+	}
+	return name, weight, nil
+}
+
+// ApplyHostWeights sets each host's Weight from weights (by name); a
+// weight naming no host is an error.
+func ApplyHostWeights(hosts []HostSpec, weights map[string]int) ([]HostSpec, error) {
+	out := append([]HostSpec(nil), hosts...)
+	for name, w := range weights {
+		i := slices.IndexFunc(out, func(h HostSpec) bool { return h.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("--docker-host-weight names host %s, which no --docker-host names", name)
+		}
+		out[i].Weight = w
+	}
+	return out, nil
+}
+
 // hostAddress is where a host's published ports listen: the host part of
-// a tcp, http or https engine address; "" for a socket.
+// a tcp, http, https or ssh engine address; "" for a socket.
 func hostAddress(addr string) string {
 	u, err := url.Parse(addr)
 	if err != nil || u.Scheme == "unix" || u.Scheme == "npipe" {

@@ -17,7 +17,8 @@ func TestParseHostSpec(t *testing.T) {
 		{in: "Edge=tcp://10.0.0.2:2376", err: "lower-case"},
 		{in: "=tcp://10.0.0.2:2376", err: "must be 1-63"},
 		{in: "edge2=/var/run/docker.sock", err: "no scheme"},
-		{in: "edge2=ssh://admin@10.0.0.2", err: "ssh:// is not supported"},
+		{in: "edge2=ssh://admin@10.0.0.2", name: "edge2", url: "ssh://admin@10.0.0.2"},
+		{in: "edge2=ssh:///var/run/docker.sock", err: "ssh:// needs a host"},
 		{in: "edge2=tcp://:2376", err: "needs a host"},
 		{in: "edge2=unix://", err: "socket's path"},
 		{in: "edge2=ftp://x", err: `unknown scheme "ftp"`},
@@ -97,5 +98,26 @@ func TestHostAddress(t *testing.T) {
 		if got := hostAddress(in); got != want {
 			t.Errorf("hostAddress(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// --docker-host-weight takes name=weight, 1 to MaxHostWeight; anything
+// else is an error naming the value; a weight naming no host is refused.
+func TestParseHostWeight(t *testing.T) {
+	if name, w, err := ParseHostWeight("edge2=3"); err != nil || name != "edge2" || w != 3 {
+		t.Errorf("edge2=3: %q %d %v", name, w, err)
+	}
+	for _, bad := range []string{"3", "edge2=", "edge2=0", "edge2=-1", "edge2=1.5", "edge2=101", "Edge2=3", "edge2=three"} {
+		if _, _, err := ParseHostWeight(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseHostWeight(%q) = %v, want an error naming it", bad, err)
+		}
+	}
+	hosts := []HostSpec{{Name: "a"}, {Name: "b"}}
+	got, err := ApplyHostWeights(hosts, map[string]int{"b": 4})
+	if err != nil || got[0].Weight != 0 || got[1].Weight != 4 || hosts[1].Weight != 0 {
+		t.Errorf("ApplyHostWeights = %+v, %v (input %+v)", got, err, hosts)
+	}
+	if _, err := ApplyHostWeights(hosts, map[string]int{"c": 2}); err == nil || !strings.Contains(err.Error(), "--docker-host-weight names host c") {
+		t.Errorf("weight of no host: %v", err)
 	}
 }

@@ -194,6 +194,11 @@ func newClient(host, tlsDir string) (*client.Client, error) {
 	if host != "" {
 		clientOpts = append(clientOpts, client.WithHost(host))
 	}
+	ssh, err := sshOpts(host)
+	if err != nil {
+		return nil, fmt.Errorf("docker client for host %q: %w", host, err)
+	}
+	clientOpts = append(clientOpts, ssh...)
 	if tlsDir != "" {
 		clientOpts = append(clientOpts, client.WithTLSClientConfig(
 			filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
@@ -429,11 +434,12 @@ func (p *Provider) publish(sink Sink, always bool) {
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
-// ListContainers lists the routable containers of the engine at host (empty:
-// DOCKER_HOST, else the local socket) once, ordered by name, for
-// `levee validate`. Each engine call has DefaultCallTimeout.
-func ListContainers(ctx context.Context, host string) ([]labels.Container, error) {
-	cli, err := newClient(host, "")
+// ListContainers lists the routable containers of the engine of spec (an
+// empty URL: DOCKER_HOST, else the local socket), with its TLS client
+// certificates, once, ordered by name, for `levee validate`. Each engine
+// call has DefaultCallTimeout.
+func ListContainers(ctx context.Context, spec HostSpec) ([]labels.Container, error) {
+	cli, err := newClient(spec.URL, spec.TLSDir)
 	if err != nil {
 		return nil, err
 	}
@@ -448,12 +454,13 @@ func ListContainers(ctx context.Context, host string) ([]labels.Container, error
 	return sortedFacts(cache), nil
 }
 
-// ListServices lists the Swarm services of the engine at host once,
+// ListServices lists the Swarm services of the engine of spec once,
 // ordered by name, each with its running tasks, for `levee validate`. An
 // engine that is not a Swarm manager has none: nil, no error. Each engine
 // call has DefaultCallTimeout.
-func ListServices(ctx context.Context, host string) ([]labels.Container, error) {
-	cli, err := newClient(host, "")
+func ListServices(ctx context.Context, spec HostSpec) ([]labels.Container, error) {
+	host := spec.URL
+	cli, err := newClient(host, spec.TLSDir)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,9 @@ type Container struct {
 	// HostAddr is where a remote host's published ports listen: the host
 	// of its engine's address ("" when unknown, a unix socket).
 	HostAddr string
+	// HostWeight multiplies the weight of the container's backend: its
+	// host's --docker-host-weight; 0 means 1.
+	HostWeight int
 	// PublishedPorts are the TCP ports the container publishes on its
 	// host: container port → host port (one per container port, the
 	// IPv4 binding first).

@@ -20,12 +20,12 @@ func (p Parser) containerBackend(m, win candidate, keyOf func(string) string) (c
 	src := p.source(m.c, m.svc)
 	if p.Offline {
 		port, diags := p.port(m, win, keyOf)
-		return config.Backend{Address: m.c.Name, Port: port, Weight: win.cfg.Weight, Name: m.c.Name, Host: m.c.Host}, true, diags
+		return config.Backend{Address: m.c.Name, Port: port, Weight: hostWeighted(win.cfg.Weight, m.c.HostWeight), Name: m.c.Name, Host: m.c.Host}, true, diags
 	}
 	if m.c.Remote && !p.sharesNetwork(m.net) {
 		port, diags := p.port(m, win, keyOf)
 		if published, ok := m.c.PublishedPorts[port]; ok && m.c.HostAddr != "" {
-			return config.Backend{Address: m.c.HostAddr, Port: published, Weight: win.cfg.Weight, Name: m.c.Name, Host: m.c.Host}, true, diags
+			return config.Backend{Address: m.c.HostAddr, Port: published, Weight: hostWeighted(win.cfg.Weight, m.c.HostWeight), Name: m.c.Name, Host: m.c.Host}, true, diags
 		}
 		return config.Backend{}, false, append(diags, unreachableOnHost(src, m, port, keyOf))
 	}
@@ -38,7 +38,16 @@ func (p Parser) containerBackend(m, win candidate, keyOf func(string) string) (c
 			fmt.Sprintf("container has no IP address on %s: it gets no traffic", netName), "")}
 	}
 	port, diags := p.port(m, win, keyOf)
-	return config.Backend{Address: m.net.IP, Port: port, Weight: win.cfg.Weight, Name: m.c.Name, Host: m.c.Host}, true, diags
+	return config.Backend{Address: m.net.IP, Port: port, Weight: hostWeighted(win.cfg.Weight, m.c.HostWeight), Name: m.c.Name, Host: m.c.Host}, true, diags
+}
+
+// hostWeighted is a backend's weight on a host of weight host (0: 1):
+// their product, at most config.MaxWeight. A weight of 0 stays 0.
+func hostWeighted(weight, host int) int {
+	if host <= 1 {
+		return weight
+	}
+	return min(weight*host, config.MaxWeight)
 }
 
 // sharesNetwork reports whether net is one of Levee's own container's

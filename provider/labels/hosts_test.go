@@ -82,3 +82,31 @@ func TestSourceNamesHost(t *testing.T) {
 		t.Errorf("diagnostics = %+v, want them to name edge2/c-1", ds)
 	}
 }
+
+// A host's weight multiplies its backends' weight (the oldest replica's
+// weight label, else the default): with edge2 of weight 3, its replica
+// takes three parts of the route's traffic to local's one; a weight of 0
+// (drained) stays 0, and the product never passes config.MaxWeight.
+func TestHostWeightMultipliesBackendWeight(t *testing.T) {
+	local := onHost(ctr("1", 0, webLabels...), "local", false, "", nil)
+	edge2 := onHost(ctr("2", 1, webLabels...), "edge2", true, "10.0.0.2", map[int]int{8080: 18080})
+	edge2.HostWeight = 3
+	eps, _ := Parser{}.Parse([]Container{local, edge2})
+	if len(eps) != 1 || len(eps[0].Backends) != 2 {
+		t.Fatalf("entrypoints = %+v", eps)
+	}
+	w := map[string]int{}
+	for _, b := range eps[0].Backends {
+		w[b.Host] = b.Weight
+	}
+	if w["local"] != config.DefaultWeight || w["edge2"] != 3*config.DefaultWeight {
+		t.Errorf("weights = %v, want local %d, edge2 %d", w, config.DefaultWeight, 3*config.DefaultWeight)
+	}
+	for _, c := range []struct{ weight, host, want int }{
+		{0, 5, 0}, {50, 0, 50}, {50, 1, 50}, {50, 4, 200}, {config.MaxWeight, 100, config.MaxWeight},
+	} {
+		if got := hostWeighted(c.weight, c.host); got != c.want {
+			t.Errorf("hostWeighted(%d, %d) = %d, want %d", c.weight, c.host, got, c.want)
+		}
+	}
+}

@@ -242,7 +242,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 	for _, sk := range order {
 		fields := services[sk]
 		ssrc := p.source(c, sk.svc)
-		if sk.proto != config.ProtocolHTTP {
+		if sk.proto != config.ProtocolHTTP && sk.proto != config.ProtocolTCP {
 			first := sortedFieldNames(fields)[0]
 			hint := ""
 			if !otherProtocols[strings.ToLower(sk.proto)] && diagnostics.DidYouMean(sk.proto, []string{config.ProtocolHTTP}) != "" {
@@ -252,7 +252,7 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 			// service), so the operator can find the line in the compose
 			// file; the protocol is named in the message.
 			diags = append(diags, diagnostics.New(diagnostics.UnknownProtocol, ssrc, written[sk][first], fields[first], "",
-				fmt.Sprintf("unknown protocol %q: only http is routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
+				fmt.Sprintf("unknown protocol %q: only http and tcp are routed; the labels of service %q are ignored", sk.proto, sk.svc), hint))
 			continue
 		}
 		keyOf := func(field string) string {
@@ -263,7 +263,11 @@ func (p Parser) parseContainer(prefix string, c *Container) ([]candidate, []diag
 		}
 		fields, vip, ds := p.swarmLB(c, fields, ssrc, keyOf)
 		diags = append(diags, ds...)
-		cfg, ds := config.DecodeLabels(fields, ssrc, keyOf)
+		decodeFields := config.DecodeLabels
+		if sk.proto == config.ProtocolTCP {
+			decodeFields = config.DecodeTCPLabels
+		}
+		cfg, ds := decodeFields(fields, ssrc, keyOf)
 		diags = append(diags, ds...)
 		if !cfg.Routable {
 			continue
@@ -376,7 +380,7 @@ func (p Parser) group(prefix string, cands []candidate) ([]config.Entrypoint, []
 	var groups []*grp
 	byKey := map[string]*grp{}
 	for _, cd := range cands {
-		k := cd.svc + "\x00" + strings.Join(sortedCopy(cd.cfg.Entrypoint.Hosts), ",")
+		k := cd.proto + "\x00" + cd.svc + "\x00" + strings.Join(sortedCopy(cd.cfg.Entrypoint.Hosts), ",")
 		g := byKey[k]
 		if g == nil {
 			g = &grp{key: k}

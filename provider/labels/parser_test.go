@@ -131,7 +131,7 @@ func TestParseIsolation(t *testing.T) {
 
 func TestParseGrammarErrors(t *testing.T) {
 	c := ctr("1", 0, "levee.enable=true", "levee.enabel=true", "levee.http.app", "levee.http.app.host=a.com",
-		"levee.http.app.port=80", "levee.http.app.circuitbreaker.treshold=0.5", "levee.tcp.db.port=5432",
+		"levee.http.app.port=80", "levee.http.app.circuitbreaker.treshold=0.5", "levee.udp.db.port=5432",
 		"levee.htp.web.host=w.com", "levee.http..host=x.com")
 	eps, ds := Parser{}.Parse([]Container{c})
 	if len(eps) != 1 {
@@ -146,7 +146,7 @@ func TestParseGrammarErrors(t *testing.T) {
 		"W013 levee.http.app":                         "",
 		"W013 levee.http..host":                       "",
 		"W013 levee.http.app.circuitbreaker.treshold": "did you mean levee.http.app.circuitBreaker.threshold?",
-		"W012 levee.tcp.db.port":                      "",
+		"W012 levee.udp.db.port":                      "",
 		"W012 levee.htp.web.host":                     "did you mean levee.http.web.host?",
 	}
 	if !reflect.DeepEqual(hints, want) {
@@ -158,7 +158,7 @@ func TestParseGrammarErrors(t *testing.T) {
 // label, not the protocol in the value column.
 func TestParseUnknownProtocolReportsLabel(t *testing.T) {
 	c := ctr("1", 0, "levee.enable=true", "levee.http.app.host=a.com",
-		"levee.tcp.db.port=5432", "levee.tcp.db.rule=HostSNI(`*`)",
+		"levee.grpc.db.port=5432", "levee.grpc.db.rule=HostSNI(`*`)",
 		"levee.UDP.dns.port=53")
 	_, ds := Parser{}.Parse([]Container{c})
 	got := map[string]string{}
@@ -169,14 +169,14 @@ func TestParseUnknownProtocolReportsLabel(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"levee.tcp.db.port":  "5432",
+		"levee.grpc.db.port": "5432",
 		"levee.UDP.dns.port": "53",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("W012 key/value:\n got %v\nwant %v", got, want)
 	}
 	for _, d := range only(ds, diagnostics.UnknownProtocol) {
-		if d.Source.Service == "db" && !strings.Contains(d.Message, `"tcp"`) {
+		if d.Source.Service == "db" && !strings.Contains(d.Message, `"grpc"`) {
 			t.Errorf("message must name the protocol: %q", d.Message)
 		}
 	}

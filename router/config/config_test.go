@@ -301,6 +301,14 @@ func decodeLabel(t *testing.T, field, value string) (cfgDecoded, []diagnostics.D
 	for k, v := range fieldCompanions[field] {
 		fields[k] = v
 	}
+	if strings.HasPrefix(field, "tcp.") {
+		// The tcp.* fields apply to TCP routes only, which need a listener.
+		if field != "tcp.listener" {
+			fields["tcp.listener"] = "postgres"
+		}
+		cfg, ds := DecodeTCPLabels(fields, cfgSrc, cfgLabelKey)
+		return cfgDecoded{ep: cfg.Entrypoint, port: cfg.Port, weight: cfg.Weight}, ds
+	}
 	if field != "host" {
 		fields["host"] = "app.example.com"
 	}
@@ -331,7 +339,16 @@ func payloadWith(t *testing.T, jsonPath, raw string) []byte {
 	default:
 		t.Fatalf("unexpected JSON path %q", jsonPath)
 	}
-	b, err := json.Marshal(map[string]any{"name": "app", "backends": []any{backend}, "config": cfg})
+	payload := map[string]any{"name": "app", "backends": []any{backend}, "config": cfg}
+	if strings.HasPrefix(jsonPath, "config.tcp.") {
+		// The tcp.* fields apply to TCP routes only, which need a listener.
+		payload["protocol"] = "Tcp"
+		delete(cfg, "hostnames")
+		if jsonPath != "config.tcp.listener" {
+			setConfigPath(cfg, "config.tcp.listener", "postgres")
+		}
+	}
+	b, err := json.Marshal(payload)
 	if err != nil {
 		t.Fatalf("build payload for %s=%s: %v", jsonPath, raw, err)
 	}
@@ -602,7 +619,8 @@ func TestDecodeEntrypointStructuralErrors(t *testing.T) {
 		{"no hostnames", FormatJSON, `{"name":"app","config":{}}`, 422, diagnostics.MissingHost},
 		{"no config", FormatJSON, `{"name":"app"}`, 422, diagnostics.MissingHost},
 		{"only bad hostnames", FormatJSON, `{"name":"app","config":{"hostnames":["http://x/"]}}`, 422, diagnostics.MissingHost},
-		{"protocol tcp", FormatJSON, `{"name":"app","protocol":"Tcp","config":{"hostnames":["a.com"]}}`, 422, diagnostics.UnknownProtocol},
+		{"protocol udp", FormatJSON, `{"name":"app","protocol":"Udp","config":{"hostnames":["a.com"]}}`, 422, diagnostics.UnknownProtocol},
+		{"tcp without listener", FormatJSON, `{"name":"app","protocol":"Tcp","config":{"tcp":{"sni":["a.com"]}}}`, 422, diagnostics.TCPNoListener},
 		{"config not an object", FormatJSON, `{"name":"app","config":[]}`, 422, ""},
 		{"backends not a list", FormatJSON, `{"name":"app","backends":{},"config":{"hostnames":["a.com"]}}`, 422, ""},
 	}

@@ -122,6 +122,9 @@ func (d *draft) apply(items []fieldValue) {
 		if it.value == nil {
 			continue // JSON null: not given
 		}
+		if d.skipped(f, it.key, it.value) {
+			continue
+		}
 		d.given[f.Label] = givenValue{it.key, displayValue(it.value)}
 		f.set(d, f, it.key, it.value)
 	}
@@ -130,6 +133,9 @@ func (d *draft) apply(items []fieldValue) {
 // finish applies the cross-field rules and returns the entrypoint, whether
 // it can be routed, and the diagnostics.
 func (d *draft) finish() (Entrypoint, bool) {
+	if d.ep.Protocol == ProtocolTCP {
+		return d.finishTCP()
+	}
 	routable := true
 	if len(d.ep.Hosts) == 0 {
 		d.add(diagnostics.MissingHost, d.keyOf(fieldByLabel("host")), "", "",
@@ -146,6 +152,26 @@ func (d *draft) finish() (Entrypoint, bool) {
 	d.tlsRules()
 	d.hstsRules()
 	d.backendTLSRules()
+	d.finishBreaker()
+	diagnostics.Sort(d.diags)
+	return d.ep, routable
+}
+
+// finishTCP is finish for a TCP route: its own rules and the breaker's.
+func (d *draft) finishTCP() (Entrypoint, bool) {
+	routable := d.tcpRules()
+	if d.hcSet {
+		hc := d.healthCheck()
+		d.ep.HealthCheck = &hc
+	}
+	d.finishBreaker()
+	diagnostics.Sort(d.diags)
+	return d.ep, routable
+}
+
+// finishBreaker validates the breaker's parameters together, when any
+// circuitBreaker.* field turned it on.
+func (d *draft) finishBreaker() {
 	enabled := d.cbSet
 	if d.cbEnabled != nil {
 		enabled = *d.cbEnabled
@@ -169,8 +195,6 @@ func (d *draft) finish() (Entrypoint, bool) {
 		d.ep.CircuitBreaker = &cb
 		d.staleRules()
 	}
-	diagnostics.Sort(d.diags)
-	return d.ep, routable
 }
 
 // healthCheck is the health check as the prober will run it
@@ -251,7 +275,16 @@ var labelNames = func() []string {
 // with a hint (what Levee calls a Traefik or Sōzune key, else a
 // did-you-mean); bad values fall back per field.
 func DecodeLabels(fields map[string]string, src diagnostics.Source, key func(field string) string) (LabelConfig, []diagnostics.Diagnostic) {
+	return decodeLabels(fields, src, key, nil)
+}
+
+// decodeLabels is DecodeLabels with setup applied to the draft before any
+// field (DecodeTCPLabels makes it a TCP route's).
+func decodeLabels(fields map[string]string, src diagnostics.Source, key func(field string) string, setup func(*draft)) (LabelConfig, []diagnostics.Diagnostic) {
 	d := newDraft(src, func(f *Field) string { return key(f.Label) })
+	if setup != nil {
+		setup(d)
+	}
 	var items []fieldValue
 	for name, value := range fields {
 		idx, alias, ok := lookupLabel(name)

@@ -29,7 +29,7 @@ Both go through one field table and one validator, so the same mistake gives the
 ` + "```" + `
 
 - ` + "`<prefix>`" + ` is ` + "`levee`" + ` by default (` + "`--label-prefix`" + `), so a compose file written for Sōzune works with ` + "`--label-prefix sozune`" + `.
-- ` + "`<protocol>`" + ` is ` + "`http`" + ` (others are W012 and ignored). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
+- ` + "`<protocol>`" + ` is ` + "`http`" + ` or ` + "`tcp`" + ` (others are W012 and ignored). A ` + "`tcp`" + ` service reads the ` + "`tcp.*`" + ` fields written without ` + "`tcp.`" + ` (` + "`levee.tcp.pg.listener=postgres`" + `), ` + "`port`" + `, ` + "`weight`" + `, ` + "`healthCheck.interval|timeout|rise|fall`" + ` (a TCP connect check) and the connect-level ` + "`circuitBreaker.*`" + ` fields; any other field there is W093 ([tcp.md](tcp.md)). ` + "`<service>`" + ` has no dot; ` + "`<field>`" + ` may (` + "`circuitBreaker.threshold`" + `).
 - Keys are read in any case, as Traefik reads its labels: ` + "`levee.http.app.basicauth.users`" + ` is ` + "`basicAuth.users`" + `, and
   ` + "`Levee.HTTP.app.Host`" + ` is ` + "`levee.http.app.host`" + `. Two things keep their case: the ` + "`<service>`" + ` name (it is the route's name, and
   ` + "`App`" + ` and ` + "`app`" + ` are two services, as Traefik's router names are) and the name after a map field

@@ -25,7 +25,11 @@ import (
 func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 	root := &object{}
 	root.set("name", ep.Name)
-	root.set("protocol", "Http")
+	proto := "Http"
+	if ep.Protocol == ProtocolTCP {
+		proto = "Tcp"
+	}
+	root.set("protocol", proto)
 	backends := make([]*object, 0, len(ep.Backends))
 	for i := range ep.Backends {
 		b := &ep.Backends[i]
@@ -69,6 +73,9 @@ func EncodeEntrypoint(ep Entrypoint) ([]byte, error) {
 // putField writes field f of ep (or of backend b) at path in o, if its
 // getter says the payload writes it.
 func putField(o *object, path string, f Field, ep *Entrypoint, b *Backend) error {
+	if !appliesTo(&f, ep.Protocol) {
+		return nil
+	}
 	if f.get == nil {
 		// Every row has a getter (TestEveryFieldRoundTrips): a field the
 		// payload cannot carry would be lost from a stored entrypoint.

@@ -101,6 +101,9 @@ type Entrypoint struct {
 	// SchemeHTTPS, with BackendTLS (fields_backendtls.go).
 	Scheme     string     `json:"scheme,omitempty"`
 	BackendTLS BackendTLS `json:"backend_tls"`
+	// TCP holds the settings of a TCP route (Protocol == ProtocolTCP,
+	// model_tcp.go).
+	TCP TCP `json:"tcp"`
 
 	// Created orders entrypoints deterministically when two collide: the
 	// oldest wins (container creation time, API creation time).

@@ -126,6 +126,9 @@ type RateLimit struct {
 	Period          time.Duration `json:"period"`
 	Burst           int           `json:"burst"`
 	SourceCriterion string        `json:"source_criterion"`
+	// Scope is ScopeLocal (each replica limits alone, the default) or
+	// ScopeFleet (the replicas sharing a breaker store limit together).
+	Scope string `json:"scope,omitempty"`
 }
 
 // InFlight limits the requests under way at once per source.

@@ -76,6 +76,7 @@ var jsonGroups = func() map[string]diagnostics.Code {
 		"config.passive_health":  diagnostics.BadPassiveHealth,
 		"config.circuit_breaker": diagnostics.BadCircuitBreaker,
 		"config.tls":             diagnostics.BadTLS,
+		"config.tcp":             diagnostics.BadTCP,
 	}
 	maps.Copy(m, transformJSONGroups())
 	return m
@@ -120,11 +121,14 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	d := newDraft(src, func(f *Field) string { return f.JSON })
 	if p, ok := obj["protocol"]; ok && p != nil {
 		s, isStr := p.(string)
-		if !isStr || !strings.EqualFold(strings.TrimSpace(s), ProtocolHTTP) {
+		switch {
+		case isStr && strings.EqualFold(strings.TrimSpace(s), ProtocolTCP):
+			d.asTCP()
+		case !isStr || !strings.EqualFold(strings.TrimSpace(s), ProtocolHTTP):
 			diag := diagnostics.New(diagnostics.UnknownProtocol, src, "protocol", displayValue(p), "",
-				"unsupported protocol: only Http is routed", "")
+				"unsupported protocol: only Http and Tcp are routed", "")
 			return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity,
-				Message: fmt.Sprintf("unsupported protocol %s: only Http is supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}
+				Message: fmt.Sprintf("unsupported protocol %s: only Http and Tcp are supported", displayValue(p)), Diagnostics: []diagnostics.Diagnostic{diag}}
 		}
 	}
 	var created time.Time
@@ -157,8 +161,11 @@ func DecodeEntrypoint(format Format, body []byte, src diagnostics.Source) (Entry
 	}
 	ep, routable := d.finish()
 	if !routable {
-		return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity,
-			Message: "config.hostnames must hold at least one valid host name", Diagnostics: d.diags}
+		msg := "config.hostnames must hold at least one valid host name"
+		if ep.Protocol == ProtocolTCP {
+			msg = "config.tcp.listener must name a listener"
+		}
+		return Entrypoint{}, nil, &InputError{Status: statusUnprocessableEntity, Message: msg, Diagnostics: d.diags}
 	}
 	ep.ID, ep.Name, ep.Source, ep.Created = name, name, SourceAPI, created
 	ep.Backends = backends

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +48,11 @@ var roundTripCompanions = map[string][]string{
 	"rateLimit.burst":                 {"rateLimit.average"},
 	"rateLimit.sourceCriterion":       {"rateLimit.average"},
 	"inFlight.sourceCriterion":        {"inFlight.amount"},
+	"tcp.connectTimeout":              {"tcp.listener"},
+	"tcp.idleTimeout":                 {"tcp.listener"},
+	"tcp.sni":                         {"tcp.listener"},
+	"tcp.tls":                         {"tcp.listener", "tcp.sni"},
+	"tcp.maxConnections":              {"tcp.listener"},
 }
 
 // exampleLabels are the labels of a minimal routable service plus the
@@ -54,6 +60,11 @@ var roundTripCompanions = map[string][]string{
 func exampleLabels(t *testing.T, names ...string) map[string]string {
 	t.Helper()
 	labels := map[string]string{"host": "app.example.com"}
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "tcp.") }) {
+		// A TCP route's: the tcp.* rows apply to it only, and it needs a
+		// listener rather than a host.
+		labels = map[string]string{"tcp.listener": "base"}
+	}
 	for _, name := range names {
 		f := fieldByLabel(name)
 		if f == nil {
@@ -69,7 +80,11 @@ func exampleLabels(t *testing.T, names ...string) map[string]string {
 // API payload of name "app" decodes to, so that the two compare equal.
 func labelEntrypoint(t *testing.T, labels map[string]string) Entrypoint {
 	t.Helper()
-	lc, ds := DecodeLabels(labels, cfgSrc, cfgLabelKey)
+	decode := DecodeLabels
+	if _, ok := labels["tcp.listener"]; ok {
+		decode = DecodeTCPLabels
+	}
+	lc, ds := decode(labels, cfgSrc, cfgLabelKey)
 	if !lc.Routable {
 		t.Fatalf("labels %v not routable: %v", labels, ds)
 	}

@@ -102,6 +102,39 @@ func TestH1ClosedKeepAliveConnection(t *testing.T) {
 	}
 }
 
+// A pooled connection that idled past the check before reuse, and that
+// the backend kept open, is reused: the check (a peek) is not failed by
+// the read deadline the last exchange left on the connection.
+func TestH1ReusesAConnectionIdlePastThePeek(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	port, _ := strconv.Atoi(srv.URL[strings.LastIndexByte(srv.URL, ':')+1:])
+	h := newHarness(t, Options{})
+	h.set(config.SourceAPI, ep("web", config.Backend{Address: "127.0.0.1", Port: port, Weight: 1}))
+	for i := 0; i < 2; i++ {
+		if i > 0 {
+			// What is tested is time-based: the connection must have
+			// idled past the threshold after which it is checked.
+			time.Sleep(client.PeekAfterIdle + 50*time.Millisecond)
+		}
+		if code, _, _ := h.get("web.test", "/"); code != 200 {
+			t.Fatalf("GET %d: %d", i, code)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d backend connections for 2 requests %s apart, want 1 (the idle one reused)", n, client.PeekAfterIdle+50*time.Millisecond)
+	}
+}
+
 func TestH1ReusesConnections(t *testing.T) {
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -412,6 +412,9 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 		// The attempt's span context replaces the client's traceparent
 		// (W3C Trace Context 3.2): the backend's span is its child.
 		x.span.StartAttempt(x.attempts, b.HostPort(), out.Header)
+		if ctx := x.span.WithConnTrace(out.Context()); ctx != out.Context() {
+			o.req = *out.WithContext(ctx)
+		}
 	}
 	t0 := time.Now()
 	resp, err := x.transport.RoundTripInformational(out, x)

@@ -74,17 +74,66 @@ var hopByHop = [...]string{
 }
 
 // removeHopByHop deletes the hop-by-hop fields and those that Connection
-// names.
+// names. A header of at most smallHeader fields is scanned once instead:
+// a delete hashes its name, and nine of them cost more than looking at a
+// few names.
 func removeHopByHop(h http.Header) {
+	removeConnectionNamed(h)
+	if len(h) <= smallHeader {
+		for k := range h {
+			if isHopByHop(k) {
+				delete(h, k)
+			}
+		}
+		return
+	}
+	for _, k := range hopByHop {
+		delete(h, k)
+	}
+}
+
+// removeConnectionNamed deletes the fields that Connection names.
+func removeConnectionNamed(h http.Header) {
 	if c := h["Connection"]; len(c) > 0 {
 		var buf [8]string // on the stack: names are rarely more
 		for _, k := range tokens.AppendConnectionNamed(buf[:0], c...) {
 			delete(h, k)
 		}
 	}
-	for _, k := range hopByHop {
-		delete(h, k)
+}
+
+// moveEndToEnd is removeHopByHop(src), then src's fields set in dst: in
+// one pass over a small header.
+func moveEndToEnd(dst, src http.Header) {
+	if len(src) > smallHeader {
+		removeHopByHop(src)
+		for k, vv := range src {
+			dst[k] = vv
+		}
+		return
 	}
+	removeConnectionNamed(src)
+	for k, vv := range src {
+		if isHopByHop(k) {
+			delete(src, k)
+			continue
+		}
+		dst[k] = vv
+	}
+}
+
+// smallHeader is the most fields for which removeHopByHop scans the
+// header rather than deleting each hop-by-hop name.
+const smallHeader = 8
+
+// isHopByHop reports whether a canonical name is one of hopByHop.
+func isHopByHop(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
 }
 
 // trusts reports whether the peer ip is one of Options.TrustedProxies.

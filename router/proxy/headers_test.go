@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -24,6 +25,46 @@ func TestRemoveHopByHop(t *testing.T) {
 	removeHopByHop(h)
 	if len(h) != 1 || h.Get("X-Kept") != "3" {
 		t.Fatalf("left %v, want only X-Kept", h)
+	}
+}
+
+// TestRemoveHopByHopEitherWay: a small header (scanned) and a large one
+// (each name deleted) lose the hop-by-hop fields and those Connection
+// names, and keep the rest; isHopByHop knows every hopByHop name.
+func TestRemoveHopByHopEitherWay(t *testing.T) {
+	for _, hop := range [][]string{{"Keep-Alive", "Te", "Upgrade", "Proxy-Authorization"}, hopByHop[1:]} {
+		h := http.Header{"X-Named": {"1"}, "X-Kept": {"2"}}
+		for _, k := range hop {
+			h[k] = []string{"v"}
+		}
+		h["Connection"] = []string{"X-Named"}
+		for i := 0; len(hop) > 4 && len(h) <= smallHeader; i++ {
+			h["X-Filler-"+string(rune('A'+i))] = []string{"f"}
+		}
+		want := len(h) - len(hop) - 2 // and Connection, X-Named
+		src := h.Clone()
+		removeHopByHop(h)
+		dst := http.Header{}
+		moveEndToEnd(dst, src)
+		if !reflect.DeepEqual(dst, h) || !reflect.DeepEqual(src, h) {
+			t.Errorf("moveEndToEnd: moved %v, left %v; removeHopByHop left %v", dst, src, h)
+		}
+		for _, k := range append(hopByHop[:], "X-Named") {
+			if _, ok := h[k]; ok {
+				t.Errorf("%d hop-by-hop fields: %s kept", len(hop), k)
+			}
+		}
+		if len(h) != want || h.Get("X-Kept") != "2" {
+			t.Errorf("left %v, want %d fields with X-Kept", h, want)
+		}
+	}
+	for _, k := range hopByHop {
+		if !isHopByHop(k) {
+			t.Errorf("isHopByHop(%q) = false", k)
+		}
+	}
+	if isHopByHop("X-Kept") || isHopByHop("Content-Length") {
+		t.Error("isHopByHop is true for an end-to-end field")
 	}
 }
 

@@ -28,16 +28,13 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	}
 	defer resp.Body.Close()
 	h := x.w.Header()
-	removeHopByHop(resp.Header)
 	if resp.ContentLength < 0 || resp.StatusCode == http.StatusNoContent {
 		// The body's framing is the server's to choose: never pass on a
 		// Content-Length that does not describe it; a 204 has none
 		// (RFC 9110 8.6).
 		delete(resp.Header, "Content-Length")
 	}
-	for k, vv := range resp.Header {
-		h[k] = vv
-	}
+	moveEndToEnd(h, resp.Header)
 	var announced string
 	if len(resp.Trailer) > 0 {
 		// Announced trailers are announced again, so that the server
@@ -45,7 +42,8 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		announced = trailerNames(resp.Trailer)
 		h["Trailer"] = []string{announced}
 	}
-	if _, ok := resp.Header["Content-Type"]; !ok {
+	ct, ok := resp.Header["Content-Type"]
+	if !ok {
 		// net/http would sniff one; a proxy passes on what it got.
 		h["Content-Type"] = nil
 	}
@@ -57,7 +55,8 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 	x.armWrite()
 	x.w.WriteHeader(x.status)
 	x.headersAt = time.Since(x.start)
-	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	// The keys of a Transport's header are canonical: no Header.Get.
+	flush := resp.ContentLength < 0 || len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
 	if f, ok := x.w.(http.Flusher); ok && isGRPC(resp.Header) && resp.Header.Get("Grpc-Status") == "" {
 		// A gRPC stream's head goes at once: the client may be waiting
 		// for it before it sends (a bidirectional stream), and the
@@ -91,6 +90,9 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 // trailers all the same. An HTTP/2 backend need not announce its
 // trailers (RFC 9113 8.1): gRPC's grpc-status is one of those.
 func forwardTrailers(h, trailer http.Header, announced string) {
+	if len(trailer) == 0 {
+		return // no map iteration for the common answer
+	}
 	for k, vv := range trailer {
 		if announced != "" && slices.Contains(strings.Split(announced, ", "), k) {
 			h[k] = vv

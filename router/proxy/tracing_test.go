@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -116,5 +118,78 @@ func TestTracingUntrustedPeerStartsANewRoot(t *testing.T) {
 	tracedGet(tracedRoute(t, trace.New(tp, propagation.TraceContext{}), testPeer))
 	if n := len(never.Ended()); n != 2 {
 		t.Errorf("%d spans recorded for a trusted proxy's sampled traceparent, want 2 (parent-based)", n)
+	}
+}
+
+// attrs is a span's attributes by key.
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// The attempt span says how its connection was had: the first request's
+// was dialled (levee.dial_ms, a "connected" event, before the first
+// byte), the second's reused from the pool (no dial time).
+func TestTracingAttemptRecordsDialAndFirstByte(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	p := tracedRoute(t, trace.New(tp, propagation.TraceContext{}), testPeer)
+	tracedGet(p)
+	tracedGet(p)
+	spans := rec.Ended()
+	if len(spans) != 4 {
+		t.Fatalf("%d spans ended, want 4", len(spans))
+	}
+	first, second := attrs(spans[0]), attrs(spans[2])
+	dial, ok := first[trace.KeyDialMs]
+	fb := first[trace.KeyFirstByteMs]
+	if !ok || dial.AsFloat64() <= 0 || fb.AsFloat64() < dial.AsFloat64() {
+		t.Errorf("first attempt: dial %v (set %v), first byte %v: want 0 < dial <= first byte", dial.AsFloat64(), ok, fb.AsFloat64())
+	}
+	if r, ok := first[trace.KeyConnReused]; !ok || r.AsBool() {
+		t.Errorf("first attempt: connection.reused %v (set %v), want false", r.AsBool(), ok)
+	}
+	var events []string
+	for _, e := range spans[0].Events() {
+		events = append(events, e.Name)
+	}
+	if len(events) != 2 || events[0] != "connected" || events[1] != "first byte" {
+		t.Errorf("first attempt's events %q, want [connected first byte]", events)
+	}
+	if r := second[trace.KeyConnReused]; !r.AsBool() {
+		t.Errorf("second attempt: connection.reused %v, want true", r.AsBool())
+	}
+	if d, ok := second[trace.KeyDialMs]; ok {
+		t.Errorf("second attempt (pooled connection): dial_ms %v, want none", d.AsFloat64())
+	}
+	if _, ok := second[trace.KeyFirstByteMs]; !ok {
+		t.Errorf("second attempt: no first_byte_ms")
+	}
+}
+
+// To an HTTPS backend the dialled attempt also records its TLS handshake,
+// whichever client (Levee's, or net/http's under LEVEE_TEST_CLIENT=stdlib)
+// does it.
+func TestTracingAttemptRecordsTheTLSHandshake(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := newHarness(t, Options{Tracer: trace.New(tp, propagation.TraceContext{})})
+	b := newHTTPSBackend(t)
+	h.set(config.SourceDocker, httpsRoute("web", config.BackendTLS{CA: b.caFile}, b.backend()))
+	if code, body, _ := h.get("web.test", "/"); code != 200 || !strings.HasPrefix(body, "ok over") {
+		t.Fatalf("GET web.test: %d %q", code, body)
+	}
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans ended, want 2", len(spans))
+	}
+	a := attrs(spans[0])
+	hs, ok := a[trace.KeyTLSHandshakeMs]
+	if !ok || hs.AsFloat64() <= 0 || a[trace.KeyDialMs].AsFloat64() <= 0 || hs.AsFloat64() > a[trace.KeyFirstByteMs].AsFloat64() {
+		t.Errorf("attempt: tls_handshake_ms %v (set %v), dial_ms %v, first_byte_ms %v: want both > 0, the handshake before the first byte",
+			hs.AsFloat64(), ok, a[trace.KeyDialMs].AsFloat64(), a[trace.KeyFirstByteMs].AsFloat64())
 	}
 }

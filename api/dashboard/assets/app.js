@@ -4,9 +4,13 @@ import { request, getToken, setToken, clearToken, ApiError } from "./api.js";
 import { stream } from "./sse.js";
 import { replace, sparkline } from "./dom.js";
 import * as render from "./render.js";
+import * as named from "./policies.js";
 
 const $ = (id) => document.getElementById(id);
-const PAGES = ["overview", "routes", "diagnostics", "activity"];
+const PAGES = ["overview", "routes", "policies", "diagnostics", "activity"];
+// A hash may name a card: #route-<id> is on the Routes page, #policy-<name>
+// on the Policies page.
+const CARD_PAGES = { "route-": "routes", "policy-": "policies" };
 const MAX_ACTIVITY = 200;
 // TRAFFIC_REFRESH is how often the traffic figures are read again
 // (GET /traffic): its buckets are 10 s, so twice per bucket.
@@ -14,7 +18,7 @@ const TRAFFIC_REFRESH = 5000;
 
 // model is the read model as last loaded, plus the live changes since.
 const model = {
-  session: null, entrypoints: [], diagnostics: {}, ready: {},
+  session: null, entrypoints: [], policies: [], diagnostics: {}, ready: {},
   catalogue: new Map(), history: new Map(), historyInterval: 5, historySamples: 60,
   traffic: new Map(), trafficBucket: 10, trafficRate: 60,
 };
@@ -27,9 +31,25 @@ function showError(msg) {
   el.hidden = !msg;
 }
 
-function showPage() {
+function pageOf(hash) {
+  for (const [prefix, page] of Object.entries(CARD_PAGES)) if (hash.startsWith(prefix)) return page;
+  return PAGES.includes(hash) ? hash : "overview";
+}
+
+// showCard brings the card the hash names into view and gives it focus;
+// it returns false when the hash names no card there is.
+function showCard() {
   const want = location.hash.slice(1);
-  const page = PAGES.includes(want) ? want : "overview";
+  if (!Object.keys(CARD_PAGES).some((p) => want.startsWith(p))) return false;
+  const el = document.getElementById(want);
+  if (!el) return false;
+  el.scrollIntoView({ block: "start" });
+  el.focus({ preventScroll: true });
+  return true;
+}
+
+function showPage() {
+  const page = pageOf(location.hash.slice(1));
   const signedIn = model.session !== null;
   for (const p of PAGES) $("page-" + p).hidden = !signedIn || p !== page;
   for (const a of document.querySelectorAll("nav a")) {
@@ -86,16 +106,18 @@ async function start() {
     showError(`Loading failed: ${e.message}`);
   }
   renderAll();
+  showCard();
   openStream(0);
 }
 
 async function load() {
-  const [eps, diags, ready] = await Promise.all([
-    request("/entrypoints"), request("/diagnostics"),
+  const [eps, pols, diags, ready] = await Promise.all([
+    request("/entrypoints"), request("/policies"), request("/diagnostics"),
     // 503 (a provider has not synced yet) still lists the providers.
     request("/ready").catch((e) => (e.status === 503 && e.body ? e.body : Promise.reject(e))),
   ]);
   model.entrypoints = eps.entrypoints || [];
+  model.policies = pols.policies || [];
   model.diagnostics = diags;
   model.ready = ready;
 }
@@ -153,6 +175,7 @@ async function refreshTraffic() {
 function renderAll() {
   replace($("overview"), render.overview(model));
   renderRoutes();
+  replace($("policies"), named.page(model));
   replace($("diagnostics"), render.diagnostics(model));
 }
 
@@ -286,7 +309,7 @@ $("login-form").addEventListener("submit", (ev) => {
   start();
 });
 $("signout").addEventListener("click", () => { clearToken(); stopStream(); askToken(""); });
-window.addEventListener("hashchange", () => { showPage(); $("main").focus(); });
+window.addEventListener("hashchange", () => { showPage(); if (!showCard()) $("main").focus(); });
 setInterval(tick, 1000);
 setInterval(refreshTraffic, TRAFFIC_REFRESH);
 start();

@@ -3,6 +3,7 @@
 // repeats them.
 
 import { h, pct, timeOf, idPart, sparkline, rate, millis } from "./dom.js";
+import * as named from "./policies.js";
 
 const DOCS = "https://github.com/levee-proxy/levee/blob/main/docs/";
 const STATE_MARK = { closed: "✓", open: "✕", "half-open": "◐" };
@@ -36,6 +37,7 @@ export function overview(m) {
     card("Breakers", `${count(breakers, (b) => b.state === "open")} open`,
       `${count(breakers, (b) => b.state === "closed")} closed, ${count(breakers, (b) => b.state === "half-open")} half-open`, { id: "ov-breakers", "data-open": count(breakers, (b) => b.state === "open") }),
     card("Diagnostics", String(t.all || 0), `${t.error || 0} errors, ${t.warn || 0} warnings, ${t.info || 0} info`, { id: "ov-diagnostics" }),
+    named.overviewCard(m),
     topCard("Top routes by traffic", "ov-top-traffic", m, (t) => t.requests > 0, (a, b) => b.requests - a.requests || b.rps - a.rps,
       (t) => `${t.requests} requests, ${rate(t.rps)}`, "No traffic in the last 5 min."),
     topCard("Top routes by errors", "ov-top-errors", m, (t) => t.errors > 0, (a, b) => b.errors - a.errors || b.error_ratio - a.error_ratio,
@@ -87,6 +89,13 @@ function listenerBadges(c) {
 
 function rules(ep) {
   const c = ep.config || {};
+  if (ep.protocol === "Tcp") {
+    // A TCP route is matched by listener (and SNI), never by host and path.
+    const t = c.tcp || {};
+    return h("dl", { class: "facts" },
+      h("dt", {}, "tcp listener"), h("dd", {}, t.listener || ""),
+      t.sni && t.sni.length ? [h("dt", {}, "sni"), h("dd", {}, t.sni.join(", "), ` (tls ${t.tls || "passthrough"})`)] : null);
+  }
   return h("dl", { class: "facts" },
     h("dt", {}, "hosts"), h("dd", {}, (c.hostnames || []).join(", ")),
     h("dt", {}, "path"), h("dd", {}, c.path_regex ? `~ ${c.path_regex}` : c.path || "/", c.strip_prefix ? " (prefix stripped)" : ""),
@@ -95,7 +104,7 @@ function rules(ep) {
 }
 
 // Known config keys shown elsewhere; every other key is a policy.
-const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners"]);
+const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "tcp", "policies"]);
 
 function policies(ep) {
   const c = ep.config || {};
@@ -167,10 +176,11 @@ export function routes(m, canWrite, actions) {
   return m.entrypoints.map((e) => {
     const bs = e.breakers || [];
     const worst = bs.find((b) => b.state === "open") || bs.find((b) => b.state === "half-open") || bs[0];
-    return h("article", { class: "route", id: `route-${idPart(e.id)}`, "data-route": e.id, "data-breaker-state": worst ? worst.state : "none" },
+    return h("article", { class: "route", id: named.routeAnchor(e.id), tabindex: -1, "data-route": e.id, "data-breaker-state": worst ? worst.state : "none" },
       h("h3", {}, e.id, " ", h("span", { class: "badge source" }, sourceText(e.source)), e.removed ? h("span", { class: "badge" }, "removed") : null,
         listenerBadges((e.entrypoint || {}).config || {}), worst ? stateBadge(worst.state) : null),
       rules(e.entrypoint),
+      named.routeBlock(m, e),
       trafficBlock(m, e.id),
       backendsTable(m, e),
       policies(e.entrypoint),

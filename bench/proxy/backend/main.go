@@ -5,11 +5,17 @@
 // With -json-bytes N it answers instead with a JSON document of about N
 // bytes (application/json, compressible like a typical API answer), for the
 // compression comparison (bench/proxy/tls.sh).
+//
+// With -otlp-sink it is instead an OTLP/HTTP receiver that drops what it
+// is sent: every request gets 200 with an empty protobuf body (an empty
+// ExportTraceServiceResponse, which says every span was accepted), the
+// export target of the tracing rows (bench/proxy/run.sh).
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -19,6 +25,7 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18081", "address to listen on")
 	jsonBytes := flag.Int("json-bytes", 0, "answer with a JSON body of about this many bytes instead of the small text body (0: the text body)")
+	otlpSink := flag.Bool("otlp-sink", false, "be an OTLP/HTTP receiver that accepts and drops every export")
 	flag.Parse()
 	// The body is small on purpose: the benchmark is about per-request
 	// overhead, not bandwidth.
@@ -28,15 +35,22 @@ func main() {
 		body = JSONBody(*jsonBytes)
 		contentType = []string{"application/json"}
 	}
+	if *otlpSink {
+		body, contentType = nil, []string{"application/x-protobuf"}
+	}
 	length := []string{strconv.Itoa(len(body))}
 	srv := &http.Server{
 		Addr: *listen,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Setting the header map directly avoids canonicalisation and
 			// content sniffing: the backend should cost as little as it can.
 			h := w.Header()
 			h["Content-Length"] = length
 			h["Content-Type"] = contentType
+			if *otlpSink {
+				// The export is read to its end, so the connection is kept.
+				_, _ = io.Copy(io.Discard, r.Body)
+			}
 			w.Write(body)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

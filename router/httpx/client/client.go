@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"time"
 
@@ -313,6 +314,9 @@ func (t *Transport) RoundTripInformational(req *http.Request, inf Informer) (*ht
 		if err != nil {
 			closeBody(req)
 			return nil, err
+		}
+		if trace := httptrace.ContextClientTrace(req.Context()); trace != nil && trace.GotConn != nil {
+			trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: c.reused})
 		}
 		resp, err := c.do(req, inf)
 		if err == nil {

@@ -149,6 +149,10 @@ type pooledConn struct {
 	stopCtx        func() bool // set while armed
 	cancelFunc     func()      // c.cancelled, bound once per connection
 	headerDeadline time.Time   // zero: no header timeout
+	// pollDeadline is the read deadline awaitHead set last, while no other
+	// read deadline was set since (zero otherwise); only the goroutine
+	// that runs the exchange uses it.
+	pollDeadline time.Time
 
 	fixed fixedBody // the body parseCommon found, reused per exchange
 
@@ -177,6 +181,7 @@ func (c *pooledConn) headerExpired() bool {
 // waitHeaderDeadline sets the read deadline to the header deadline (none
 // while a streamed request body is still being sent).
 func (c *pooledConn) waitHeaderDeadline() {
+	c.pollDeadline = time.Time{}
 	if !c.streaming {
 		_ = c.conn.SetReadDeadline(c.headerDeadline)
 		return
@@ -258,6 +263,7 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// The tunnel's reads are the proxy's to bound.
+		c.pollDeadline = time.Time{}
 		_ = c.conn.SetReadDeadline(time.Time{})
 		c.disarm()
 		resp.Body = &upgraded{Reader: c.br, conn: c.conn}
@@ -273,11 +279,11 @@ func (c *pooledConn) do(req *http.Request, inf Informer) (*http.Response, error)
 
 // sendBody sends the request body, or flushes the head when there is none.
 // A large or streamed body is written by its own goroutine, as the backend
-// may answer (and stop reading) before it has all of it; bodyDone then
-// reports the writer's end. A small one fits the socket buffers, so
+// may answer (and stop reading) before it has all of it; the channel
+// returned then reports the writer's end. A small one fits the socket buffers, so
 // writing it first cannot block on such a backend, and the connection
 // stays reusable.
-func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan error, err error) {
+func (c *pooledConn) sendBody(req *http.Request, chunked bool) (chan error, error) {
 	switch {
 	case hasBody(req) && req.ContentLength > 0 && req.ContentLength <= maxInlineBody:
 		return nil, c.writeBody(req, false)
@@ -285,7 +291,10 @@ func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan er
 		// The backend timeout starts when the last byte is sent
 		// (bodySent): a slow client is not a slow backend.
 		c.streaming, c.awaitingHead = true, true
-		bodyDone = make(chan error, 1)
+		c.pollDeadline = time.Time{} // bodySent sets the deadline
+		// A variable of its own: the goroutine would move a named result
+		// to the heap for every exchange, bodiless ones too.
+		bodyDone := make(chan error, 1)
 		go func() {
 			err := c.writeBody(req, chunked)
 			if err == nil {
@@ -302,6 +311,12 @@ func (c *pooledConn) sendBody(req *http.Request, chunked bool) (bodyDone chan er
 // awaitHead sets the read deadline for the response head: the first poll
 // of the context (see watchPolling), or the header deadline if sooner.
 // While a body streams, the header deadline is the writer's (bodySent).
+//
+// The poll deadline the last exchange set is kept when it is still at
+// least half a poll away and no later than this one's: the first poll
+// then comes a little early, and finds the header deadline not passed
+// (which then applies exactly, see countingConn.Read). A connection
+// reused at once moves its deadline every few exchanges, not each one.
 func (c *pooledConn) awaitHead() {
 	now := time.Now()
 	deadline := now.Add(c.t.watchPoll)
@@ -310,6 +325,13 @@ func (c *pooledConn) awaitHead() {
 		if c.headerDeadline.Before(deadline) {
 			deadline = c.headerDeadline
 		}
+	}
+	if d := c.pollDeadline; !c.streaming && !d.IsZero() && !d.After(deadline) &&
+		d.Sub(now) >= c.t.watchPoll/2 {
+		return
+	}
+	if !c.streaming {
+		c.pollDeadline = deadline
 	}
 	_ = c.conn.SetReadDeadline(deadline)
 }
@@ -381,10 +403,7 @@ func (c *pooledConn) writeHead(req *http.Request) (chunked bool, err error) {
 			if !validHeaderValue(v) || !validHeaderValue(k) {
 				return false, fmt.Errorf("writing request header %q: invalid characters", k)
 			}
-			w.WriteString(k)
-			w.WriteString(": ")
-			w.WriteString(v)
-			w.WriteString("\r\n")
+			writeFieldLine(w, k, v)
 		}
 	}
 	switch {
@@ -408,6 +427,22 @@ func (c *pooledConn) writeHead(req *http.Request) (chunked bool, err error) {
 	return chunked, err
 }
 
+// writeFieldLine writes "k: v" and its CRLF, in one copy when the buffer
+// has room.
+func writeFieldLine(w *bufio.Writer, k, v string) {
+	if w.Available() < len(k)+len(v)+4 {
+		w.WriteString(k)
+		w.WriteString(": ")
+		w.WriteString(v)
+		w.WriteString("\r\n")
+		return
+	}
+	b := append(w.AvailableBuffer(), k...)
+	b = append(b, ": "...)
+	b = append(b, v...)
+	_, _ = w.Write(append(b, "\r\n"...))
+}
+
 func methodExpectsBody(m string) bool {
 	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
 }
@@ -417,7 +452,8 @@ func methodExpectsBody(m string) bool {
 // split the request either.
 func validHeaderValue(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+		// One comparison for nearly every byte: the three are below '\r'+1.
+		if c := s[i]; c <= '\r' && (c == '\r' || c == '\n' || c == 0) {
 			return false
 		}
 	}

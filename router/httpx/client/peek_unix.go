@@ -5,6 +5,7 @@ package client
 import (
 	"net"
 	"syscall"
+	"time"
 )
 
 // peerClosed reports whether the backend has closed an idle connection (or
@@ -19,6 +20,10 @@ func peerClosed(c net.Conn) bool {
 	if err != nil {
 		return false
 	}
+	// The last exchange may have left a read deadline that has passed
+	// since (awaitHead's poll): the peek itself never waits, and the next
+	// exchange sets its own.
+	_ = c.SetReadDeadline(time.Time{})
 	closed := false
 	var buf [1]byte
 	err = raw.Read(func(fd uintptr) bool {

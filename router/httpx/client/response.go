@@ -162,7 +162,11 @@ func commonStatus(line []byte) (code int, ok bool) {
 func scanCommonFields(fields []byte) (lines int, cl int64, ok bool) {
 	cl = -1
 	for rest := fields; len(rest) > 0; lines++ {
-		i := bytes.Index(rest, crlf)
+		// A bare LF ends no line: it is refused.
+		i := bytes.IndexByte(rest, '\n') - 1
+		if i < 0 || rest[i] != '\r' {
+			return 0, 0, false
+		}
 		hl := rest[:i]
 		rest = rest[i+2:]
 		colon := bytes.IndexByte(hl, ':')
@@ -206,7 +210,8 @@ func commonHeader(fields string, lines int) http.Header {
 	h := make(http.Header, lines)
 	slab := make([]string, lines)
 	for rest := fields; len(rest) > 0; {
-		i := strings.Index(rest, "\r\n")
+		// Checked lines: every LF ends one, after its CR.
+		i := strings.IndexByte(rest, '\n') - 1
 		hl := rest[:i]
 		rest = rest[i+2:]
 		colon := strings.IndexByte(hl, ':')
@@ -214,7 +219,7 @@ func commonHeader(fields string, lines int) http.Header {
 		if !isCanonicalKey(k) {
 			k = http.CanonicalHeaderKey(k)
 		}
-		slab[0] = strings.Trim(hl[colon+1:], " \t")
+		slab[0] = trimOWSString(hl[colon+1:])
 		vv := h[k]
 		if vv == nil {
 			h[k] = slab[:1:1]
@@ -241,13 +246,18 @@ func validValueByte(b byte) bool {
 }
 
 // validKeyByte is an RFC 9110 token character.
-func validKeyByte(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', isDigit(b):
-		return true
+func validKeyByte(b byte) bool { return keyBytes[b] }
+
+// keyBytes holds RFC 9110's tchar: a table, since a name's bytes are
+// looked at one by one on every response.
+var keyBytes = func() (t [256]bool) {
+	for b := range 256 {
+		c := byte(b)
+		t[b] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c) ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+	return t
+}()
 
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
@@ -257,6 +267,17 @@ func trimOWS(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// trimOWSString is trimOWS for a string.
+func trimOWSString(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 // asciiEqualFold compares a token with a canonical header name.
@@ -337,6 +358,7 @@ func (b *body) Read(p []byte) (int, error) {
 		if t := b.c.t.bodyTimeout; t > 0 {
 			deadline = time.Now().Add(t)
 		}
+		b.c.pollDeadline = time.Time{}
 		_ = b.c.conn.SetReadDeadline(deadline)
 	}
 	n, err := b.body.Read(p)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http/httptrace"
 	"strings"
 	"time"
 )
@@ -111,7 +112,17 @@ func handshake(ctx context.Context, conn net.Conn, cfg *tls.Config, addr string,
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tc := tls.Client(conn, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	// The handshake is Levee's, not the Transport's: the request's
+	// httptrace hooks are called here.
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.TLSHandshakeStart != nil {
+		trace.TLSHandshakeStart()
+	}
+	err := tc.HandshakeContext(ctx)
+	if trace != nil && trace.TLSHandshakeDone != nil {
+		trace.TLSHandshakeDone(tc.ConnectionState(), err)
+	}
+	if err != nil {
 		_ = conn.Close()
 		reason := tlsReason(err)
 		if ctx.Err() == context.DeadlineExceeded {

@@ -59,16 +59,24 @@ type conn struct {
 	cr         connReader
 	br         *bufio.Reader
 	bw         *bufio.Writer
-	out        io.Writer // what bw writes to: sock, else rwc
+	out        io.Writer // what bw writes to: ow, onto sock, else rwc
 	state      atomic.Int32
 	lastMethod string
 	// readDeadline is the read deadline last set by setReadDeadline;
 	// idleDeadline: it is an idle deadline (see setIdleDeadline).
 	readDeadline time.Time
 	idleDeadline bool
-	// handlerDeadlines: the handler set a deadline through
+	// handlerReadDeadline: the handler set a read deadline through
 	// http.ResponseController, to be cleared before the next request.
-	handlerDeadlines atomic.Bool
+	handlerReadDeadline atomic.Bool
+	// The write deadline in effect (see response.SetWriteDeadline), under
+	// wdMu since a handler's goroutines may set it. writeStale: it is a
+	// handler's whose request ended; it is cleared before the next write
+	// unless the next handler sets one close to it first.
+	wdMu          sync.Mutex
+	writeDeadline time.Time
+	writeStale    atomic.Bool
+	ow            outWriter
 	// lastBody is the body of the last request served, which a
 	// goroutine of its handler may still be reading.
 	lastBody *body
@@ -92,12 +100,13 @@ type conn struct {
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	c := &conn{srv: s, rwc: rwc, base: base, remoteAddr: rwc.RemoteAddr().String()}
-	c.out = rwc
+	c.ow = outWriter{c: c, w: rwc}
 	if !s.PlainSocketIO {
 		if c.sock = sockio.New(rwc); c.sock != nil {
-			c.out = c.sock
+			c.ow.w = c.sock
 		}
 	}
+	c.out = &c.ow
 	c.cr = connReader{c: c, limit: -1}
 	c.acquireBuffers()
 	c.state.Store(stateIdle)
@@ -366,7 +375,7 @@ func (c *conn) answerReadError(err error) {
 		// as net/http does not either.
 		status = http.StatusBadRequest
 	}
-	_ = c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.setWriteDeadline(time.Now().Add(time.Second))
 	text := http.StatusText(status)
 	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n", status, text)
 	for k, vv := range c.srv.RefusalHeader {

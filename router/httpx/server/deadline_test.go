@@ -90,6 +90,50 @@ func TestHandlerWriteDeadline(t *testing.T) {
 	}
 }
 
+// TestKeptWriteDeadlineNeverLater: a write deadline is kept from an
+// earlier request only when it passes no later than the one asked for. A
+// handler asking for an earlier deadline than the last request's (an hour
+// away) gets it: writes to a client that reads nothing fail after it.
+func TestKeptWriteDeadlineNeverLater(t *testing.T) {
+	errs := make(chan error, 1)
+	addr := start(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.URL.Path == "/first" {
+			if err := rc.SetWriteDeadline(time.Now().Add(time.Hour)); err != nil {
+				panic(err)
+			}
+			io.WriteString(w, "first")
+			return
+		}
+		if err := rc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+			panic(err)
+		}
+		chunk := bytes.Repeat([]byte("x"), 1<<20)
+		var err error
+		for i := 0; i < 64 && err == nil; i++ {
+			_, err = w.Write(chunk)
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		errs <- err
+	})})
+	c := dial(t, addr)
+	c.send("GET /first HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, body := c.answer("GET"); body != "first" {
+		t.Fatalf("first answer %q", body)
+	}
+	c.send("GET /second HTTP/1.1\r\nHost: a\r\n\r\n")
+	select {
+	case err := <-errs:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("writing 64 MiB to a client that reads nothing: %v, want os.ErrDeadlineExceeded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second request's earlier write deadline did not end the writes")
+	}
+}
+
 // TestDeadlinesEndWithTheirRequest: deadlines a handler set (here already
 // past, so that any later use fails at once) do not apply to the next
 // request on the connection: neither to reading its head, part of which

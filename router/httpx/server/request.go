@@ -185,16 +185,24 @@ func (c *conn) setIdleDeadline() {
 	c.idleDeadline = true
 }
 
-// clearHandlerDeadlines clears the deadlines the last request's handler
+// clearHandlerDeadlines ends the deadlines the last request's handler
 // set: they bounded its body and its answer, not what comes next (whose
 // head may already be partly buffered, where no idle deadline is set).
+// A read deadline is cleared now; a write deadline is marked stale, and
+// cleared before the next write unless the next handler moves it first
+// (see response.SetWriteDeadline): clearing it here would cost a timer
+// change per request on a keep-alive connection whose every handler sets
+// one again.
 func (c *conn) clearHandlerDeadlines() {
-	if !c.handlerDeadlines.Load() {
-		return
+	if c.handlerReadDeadline.Load() {
+		c.handlerReadDeadline.Store(false)
+		c.setReadDeadline(time.Time{})
 	}
-	c.handlerDeadlines.Store(false)
-	_ = c.rwc.SetWriteDeadline(time.Time{})
-	c.setReadDeadline(time.Time{})
+	c.wdMu.Lock()
+	if !c.writeDeadline.IsZero() {
+		c.writeStale.Store(true)
+	}
+	c.wdMu.Unlock()
 }
 
 // setReadDeadline sets the read deadline and remembers it; every deadline

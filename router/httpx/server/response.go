@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -253,8 +254,9 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.srv.removeConn(c)
 	w.hijacked = true
 	// The server's read deadlines end here; a write deadline the handler
-	// set stays, as with net/http.
+	// set stays, as with net/http (one of an earlier request's does not).
 	_ = c.rwc.SetReadDeadline(time.Time{})
+	c.clearStaleWriteDeadline()
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
@@ -269,7 +271,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // context when it passes (TestReadDeadlineLeavesWatchAlone).
 func (w *response) SetReadDeadline(t time.Time) error {
 	c := w.c
-	c.handlerDeadlines.Store(true)
+	c.handlerReadDeadline.Store(true)
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if !c.watchStarted {
@@ -281,9 +283,64 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline bounds the writes of the answer
 // (http.ResponseController); the next request on the connection gets the
 // server's deadlines again.
+//
+// A deadline is moved only when the one in effect is not already within
+// writeSlack of it: an earlier request's (or this one's) deadline set
+// at most an eighth of the time to t, and at most a second, before t is
+// kept. A write deadline thus passes at most that much early, never late,
+// and a keep-alive connection whose every handler bounds its answer by
+// the same timeout moves its deadline about once a second, not once a
+// request (a timer change in the runtime each time).
 func (w *response) SetWriteDeadline(t time.Time) error {
-	w.c.handlerDeadlines.Store(true)
-	return w.c.rwc.SetWriteDeadline(t)
+	c := w.c
+	c.wdMu.Lock()
+	defer c.wdMu.Unlock()
+	c.writeStale.Store(false)
+	if d := c.writeDeadline; !t.IsZero() && !d.IsZero() && !d.After(t) &&
+		t.Sub(d) <= min(time.Until(t)/8, writeSlack) {
+		return nil
+	}
+	c.writeDeadline = t
+	return c.rwc.SetWriteDeadline(t)
+}
+
+// writeSlack is how much earlier than asked a write deadline may pass
+// (see response.SetWriteDeadline).
+const writeSlack = time.Second
+
+// setWriteDeadline sets the server's own write deadline.
+func (c *conn) setWriteDeadline(t time.Time) {
+	c.wdMu.Lock()
+	defer c.wdMu.Unlock()
+	c.writeStale.Store(false)
+	c.writeDeadline = t
+	_ = c.rwc.SetWriteDeadline(t)
+}
+
+// clearStaleWriteDeadline clears a write deadline whose request ended.
+func (c *conn) clearStaleWriteDeadline() {
+	if !c.writeStale.Load() {
+		return
+	}
+	c.wdMu.Lock()
+	defer c.wdMu.Unlock()
+	if c.writeStale.Load() {
+		c.writeStale.Store(false)
+		c.writeDeadline = time.Time{}
+		_ = c.rwc.SetWriteDeadline(time.Time{})
+	}
+}
+
+// outWriter is what the connection's buffered writer writes to: w (the
+// socket), once a stale write deadline is cleared.
+type outWriter struct {
+	c *conn
+	w io.Writer
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	o.c.clearStaleWriteDeadline()
+	return o.w.Write(p)
 }
 
 // EnableFullDuplex reports success (http.ResponseController): edge never
@@ -385,6 +442,14 @@ func writeSortedFields(bw *bufio.Writer, h http.Header, keep func(name string) b
 // writeField writes one field line per value.
 func writeField(bw *bufio.Writer, name string, values []string) {
 	for _, v := range values {
+		if t := textproto.TrimString(v); bw.Available() >= len(name)+len(t)+4 && !hasLineBreakOrNUL(t) {
+			// The common line in one copy.
+			b := append(bw.AvailableBuffer(), name...)
+			b = append(b, ": "...)
+			b = append(b, t...)
+			_, _ = bw.Write(append(b, "\r\n"...))
+			continue
+		}
 		bw.WriteString(name)
 		bw.WriteString(": ")
 		writeValue(bw, v)
@@ -396,7 +461,7 @@ func writeField(bw *bufio.Writer, name string, values []string) {
 // as net/http does.
 func writeValue(bw *bufio.Writer, v string) {
 	v = textproto.TrimString(v)
-	if strings.IndexFunc(v, func(r rune) bool { return r == '\r' || r == '\n' || r == 0 }) < 0 {
+	if !hasLineBreakOrNUL(v) {
 		bw.WriteString(v)
 		return
 	}
@@ -407,6 +472,17 @@ func writeValue(bw *bufio.Writer, v string) {
 		}
 	}
 	bw.Write(b)
+}
+
+// hasLineBreakOrNUL reports whether v holds a CR, LF or NUL.
+func hasLineBreakOrNUL(v string) bool {
+	for i := 0; i < len(v); i++ {
+		// One comparison for nearly every byte: the three are below '\r'+1.
+		if c := v[i]; c <= '\r' && (c == '\r' || c == '\n' || c == 0) {
+			return true
+		}
+	}
+	return false
 }
 
 var statusLines [600]string

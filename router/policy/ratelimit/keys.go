@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"hash/maphash"
 	"net/http"
 	"net/netip"
@@ -78,4 +80,30 @@ func (c *Criterion) Unkeyed() (status int, reason, msg string) {
 		return http.StatusBadRequest, policy.ReasonBadHeader, c.header + " sent more than once\n"
 	}
 	return http.StatusForbidden, policy.ReasonForbiddenIP, "client address could not be determined\n"
+}
+
+// FleetName returns r's key as every replica of a fleet spells it (the
+// Key's hashes are seeded per process): the client address, or a
+// SHA-256 prefix of the Host or header value, so that a store key has a
+// bounded length whatever the client sends. ok is as for Of.
+func (c *Criterion) FleetName(r *http.Request) (name string, ok bool) {
+	switch c.kind {
+	case 'h':
+		var buf [256]byte
+		sum := sha256.Sum256(config.AppendRequestHost(buf[:0], r.Host))
+		return "h:" + hex.EncodeToString(sum[:16]), true
+	case 'H':
+		vs := r.Header[c.header]
+		if len(vs) > 1 {
+			return "", false
+		}
+		v := ""
+		if len(vs) == 1 {
+			v = vs[0]
+		}
+		sum := sha256.Sum256([]byte(v))
+		return "H:" + hex.EncodeToString(sum[:16]), true
+	}
+	a, ok := policy.ClientIP(r, c.trusted, c.depth)
+	return "ip:" + a.String(), ok
 }

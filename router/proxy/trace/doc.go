@@ -13,10 +13,12 @@
 //     policy or diagnostic that answered the request.
 //   - the attempt span (kind client), one per backend attempt, child of
 //     the server span: retries are siblings. It names the backend and the
-//     attempt number, and records the time to the answer's head as an
-//     event (first byte). Levee writes the attempt span's context onto
-//     the backend request (replacing the client's traceparent), so that a
-//     backend's own span is the attempt's child.
+//     attempt number, how the connection was had (reused from the pool, or
+//     dialled: the connect and TLS handshake times, an event "connected"),
+//     and the time to the answer's head (first byte, an event too). Levee
+//     writes the attempt span's context onto the backend request
+//     (replacing the client's traceparent), so that a backend's own span
+//     is the attempt's child.
 //
 // A nil *Tracer is tracing off: every method is a nil check that returns
 // at once, allocates nothing and leaves the request's headers as the

@@ -2,7 +2,10 @@ package trace
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +29,9 @@ const (
 	KeyAttempt         = attribute.Key("levee.attempt")
 	KeyBackend         = attribute.Key("levee.backend")
 	KeyFirstByteMs     = attribute.Key("levee.first_byte_ms")
+	KeyDialMs          = attribute.Key("levee.dial_ms")
+	KeyTLSHandshakeMs  = attribute.Key("levee.tls_handshake_ms")
+	KeyConnReused      = attribute.Key("levee.connection.reused")
 )
 
 // Tracer starts Levee's spans. A nil *Tracer is tracing off.
@@ -171,6 +177,47 @@ func (s *Server) StartAttempt(n int, backend string, h http.Header) {
 		oteltrace.WithAttributes(KeyAttempt.Int(n), KeyBackend.String(backend), attribute.String("server.address", backend)))
 	s.t.prop.Inject(ctx, propagation.HeaderCarrier(h))
 	s.att = attempt{span: span, start: time.Now()}
+}
+
+// WithConnTrace returns ctx carrying hooks that record, on the current
+// attempt's span, how the transport got its connection: reused from the
+// pool (levee.connection.reused), or dialled, with the time to connect
+// (levee.dial_ms, an event "connected") and to complete the TLS handshake
+// (levee.tls_handshake_ms). It returns ctx itself when s is nil or no
+// attempt is current. The hooks hold the attempt's span, not s: one the
+// transport calls late (a dial it finished for another request) lands on
+// the span it was made for, or on nothing once that span ended.
+func (s *Server) WithConnTrace(ctx context.Context) context.Context {
+	if s == nil || s.att.span == nil || !s.att.span.IsRecording() {
+		return ctx
+	}
+	span := s.att.span
+	// A dual-stack dial calls ConnectStart and ConnectDone once per
+	// address tried, from several goroutines: the first start counts.
+	var dialStart, tlsStart atomic.Int64
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			span.SetAttributes(KeyConnReused.Bool(info.Reused))
+		},
+		ConnectStart: func(string, string) { dialStart.CompareAndSwap(0, time.Now().UnixNano()) },
+		ConnectDone: func(_, _ string, err error) {
+			if start := dialStart.Load(); err == nil && start != 0 {
+				span.AddEvent("connected")
+				span.SetAttributes(KeyDialMs.Float64(msSince(start)))
+			}
+		},
+		TLSHandshakeStart: func() { tlsStart.CompareAndSwap(0, time.Now().UnixNano()) },
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if start := tlsStart.Load(); err == nil && start != 0 {
+				span.SetAttributes(KeyTLSHandshakeMs.Float64(msSince(start)))
+			}
+		},
+	})
+}
+
+// msSince is the milliseconds since unixNano, to the microsecond.
+func msSince(unixNano int64) float64 {
+	return float64(time.Now().UnixNano()-unixNano) / 1e6
 }
 
 // Answered records the backend answer's head on the current attempt: its
