@@ -20,6 +20,9 @@ type healthTarget struct {
 	// tcp: the route is a TCP route, checked by a TCP connect instead of
 	// an HTTP GET.
 	tcp bool
+	// grpc reaches the backends when cfg.GRPC (health_grpc.go); never
+	// for a TCP route.
+	grpc *grpcProbe
 }
 
 // healthChecker actively probes a route's backends and takes them out of
@@ -53,6 +56,9 @@ func (r *Router) configureHealth(rs *RouteState, rt *Route) {
 	// The validator already applied Effective's rules (and said so, I004);
 	// they are applied again for entrypoints built without it.
 	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends, tcp: rt.ep.Protocol == config.ProtocolTCP}
+	if t.cfg.GRPC && !t.tcp {
+		t.grpc = r.newGRPCProbe(config.SpeaksTLS(rt.ep.Scheme), rt.backendTLS, rt.backendTLSErr)
+	}
 	if rs.health != nil {
 		rs.health.target.Store(t)
 		select {
@@ -135,18 +141,28 @@ func (h *healthChecker) round() {
 			continue
 		}
 		seen[b.st] = true
-		check := h.check
-		if t.tcp {
-			check = connectCheck
-		}
-		wg.Go(func() { h.judge(b, t.cfg, check(ctx, b, t.cfg)) })
+		wg.Go(func() {
+			if t.tcp {
+				h.judge(b, t.cfg, connectCheck(ctx, b, t.cfg))
+				return
+			}
+			h.judge(b, t.cfg, h.check(ctx, b, t))
+		})
 	}
 	wg.Wait()
 }
 
-func (h *healthChecker) check(ctx context.Context, b *Backend, cfg config.HealthCheck) bool {
+func (h *healthChecker) check(ctx context.Context, b *Backend, t *healthTarget) bool {
+	cfg := t.cfg
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	if t.grpc != nil {
+		err := t.grpc.check(ctx, b.hostport, cfg.GRPCService, cfg.Timeout)
+		if err != nil {
+			h.r.log.Debug().Str("route", h.route).Str("backend", b.hostport).Err(err).Msg("gRPC health check failed")
+		}
+		return err == nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.hostport+cfg.Path, nil)
 	if err != nil {
 		return false
@@ -197,8 +213,16 @@ func (h *healthChecker) judge(b *Backend, cfg config.HealthCheck, ok bool) {
 	if !st.down.Load() && st.hcFail >= cfg.Fall {
 		st.down.Store(true)
 		h.r.log.Warn().Str("event", "backend_down").Str("route", h.route).Str("backend", b.hostport).
-			Int("fall", cfg.Fall).Str("path", cfg.Path).Msg("health check failing: backend out of rotation")
+			Int("fall", cfg.Fall).Str("path", healthProbeName(cfg)).Msg("health check failing: backend out of rotation")
 	}
+}
+
+// healthProbeName names what a check asks for, for the log.
+func healthProbeName(cfg config.HealthCheck) string {
+	if cfg.GRPC {
+		return grpcHealthPath + " " + cfg.GRPCService
+	}
+	return cfg.Path
 }
 
 // maxHealthHeaderBytes bounds a health check answer's head: a probe reads

@@ -37,8 +37,9 @@ type Router struct {
 
 	snap atomic.Pointer[Snapshot]
 
-	healthTransport *http.Transport // active health checks' connections
-	authTransport   *http.Transport // forward-auth services' connections
+	healthTransport *http.Transport      // active health checks' connections
+	authTransport   *http.Transport      // forward-auth services' connections
+	grpcHealth      grpcHealthTransports // gRPC health checks' connections
 
 	mu      sync.Mutex // serialises Update and sweeps
 	sources map[string]*sourceSet
@@ -90,6 +91,7 @@ func New(opts Options) *Router {
 	r.refusals = refusalRecorder{r.metrics}
 	r.bus = newBus(r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
+	r.grpcHealth.opts = opts
 	r.authTransport = newAuthTransport(opts)
 	if r.opts.Policies == nil {
 		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet})
@@ -115,6 +117,7 @@ func (r *Router) Close() {
 		rs.stopHealth()
 	}
 	r.healthTransport.CloseIdleConnections()
+	r.grpcHealth.closeIdle()
 	r.authTransport.CloseIdleConnections()
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math/bits"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,15 @@ func (c GRPCCodes) Has(code int) bool {
 	return code >= 0 && code < len(grpcCodeNames) && c&(1<<code) != 0
 }
 
+// GRPCCodeName is a gRPC status code's name (UNAVAILABLE for 14), or
+// its number for a code outside 0-16.
+func GRPCCodeName(code int) string {
+	if code >= 0 && code < len(grpcCodeNames) {
+		return grpcCodeNames[code]
+	}
+	return strconv.Itoa(code)
+}
+
 // Names lists the set's codes by name, in code order.
 func (c GRPCCodes) Names() []string {
 	out := make([]string, 0, bits.OnesCount32(uint32(c)))
@@ -46,6 +56,50 @@ func grpcFields() []Field {
 			Doc:     "gRPC statuses that count as failures of a gRPC call (`content-type: application/grpc`), by name or number, or `none`: the `grpc-status` of a Trailers-Only answer is judged at its head, one in trailers when the stream ends (the call is then reported to the breaker and passive health at its end, not at its head). A gRPC answer is HTTP 200, so without this a failing gRPC backend never trips the breaker. A stream that breaks before its trailers is a failure; a client that cancels is neutral. Other statuses are successes.",
 			Example: "UNAVAILABLE,RESOURCE_EXHAUSTED", set: setGRPCFailureStatuses,
 			get: getGRPCFailureStatuses},
+		{Label: "healthCheck.grpc", JSON: "config.health_check.grpc", Kind: KindBool, Default: "false", Code: diagnostics.BadGRPCHealthCheck,
+			Doc:     "Probe with the gRPC health protocol instead of `GET healthCheck.path`: `grpc.health.v1.Health/Check` over HTTP/2 (h2 with the route's backend TLS for scheme `h2` or `https`, else h2c). SERVING is healthy; any other status, a gRPC error or no answer within `healthCheck.timeout` is a failed check. `healthCheck.path` and `healthCheck.status` are then unused.",
+			Example: "true", set: setHealthGRPC, get: healthGRPCGetter(func(h *HealthCheck) (any, bool) { return h.GRPC, h.GRPC })},
+		{Label: "healthCheck.grpcService", JSON: "config.health_check.grpc_service", Kind: KindString, Default: `"" (the server's overall health)`, Code: diagnostics.BadGRPCHealthCheck,
+			Doc:     "The service whose health `healthCheck.grpc` asks for, fully qualified (`package.Service`); empty asks for the server's overall health.",
+			Example: "shop.Cart", set: setHealthGRPCService, get: healthGRPCGetter(func(h *HealthCheck) (any, bool) { return h.GRPCService, h.GRPCService != "" })},
+	}
+}
+
+// grpcServiceRe is a fully qualified protobuf service name: dot-separated
+// identifiers.
+var grpcServiceRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// maxGRPCServiceLen bounds a health-check service name.
+const maxGRPCServiceLen = 256
+
+// healthGRPCGetter writes a gRPC health field only when it is set, so the
+// canonical form of an HTTP health check is unchanged.
+func healthGRPCGetter(read func(h *HealthCheck) (any, bool)) getter {
+	return func(ep *Entrypoint, _ *Backend) (any, bool) {
+		if ep.HealthCheck == nil {
+			return nil, false
+		}
+		return read(ep.HealthCheck)
+	}
+}
+
+func setHealthGRPC(d *draft, f *Field, key string, v any) {
+	d.hcSet = true
+	if b, ok := decode(d, f, key, v, toBool, nil); ok {
+		d.hc.GRPC = b
+	}
+}
+
+func setHealthGRPCService(d *draft, f *Field, key string, v any) {
+	d.hcSet = true
+	s, ok := decode(d, f, key, v, toString, func(s string) error {
+		if s != "" && (len(s) > maxGRPCServiceLen || !grpcServiceRe.MatchString(s)) {
+			return fmt.Errorf("want a fully qualified service name such as shop.Cart (letters, digits, _ and ., at most %d bytes)", maxGRPCServiceLen)
+		}
+		return nil
+	})
+	if ok {
+		d.hc.GRPCService = s
 	}
 }
 

@@ -75,8 +75,10 @@ var foreignTable = []ForeignKey{
 	{Key: "loadbalancer.healthcheck.interval", Proxy: proxyTraefik, Fields: []string{"healthCheck.interval"}},
 	{Key: "loadbalancer.healthcheck.timeout", Proxy: proxyTraefik, Fields: []string{"healthCheck.timeout"}},
 	{Key: "loadbalancer.healthcheck.status", Proxy: proxyTraefik, Fields: []string{"healthCheck.status"}},
+	{Key: "loadbalancer.healthcheck.mode", Proxy: proxyTraefik, Fields: []string{"healthCheck.grpc"},
+		Note: "mode=grpc is healthCheck.grpc=true: grpc.health.v1.Health/Check over the route's h2c or h2, SERVING is healthy"},
 	{Key: "loadbalancer.healthcheck.*", Proxy: proxyTraefik,
-		Note: "Levee's health check has path, status, timeout, interval, rise and fall (healthCheck.*)"},
+		Note: "Levee's health check has path, status, timeout, interval, rise and fall, or grpc and grpcService (healthCheck.*)"},
 	// Traefik middlewares.
 	{Key: "buffering.maxrequestbodybytes", Proxy: proxyTraefik, Fields: []string{"maxRequestBodyBytes"},
 		Note: "a larger body is answered 413 before the backend is asked; Levee streams bodies, it does not spool them to disk"},

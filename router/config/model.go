@@ -144,6 +144,10 @@ type HealthCheck struct {
 	// Rise and Fall are the consecutive results that mark a backend up or down.
 	Rise int `json:"rise"`
 	Fall int `json:"fall"`
+	// GRPC probes with the gRPC health protocol (grpc.health.v1.Health/
+	// Check) for GRPCService instead of GET Path (fields_grpc.go).
+	GRPC        bool   `json:"grpc,omitempty"`
+	GRPCService string `json:"grpc_service,omitempty"`
 }
 
 // Effective returns the health check as the prober runs it. A probe must

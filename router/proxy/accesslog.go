@@ -17,6 +17,9 @@ func (p *Handler) finish(x *exchange) {
 		status = statusClientGone
 	}
 	series.requests(status).Inc()
+	if x.isGRPCCall() {
+		series.grpcResponses(x.grpcStatusLabel()).Inc()
+	}
 	at := x.headersAt
 	if at == 0 { // nothing was sent: the client left first
 		at = time.Since(x.start)
@@ -65,6 +68,12 @@ func (p *Handler) logJSON(x *exchange, status int, took time.Duration) {
 		Int("status", status).Dur("duration_ms", took).Int("attempts", x.attempts)
 	if x.backend != nil {
 		ev = ev.Str("backend", x.backend.HostPort())
+	}
+	if x.isGRPCCall() {
+		ev = ev.Str("grpc_method", x.grpcMethod())
+		if code, ok := x.grpcStatusCode(); ok {
+			ev = ev.Int("grpc_status", code)
+		}
 	}
 	if x.diagnostic != "" {
 		ev = ev.Str("diagnostic", x.diagnostic)

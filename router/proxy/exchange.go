@@ -51,7 +51,10 @@ type exchange struct {
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
 	// The small fields sit together: the exchange stays in its
 	// allocation size class.
-	level      int8
+	level int8
+	// grpcStatus is a gRPC call's status as its client read it
+	// (grpc_observe.go).
+	grpcStatus int8
 	diagnostic string
 	backendErr error // the backend error answered for (access log)
 
@@ -72,6 +75,8 @@ type exchange struct {
 	gate   *bodyGate
 	body   []byte    // the buffered request body, when replayable
 	stream io.Reader // a body too large to buffer: what was read, then the rest
+	// replay records a gRPC call's body for a retry (grpc_retry.go).
+	replay *grpcReplay
 	// badBody is set (possibly by the transport's body writer) when reading
 	// the client's body failed: the client's fault, never the backend's.
 	badBody atomic.Bool
@@ -238,6 +243,9 @@ func (x *exchange) readBody(l *attemptLoop) bool {
 		}
 	} else {
 		x.replayable = x.req.Body == nil || x.req.Body == http.NoBody || x.req.ContentLength == 0
+		if !x.replayable && x.isGRPCCall() {
+			x.replay = newGRPCReplay(x.newClientBody(), x.replayLimit())
+		}
 	}
 	return true
 }
@@ -295,7 +303,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	if !res.clientGone && !res.badBody {
 		x.p.passive(rt, b, res.failed, res.notSent, res.err, x.p.clock.Now().UnixNano())
 	}
-	if !res.failed || res.clientGone || res.badBody || !x.mayRetry(&res, l.limit) {
+	if !x.retries(&res, l.limit) {
 		x.respond(b, &res)
 		return true
 	}
@@ -318,6 +326,15 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	x.span.EndAttempt(res.err)
 	x.series().retry()
 	return false
+}
+
+// retries reports whether a failed attempt is tried again: by the gRPC
+// rules for a gRPC call (grpc_retry.go), else by mayRetry.
+func (x *exchange) retries(res *attemptResult, limit int) bool {
+	if x.isGRPCCall() {
+		return x.grpcRetryable(res, limit)
+	}
+	return res.failed && !res.clientGone && !res.badBody && x.mayRetry(res, limit)
 }
 
 // giveUp answers when no backend was left to attempt.
@@ -377,6 +394,8 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	case x.stream != nil:
 		// What was read ahead, then the rest through its clientBody.
 		out.Body = streamBody{Reader: x.stream, Closer: in.Body}
+	case x.replay != nil:
+		out.Body = x.replay.reader()
 	default:
 		// Only the outbound body is wrapped: net/http's server inspects
 		// the inbound one's type when it answers.

@@ -67,7 +67,9 @@ func (x *exchange) replyGRPC(status int, diagnostic, body string) {
 	if x.origin() != nil {
 		x.fallbackHeaders(h)
 	}
-	h["Grpc-Status"] = []string{strconv.Itoa(grpcStatusOf(status))}
+	code := grpcStatusOf(status)
+	x.setGRPCStatus(code)
+	h["Grpc-Status"] = []string{strconv.Itoa(code)}
 	h["Grpc-Message"] = []string{grpcMessage(fmt.Sprintf("%d %s", status, strings.TrimSpace(body)))}
 	if ra := h["Retry-After"]; len(ra) == 1 {
 		if secs, err := strconv.Atoi(ra[0]); err == nil {

@@ -42,6 +42,7 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	clientErrors *prometheus.CounterVec
 	fallback     *prometheus.CounterVec // levee_fallback_requests_total (fallback.go)
+	grpc         *prometheus.CounterVec // levee_grpc_responses_total
 
 	unmatched *routeSeries
 	// newSeries is m.series as a func value made once, so that asking a
@@ -63,6 +64,10 @@ func newMetrics(perRouteLatency bool) *metrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_retries_total", Help: "Retry attempts (attempts after the first), by route.",
 		}, []string{"route"}),
+		grpc: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "levee_grpc_responses_total",
+			Help: "gRPC calls answered, by route and the grpc-status their client read (OK, UNAVAILABLE...; none for a stream that ended without one), Levee's own answers included. Each is also in levee_requests_total, mostly as code 200.",
+		}, []string{"route", "grpc_status"}),
 		clientErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_client_errors_total",
 			Help: "Requests the client broke: a request body too slow (body_timeout), malformed (bad_body) or over the route's maxRequestBodyBytes (body_too_large), a response the client stopped taking (write_failed). Never counted against a backend.",
@@ -89,7 +94,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if m.duration != nil {
 		dur = m.duration
 	}
-	for _, col := range []prometheus.Collector{m.requests, dur, m.retries, m.clientErrors, m.fallback} {
+	for _, col := range []prometheus.Collector{m.requests, dur, m.retries, m.clientErrors, m.fallback, m.grpc} {
 		if err := reg.Register(col); err != nil {
 			return fmt.Errorf("registering request metrics: %w", err)
 		}
@@ -113,6 +118,9 @@ type routeSeries struct {
 	mu      sync.Mutex // serialises additions to codes and the retry counter
 	codes   atomic.Pointer[[]codeCounter]
 	retries atomic.Pointer[prometheus.Counter]
+	// grpc are the route's levee_grpc_responses_total counters, by
+	// status label, made on first use.
+	grpc atomic.Pointer[[]grpcCounter]
 
 	// stale is the route's cache of answers for serveStale (stale.go),
 	// kept here because this is the request path's per-route data that
@@ -128,6 +136,7 @@ func (m *metrics) series(route string) *routeSeries {
 		s.duration = m.duration.WithLabelValues(route)
 	}
 	s.codes.Store(&[]codeCounter{})
+	s.grpc.Store(&[]grpcCounter{})
 	return s
 }
 
@@ -155,6 +164,7 @@ func (s *routeSeries) Release() {
 		s.m.duration.DeleteLabelValues(s.route)
 	}
 	s.m.retries.DeleteLabelValues(s.route)
+	s.m.grpc.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.m.fallback.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.stale.drop()
 }
@@ -187,5 +197,32 @@ func (s *routeSeries) requests(code int) prometheus.Counter {
 	c := s.m.requests.WithLabelValues(s.route, strconv.Itoa(code))
 	next := append(append(make([]codeCounter, 0, len(cur)+1), cur...), codeCounter{code, c})
 	s.codes.Store(&next)
+	return c
+}
+
+type grpcCounter struct {
+	status string
+	c      prometheus.Counter
+}
+
+// grpcResponses returns the counter for a gRPC status label, as requests
+// does for an HTTP status.
+func (s *routeSeries) grpcResponses(status string) prometheus.Counter {
+	for _, gc := range *s.grpc.Load() {
+		if gc.status == status {
+			return gc.c
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := *s.grpc.Load()
+	for _, gc := range cur {
+		if gc.status == status {
+			return gc.c
+		}
+	}
+	c := s.m.grpc.WithLabelValues(s.route, status)
+	next := append(append(make([]grpcCounter, 0, len(cur)+1), cur...), grpcCounter{status, c})
+	s.grpc.Store(&next)
 	return c
 }

@@ -13,6 +13,9 @@ import (
 
 // respond sends the attempt's result to the client.
 func (x *exchange) respond(b *router.Backend, res *attemptResult) {
+	if x.replay != nil {
+		x.replay.stop() // answered: no retry will send the body again
+	}
 	if res.resp == nil {
 		x.respondError(res)
 		return
@@ -64,6 +67,7 @@ func (x *exchange) respond(b *router.Backend, res *attemptResult) {
 		f.Flush()
 	}
 	err := x.copyBody(resp.Body, flush)
+	x.noteGRPCAnswer(resp, err)
 	if x.grpc != nil {
 		x.settleGRPC(resp.Trailer, err)
 	}
