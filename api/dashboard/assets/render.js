@@ -29,8 +29,14 @@ export function overview(m) {
   const healthy = count(backends, (b) => b.up && !b.ejected);
   const breakers = eps.flatMap((e) => e.breakers || []);
   const t = m.diagnostics.totals || {};
-  const docker = (m.ready.providers || []).find((p) => p.name === "docker");
-  const dockerText = docker ? docker.state || (docker.ready ? "ready" : "pending") : "not enabled";
+  const providers = m.ready.providers || [];
+  // With several Docker hosts each is its own provider, docker/<host>.
+  const hosts = providers.filter((p) => p.name.startsWith("docker/"));
+  const docker = providers.find((p) => p.name === "docker");
+  const stateOf = (p) => p.state || (p.ready ? "ready" : "pending");
+  const dockerText = hosts.length
+    ? `${count(hosts, (p) => stateOf(p) === "connected" || stateOf(p) === "ready")} of ${hosts.length} hosts up`
+    : docker ? stateOf(docker) : "not enabled";
   return [
     card("Routes", String(eps.length), `${count(eps, (e) => e.source === "docker")} from Docker, ${count(eps, (e) => e.source === "api")} from the API`, { id: "ov-routes" }),
     card("Backends", `${healthy} healthy`, `${backends.length - healthy} unhealthy (down or ejected) of ${backends.length}`, { id: "ov-backends" }),
@@ -42,9 +48,14 @@ export function overview(m) {
       (t) => `${t.requests} requests, ${rate(t.rps)}`, "No traffic in the last 5 min."),
     topCard("Top routes by errors", "ov-top-errors", m, (t) => t.errors > 0, (a, b) => b.errors - a.errors || b.error_ratio - a.error_ratio,
       (t) => `${t.errors} errors (${pct(t.error_ratio)})`, "No errors in the last 5 min."),
-    card("Docker provider", dockerText,
-      docker ? [docker.since ? `since ${new Date(docker.since).toLocaleString()}` : "", docker.error ? ` — ${docker.error}` : ""].join("") : "Levee runs with --docker=false",
-      { id: "ov-docker", "data-state": dockerText }),
+    hosts.length
+      ? h("div", { class: "card", id: "ov-docker", "data-state": dockerText },
+        h("h3", {}, "Docker hosts"), h("p", { class: "big" }, dockerText),
+        h("ul", {}, hosts.map((p) => h("li", { "data-host": p.name.slice("docker/".length), "data-state": stateOf(p) },
+          `${p.name.slice("docker/".length)}: ${stateOf(p)}`, p.error ? ` — ${p.error}` : ""))))
+      : card("Docker provider", dockerText,
+        docker ? [docker.since ? `since ${new Date(docker.since).toLocaleString()}` : "", docker.error ? ` — ${docker.error}` : ""].join("") : "Levee runs with --docker=false",
+        { id: "ov-docker", "data-state": dockerText }),
   ];
 }
 
