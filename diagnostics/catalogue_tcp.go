@@ -34,8 +34,8 @@ func tcpEntries() []Entry {
 		},
 		{
 			Code: TCPFieldIgnored, Severity: Warn, Title: "field does not apply to this protocol",
-			Effect:  "The field is ignored: an HTTP field (host, path, policies, statuses) on a TCP route, or a TCP field (listener, sni, ...) on an HTTP route.",
-			Fix:     "Remove the field, or move it to a service of the protocol it belongs to (`levee.tcp.<service>.` or `levee.http.<service>.`).",
+			Effect:  "The field is ignored: an HTTP field (host, path, policies, statuses) on a TCP or UDP route, a TCP field (sni, tls, ...) on an HTTP or UDP route, or a UDP field on an HTTP or TCP route.",
+			Fix:     "Remove the field, or move it to a service of the protocol it belongs to (`levee.http.<service>.`, `levee.tcp.<service>.` or `levee.udp.<service>.`).",
 			Example: "levee.tcp.pg.host=db.example.com",
 		},
 		{
@@ -45,9 +45,9 @@ func tcpEntries() []Entry {
 			Example: "levee.tcp.db.tls=offload",
 		},
 		{
-			Code: TCPListenerMismatch, Severity: Warn, Title: "TCP route on a listener that cannot serve it",
-			Effect:  "The TCP route is not served: its listener is not declared, or a route without `sni` names a listener that is not a TCP listener (`--listen name=addr,tcp`), or a route with `sni` names one that is not a TLS listener.",
-			Fix:     "Declare the listener (`--listen postgres=:5432,tcp`), or give `sni` and name a TLS listener (`--listen websecure=:443,tls`).",
+			Code: TCPListenerMismatch, Severity: Warn, Title: "TCP or UDP route on a listener that cannot serve it",
+			Effect:  "The route is not served: its listener is not declared, or a TCP route without `sni` names a listener that is not a TCP listener (`--listen name=addr,tcp`), a TCP route with `sni` names one that is not a TLS listener, or a UDP route names one that is not a UDP listener (`--listen name=addr,udp`).",
+			Fix:     "Declare the listener (`--listen postgres=:5432,tcp`, `--listen dns=:5353,udp`), or give `sni` and name a TLS listener (`--listen websecure=:443,tls`).",
 			Example: "levee.tcp.pg.listener=postgres   # without --listen postgres=:5432,tcp",
 		},
 	}
