@@ -108,6 +108,7 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 	for h := range s.collided {
 		diags = append(diags, s.lookup(h).diags...)
 	}
+	diags = append(diags, l4Collisions(s.tcp, s.udp)...)
 	diags = append(diags, resolveFallbacks(s)...)
 	diags = append(diags, resolveReferences(s)...)
 	sortDiagnostics(diags)
