@@ -67,8 +67,8 @@ func entries() []Entry {
 		},
 		{
 			Code: RouteCollision, Severity: Warn, Title: "route collision",
-			Effect:  "Two services claim the same host and path. Both get this diagnostic; the one with the higher priority wins, then the oldest (container or API creation time), then the lower id. The other is not routed for that host.",
-			Fix:     "Give the services different hosts or paths, or set `priority` to make the intended winner explicit.",
+			Effect:  "Two services claim the same host and path (HTTP), the same listener or server name (TCP), or the same listener (UDP). Both get this diagnostic; the one with the higher priority wins, then the oldest (container or API creation time), then the lower id. The other is not routed there.",
+			Fix:     "Give the services different hosts or paths (listeners or server names), or set `priority` to make the intended winner explicit.",
 			Example: "levee.http.a.host=app.example.com and levee.http.b.host=app.example.com",
 		},
 		{
