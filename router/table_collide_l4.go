@@ -46,10 +46,10 @@ func claimCollisions(key, where string, list []*Route) []diagnostics.Diagnostic 
 		out = append(out,
 			diagnostics.New(diagnostics.RouteCollision, sourceOf(w.ep), key, where, "this route wins",
 				fmt.Sprintf("%s is also claimed by %s %q; this route wins (%s)", where, l.ep.Source, l.ep.ID, whyWins(w, l)),
-				"give the routes different listeners or server names, or set priority explicitly"),
+				"give the routes different listeners or server names"),
 			diagnostics.New(diagnostics.RouteCollision, sourceOf(l.ep), key, where, fmt.Sprintf("connections go to %s %q", w.ep.Source, w.ep.ID),
 				fmt.Sprintf("%s is also claimed by %s %q, which wins (%s); this route gets nothing there", where, w.ep.Source, w.ep.ID, whyWins(w, l)),
-				"give the routes different listeners or server names, or raise this route's priority"))
+				"give the routes different listeners or server names"))
 	}
 	return out
 }
