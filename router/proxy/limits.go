@@ -51,7 +51,11 @@ func (x *exchange) initDeadlines() {
 		// that streams its answer while it still reads (gRPC,
 		// bidirectional streams) needs the rest of the body. Levee's own
 		// server is always full duplex.
-		_ = http.NewResponseController(x.w).EnableFullDuplex()
+		if fd, ok := x.w.(interface{ EnableFullDuplex() error }); ok {
+			_ = fd.EnableFullDuplex() // both servers' writers: no controller to allocate
+		} else {
+			_ = http.NewResponseController(x.w).EnableFullDuplex()
+		}
 	}
 }
 
