@@ -74,7 +74,7 @@ type exchange struct {
 	// gate ends the streamed request body with the exchange (limits.go).
 	gate   *bodyGate
 	body   []byte    // the buffered request body, when replayable
-	stream io.Reader // a body too large to buffer: what was read, then the rest
+	stream io.ReadCloser // a body too large to buffer: what was read, then the rest (its clientBody)
 	// replay records a gRPC call's body for a retry (grpc_retry.go).
 	replay *grpcReplay
 	// badBody is set (possibly by the transport's body writer) when reading
@@ -393,7 +393,7 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 		out.Body = nil
 	case x.stream != nil:
 		// What was read ahead, then the rest through its clientBody.
-		out.Body = streamBody{Reader: x.stream, Closer: in.Body}
+		out.Body = x.stream
 	case x.replay != nil:
 		out.Body = x.replay.reader()
 	default:

@@ -19,6 +19,9 @@ import (
 //   - writing the response: ResponseWriteTimeout between writes; a client
 //     that takes nothing for that long loses its connection.
 //   - a tunnel (101): TunnelIdleTimeout with no byte either way.
+//   - ending the exchange while a backend client is in the middle of a
+//     read of the request body (a backend answered before the upload
+//     ended): at most bodyReadSettle for that read to return.
 //
 // The deadlines are set through the ResponseWriter (http.ResponseController's
 // SetReadDeadline and SetWriteDeadline), which both servers implement.
@@ -130,10 +133,25 @@ type clientBody struct {
 // wait for) from touching the exchange or the client's connection: the
 // server's HTTP/2 response writer must not be used once the handler is
 // done. The lock is held around the bookkeeping, never across a read.
+//
+// The handler also does not return while a read is in flight, for up to
+// bodyReadSettle: net/http's HTTP/1 server aborts a pending read of the
+// connection when the handler returns, which leaves the request body
+// failed, and it then closes the connection at once instead of reading a
+// little more and closing it gracefully; the client's unread upload turns
+// that close into a reset that can destroy the answer it has not read yet.
 type bodyGate struct {
-	mu   sync.Mutex
-	done bool
+	mu      sync.Mutex
+	done    bool
+	reading bool
+	settled chan struct{} // closed when the read in flight returns; made by closeBody
 }
+
+// bodyReadSettle bounds how long the end of an exchange waits for a read
+// of the request body in flight to return. A client still uploading has
+// its next bytes on the wire, so the read returns at once; only a client
+// that has stalled mid-body makes the exchange wait the whole bound.
+const bodyReadSettle = 250 * time.Millisecond
 
 // errHandlerDone is a clientBody's error once its exchange is over.
 var errHandlerDone = errors.New("request body read after the exchange ended")
@@ -141,10 +159,26 @@ var errHandlerDone = errors.New("request body read after the exchange ended")
 // closeBody ends the exchange's request body: later reads fail and
 // touch nothing. Called before the handler returns.
 func (x *exchange) closeBody() {
-	if g := x.gate; g != nil {
-		g.mu.Lock()
-		g.done = true
-		g.mu.Unlock()
+	g := x.gate
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.done = true
+	var settled chan struct{}
+	if g.reading {
+		settled = make(chan struct{})
+		g.settled = settled
+	}
+	g.mu.Unlock()
+	if settled == nil {
+		return
+	}
+	t := time.NewTimer(bodyReadSettle)
+	defer t.Stop()
+	select {
+	case <-settled:
+	case <-t.C:
 	}
 }
 
@@ -177,10 +211,12 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		return 0, errHandlerDone
 	}
 	x.armBodyRead()
+	b.gate.reading = true
 	b.gate.mu.Unlock()
 	n, err := b.r.Read(p)
 	b.gate.mu.Lock()
 	defer b.gate.mu.Unlock()
+	b.gate.settle()
 	if b.gate.done {
 		return n, errHandlerDone
 	}
@@ -207,7 +243,33 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *clientBody) Close() error { return b.c.Close() }
+// Close closes the client's body unless the exchange is over (the server
+// then owns it). net/http's server reads on to the end of the body, or a
+// little of it, in Close: like a Read, it is a read in flight.
+func (b *clientBody) Close() error {
+	g := b.gate
+	g.mu.Lock()
+	if g.done {
+		g.mu.Unlock()
+		return nil
+	}
+	g.reading = true
+	g.mu.Unlock()
+	err := b.c.Close()
+	g.mu.Lock()
+	g.settle()
+	g.mu.Unlock()
+	return err
+}
+
+// settle records that the read in flight returned; g.mu is held.
+func (g *bodyGate) settle() {
+	g.reading = false
+	if g.settled != nil {
+		close(g.settled)
+		g.settled = nil
+	}
+}
 
 // tunnelIdle closes both ends of a tunnel once no byte has moved either
 // way for idle; it returns when stop is closed or it closed the tunnel.

@@ -87,7 +87,7 @@ func (x *exchange) bufferBody() {
 		// Too large to replay: stream it once, what was read first, then
 		// the rest through the same clientBody (its limits and counts
 		// carry on). The inbound req.Body stays as it is (see attempt).
-		x.stream = io.MultiReader(bytes.NewReader(buf.Bytes()), body)
+		x.stream = streamBody{Reader: io.MultiReader(bytes.NewReader(buf.Bytes()), body), Closer: body}
 		return
 	}
 	x.body = buf.Bytes()
