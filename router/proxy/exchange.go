@@ -73,7 +73,7 @@ type exchange struct {
 
 	// gate ends the streamed request body with the exchange (limits.go).
 	gate   *bodyGate
-	body   []byte    // the buffered request body, when replayable
+	body   []byte        // the buffered request body, when replayable
 	stream io.ReadCloser // a body too large to buffer: what was read, then the rest (its clientBody)
 	// replay records a gRPC call's body for a retry (grpc_retry.go).
 	replay *grpcReplay
