@@ -14,10 +14,16 @@ import (
 // goes (or the request context ends, e.g. at shutdown when the server's
 // BaseContext is cancelled). Each event is
 //
+//	id: <id>
 //	event: <type>
-//	data: {"type":...,"time":...,"data":...}
+//	data: {"id":...,"type":...,"time":...,"data":...}
 //
-// and an idle stream gets a ": heartbeat" comment every Heartbeat.
+// and an idle stream gets a ": heartbeat" comment every Heartbeat. A
+// client that names the last event it saw (the Last-Event-ID header, as
+// the HTML standard's EventSource sends on reconnecting, or the after
+// query parameter; GET /events/recent's last_id) first gets the
+// remembered events that came later, then the live ones: nothing is lost
+// or repeated in between.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 	rc := http.NewResponseController(w)
 	// The stream is long-lived: lift any server write deadline for it.
@@ -25,7 +31,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 		writeError(w, http.StatusInternalServerError, "cannot stream: "+err.Error(), nil)
 		return
 	}
-	ch, cancel := s.router.Subscribe(s.buffer)
+	after := r.Header.Get("Last-Event-ID")
+	if q := r.URL.Query().Get("after"); q != "" {
+		after = q
+	}
+	ch, missed, cancel := s.router.SubscribeAfter(s.buffer, after)
 	defer cancel()
 
 	h := w.Header()
@@ -41,9 +51,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 
+	var buf bytes.Buffer
+	for _, ev := range missed {
+		if !s.sendEvent(w, &buf, ev) {
+			return
+		}
+	}
+	if len(missed) > 0 && rc.Flush() != nil {
+		return
+	}
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
-	var buf bytes.Buffer
 	for {
 		select {
 		case <-r.Context().Done():
@@ -56,12 +74,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 			if !ok {
 				return
 			}
-			buf.Reset()
-			if err := writeEvent(&buf, ev); err != nil {
-				s.log.Warn().Err(err).Str("type", ev.Type).Msg("event not sent over SSE: cannot encode")
-				continue
-			}
-			if _, err := w.Write(buf.Bytes()); err != nil {
+			if !s.sendEvent(w, &buf, ev) {
 				return
 			}
 		}
@@ -69,6 +82,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 			return
 		}
 	}
+}
+
+// sendEvent writes one event; false when the client is gone. An event
+// that cannot be encoded is logged and skipped.
+func (s *Server) sendEvent(w http.ResponseWriter, buf *bytes.Buffer, ev status.Event) bool {
+	buf.Reset()
+	if err := writeEvent(buf, ev); err != nil {
+		s.log.Warn().Err(err).Str("type", ev.Type).Msg("event not sent over SSE: cannot encode")
+		return true
+	}
+	_, err := w.Write(buf.Bytes())
+	return err == nil
 }
 
 // writeEvent renders one SSE event. JSON never contains a raw newline, so
@@ -81,6 +106,11 @@ func writeEvent(buf *bytes.Buffer, ev status.Event) error {
 	typ := ev.Type
 	if typ == "" {
 		typ = "message"
+	}
+	if ev.ID != "" {
+		buf.WriteString("id: ")
+		buf.WriteString(sanitizeLine(ev.ID))
+		buf.WriteString("\n")
 	}
 	buf.WriteString("event: ")
 	buf.WriteString(sanitizeLine(typ))

@@ -212,14 +212,14 @@ func (f *fakeRouter) ControlBreaker(route, action, who string) error {
 	return nil
 }
 
-func (f *fakeRouter) Subscribe(buffer int) (<-chan status.Event, func()) {
+func (f *fakeRouter) SubscribeAfter(buffer int, lastID string) (<-chan status.Event, []status.Event, func()) {
 	ch := make(chan status.Event, buffer)
 	f.mu.Lock()
 	f.subs = append(f.subs, ch)
 	f.mu.Unlock()
 	f.subscribed <- struct{}{}
 	var once sync.Once
-	return ch, func() {
+	return ch, nil, func() {
 		once.Do(func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()

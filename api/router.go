@@ -40,9 +40,11 @@ type Router interface {
 	// RecentEvents returns the last events the bus carried (history
 	// samples excluded), oldest first.
 	RecentEvents() status.RecentEvents
-	// Subscribe returns a bounded event stream and a function that ends the
-	// subscription (and closes the channel).
-	Subscribe(buffer int) (<-chan status.Event, func())
+	// SubscribeAfter returns a bounded event stream, the remembered events
+	// published after the event with id lastID (none for ""), taken in
+	// the same instant, and a function that ends the subscription (and
+	// closes the channel).
+	SubscribeAfter(buffer int, lastID string) (<-chan status.Event, []status.Event, func())
 }
 
 // Sink and Codec are the store's (package api/store): the server decodes

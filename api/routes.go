@@ -137,8 +137,11 @@ func (s *Server) routeTable() []route {
 			responses: with(accessRead, response{200, schemaHistory, "the history of every breaker"}), handler: s.history},
 		{method: "GET", path: "/certificates", op: "listCertificates", summary: "Certificates the TLS listeners serve, by host: source (acme, static, default), issuer, expiry, last error and next renewal.", access: accessRead,
 			responses: with(accessRead, response{200, schemaCerts, "all certificates; empty without a TLS listener"}), handler: s.listCertificates},
-		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes, fallback starts and stops.", access: accessRead, stream: true,
-			responses: with(accessRead, response{200, "", "text/event-stream; `event: <type>`, `data: <json>`"}), handler: s.events},
+		{method: "GET", path: "/events", op: "events", summary: "Server-Sent Events: breaker transitions, route changes, diagnostic changes, fallback starts and stops. With Last-Event-ID (or after=), the remembered events after that one come first.", access: accessRead, stream: true,
+			query: []queryParam{
+				{name: "after", doc: "an event id (an event's `id`, GET /events/recent's `last_id`): the stream starts with the remembered events published after it; overrides the Last-Event-ID header"},
+			},
+			responses: with(accessRead, response{200, "", "text/event-stream; `id: <id>`, `event: <type>`, `data: <json>`"}), handler: s.events},
 		{method: "GET", path: "/metrics", op: "metrics", summary: "Prometheus metrics.", access: accessRead, text: true,
 			responses: with(accessRead, response{200, "", "Prometheus text exposition"}), handler: s.metrics},
 		{method: "GET", path: "/openapi.json", op: "openapi", summary: "This document.", access: accessRead,

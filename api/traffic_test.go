@@ -1,9 +1,13 @@
 package api
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +98,74 @@ func TestRealRecentEvents(t *testing.T) {
 		}
 	}
 	t.Fatalf("no route app added in %s", rec.Body)
+}
+
+// A stream opened after GET /events/recent's last_id starts with what
+// happened in between (here a breaker forced open before the stream
+// opened), each event with its id, and then carries the live events.
+func TestRealEventsResumeAfterLastID(t *testing.T) {
+	h := newRealHarness(t, filepath.Join(t.TempDir(), "state.json"))
+	wantStatus(t, h.post(seedPayload), http.StatusCreated)
+	rec := h.do(http.MethodGet, "/events/recent", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	var recent struct {
+		LastID string `json:"last_id"`
+		Events []struct {
+			ID string `json:"id"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &recent); err != nil {
+		t.Fatal(err)
+	}
+	if recent.LastID == "" || len(recent.Events) == 0 || recent.Events[len(recent.Events)-1].ID == "" {
+		t.Fatalf("GET /events/recent without ids: %s", rec.Body)
+	}
+	// Between the two calls: the event the page would otherwise miss.
+	wantStatus(t, h.do("POST", "/breakers/app/open", "", ""), http.StatusOK)
+
+	ts := httptest.NewServer(h.srv)
+	defer ts.Close()
+	for _, how := range []string{"header", "query"} {
+		t.Run(how, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			url := ts.URL + "/events"
+			if how == "query" {
+				url += "?after=" + recent.LastID
+			}
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			if how == "header" {
+				req.Header.Set("Last-Event-ID", recent.LastID)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			if !sc.Scan() || sc.Text() != ": subscribed" {
+				t.Fatalf("stream opened with %q", sc.Text())
+			}
+			// The replay comes first: id, event, data, blank.
+			var lines []string
+			for len(lines) < 3 && sc.Scan() {
+				if sc.Text() != "" {
+					lines = append(lines, sc.Text())
+				}
+			}
+			if len(lines) < 3 || !strings.HasPrefix(lines[0], "id: ") || lines[0] == "id: "+recent.LastID || lines[1] != "event: "+status.EventBreaker {
+				t.Fatalf("stream began with %q, want the breaker event after %s", lines, recent.LastID)
+			}
+			var ev struct {
+				ID   string              `json:"id"`
+				Data status.BreakerEvent `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(lines[2], "data: ")), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.ID != strings.TrimPrefix(lines[0], "id: ") || ev.Data.Route != "app" || ev.Data.To != "open" {
+				t.Fatalf("replayed %q", lines)
+			}
+		})
+	}
 }

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -14,12 +16,19 @@ const RecentEvents = 200
 
 // bus fans events out to subscribers without ever blocking the publisher:
 // a subscriber whose buffer is full loses the event, and the loss is
-// counted. It also keeps the last RecentEvents events in a ring.
+// counted. It also keeps the last RecentEvents events in a ring, and
+// numbers every event it publishes, so that a subscriber can start where
+// an earlier view (GET /events/recent, a broken stream) stopped.
 type bus struct {
 	mu      sync.Mutex
 	subs    map[chan status.Event]struct{}
 	dropped atomic.Uint64
 	onDrop  func()
+
+	// epoch tells this bus's event ids from another process's; seq is
+	// the number of the last event published (guarded by mu).
+	epoch string
+	seq   uint64
 
 	// recent is the ring of the last events (guarded by mu); next is
 	// where the next one goes once it is full.
@@ -27,13 +36,18 @@ type bus struct {
 	next   int
 }
 
-func newBus(onDrop func()) *bus {
-	return &bus{subs: make(map[chan status.Event]struct{}), onDrop: onDrop}
+// newBus returns a bus whose event ids start with epoch (any string
+// without "-" that another process will not pick: the router uses its
+// start time).
+func newBus(epoch string, onDrop func()) *bus {
+	return &bus{subs: make(map[chan status.Event]struct{}), onDrop: onDrop, epoch: epoch}
 }
 
 func (b *bus) publish(e status.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.seq++
+	e.ID = b.id(b.seq)
 	if e.Type != status.EventHistory {
 		b.remember(e)
 	}
@@ -49,16 +63,34 @@ func (b *bus) publish(e status.Event) {
 	}
 }
 
+func (b *bus) id(seq uint64) string { return b.epoch + "-" + strconv.FormatUint(seq, 10) }
+
 func (b *bus) subscribe(buffer int) (<-chan status.Event, func()) {
+	ch, _, cancel := b.subscribeAfter(buffer, "")
+	return ch, cancel
+}
+
+// subscribeAfter subscribes and returns, taken in the same instant, the
+// remembered events published after the event with id after: the
+// subscriber sees each event once, with none lost between the two. An
+// empty after asks for none; an id of another process (or one that
+// cannot be read) asks for every remembered event, since all of them are
+// newer than anything that process carried. Events older than the ring
+// are gone: the replay then starts with the oldest remembered.
+func (b *bus) subscribeAfter(buffer int, after string) (<-chan status.Event, []status.Event, func()) {
 	if buffer < 1 {
 		buffer = 1
 	}
 	ch := make(chan status.Event, buffer)
 	b.mu.Lock()
 	b.subs[ch] = struct{}{}
+	var missed []status.Event
+	if after != "" {
+		missed = b.newerLocked(after)
+	}
 	b.mu.Unlock()
 	var once sync.Once
-	return ch, func() {
+	return ch, missed, func() {
 		once.Do(func() {
 			b.mu.Lock()
 			delete(b.subs, ch)
@@ -78,11 +110,44 @@ func (b *bus) remember(e status.Event) {
 	b.next = (b.next + 1) % RecentEvents
 }
 
-// last returns the recent events, oldest first.
-func (b *bus) last() []status.Event {
+// last returns the recent events, oldest first, and the id of the last
+// event published.
+func (b *bus) last() ([]status.Event, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.orderedLocked(), b.id(b.seq)
+}
+
+// orderedLocked is the ring oldest first; b.mu is held.
+func (b *bus) orderedLocked() []status.Event {
 	out := make([]status.Event, 0, len(b.recent))
 	out = append(out, b.recent[b.next:]...)
 	return append(out, b.recent[:b.next]...)
+}
+
+// newerLocked returns the remembered events published after the event
+// with id after; b.mu is held.
+func (b *bus) newerLocked(after string) []status.Event {
+	all := b.orderedLocked()
+	epoch, n, ok := strings.Cut(after, "-")
+	if !ok || epoch != b.epoch {
+		return all
+	}
+	seq, err := strconv.ParseUint(n, 10, 64)
+	if err != nil || seq > b.seq {
+		return all
+	}
+	for i, e := range all {
+		if eventSeq(e.ID) > seq {
+			return all[i:]
+		}
+	}
+	return nil
+}
+
+// eventSeq is the number in one of this bus's event ids.
+func eventSeq(id string) uint64 {
+	_, n, _ := strings.Cut(id, "-")
+	seq, _ := strconv.ParseUint(n, 10, 64)
+	return seq
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,7 +90,7 @@ func New(opts Options) *Router {
 		volatile:   make(map[string]bool),
 	}
 	r.refusals = refusalRecorder{r.metrics}
-	r.bus = newBus(r.metrics.eventsDropped.Inc)
+	r.bus = newBus(strconv.FormatInt(opts.Clock.Now().UnixNano(), 36), r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
 	r.grpcHealth.opts = opts
 	r.authTransport = newAuthTransport(opts)
@@ -133,7 +134,17 @@ func (r *Router) Subscribe(buffer int) (<-chan status.Event, func()) { return r.
 // (history samples excluded), oldest first: what a view opened now has
 // missed.
 func (r *Router) RecentEvents() status.RecentEvents {
-	return status.RecentEvents{Size: RecentEvents, Events: r.bus.last()}
+	events, last := r.bus.last()
+	return status.RecentEvents{Size: RecentEvents, Events: events, LastID: last}
+}
+
+// SubscribeAfter is Subscribe that also returns the remembered events
+// published after the event with id lastID (status.Event.ID,
+// RecentEvents' LastID), taken in the same instant as the subscription:
+// nothing is lost or seen twice in between. An empty lastID returns none;
+// an id from another process returns every remembered event.
+func (r *Router) SubscribeAfter(buffer int, lastID string) (<-chan status.Event, []status.Event, func()) {
+	return r.bus.subscribeAfter(buffer, lastID)
 }
 
 // Update replaces one source's entrypoints and diagnostics, rebuilds the

@@ -10,7 +10,9 @@
 // API call. It loads the read model once (GET /session, /entrypoints,
 // /diagnostics, /diagnostics/catalogue, /ready, /history, /traffic, and
 // /events/recent for the Activity list) and then stays live over GET
-// /events, read with fetch() so that the header can be sent (EventSource
+// /events from the last event it has (Last-Event-ID: what happened in
+// between comes first, and after a break the stream resumes where it
+// stopped), read with fetch() so that the header can be sent (EventSource
 // cannot send one): a breaker event changes the page at once and an event
 // of any kind schedules one coalesced reload of the read model; history
 // events extend the sparklines. Traffic is not an event: GET /traffic is

@@ -22,6 +22,11 @@ const (
 // the API's server-sent events. Data is one of BreakerEvent, RouteEvent,
 // FallbackEvent, DiagnosticEvent or HistorySample and marshals to JSON.
 type Event struct {
+	// ID is the event's place in this process's stream, "<epoch>-<n>":
+	// a stream opened after it (GET /events with Last-Event-ID) starts
+	// with the remembered events that came later. The epoch tells one
+	// process's ids from another's.
+	ID   string    `json:"id,omitempty"`
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
 	Data any       `json:"data"`

@@ -62,4 +62,7 @@ type RecentEvents struct {
 	// Size is how many events the ring holds at most.
 	Size   int     `json:"size"`
 	Events []Event `json:"events"`
+	// LastID is the id of the last event published (history samples
+	// included): a stream opened after it misses nothing in between.
+	LastID string `json:"last_id"`
 }

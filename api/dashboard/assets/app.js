@@ -24,6 +24,9 @@ const model = {
 };
 let streamAbort = null;
 let reloadTimer = null;
+// lastEventId is the id of the last event the page has (from
+// /events/recent or the stream): the stream resumes after it.
+let lastEventId = "";
 
 function showError(msg) {
   const el = $("error");
@@ -142,12 +145,15 @@ async function loadTraffic() {
 }
 
 // loadActivity fills the Activity list from the router's ring of recent
-// events, so that what happened before the page opened (or while the
-// stream was down) is there; the stream adds what comes next.
+// events, so that what happened before the page opened is there; the
+// stream opens after the last of them (lastEventId) and adds what comes
+// next, what happened in between included, and after a break it resumes
+// from the last event it carried.
 async function loadActivity() {
   const rec = await request("/events/recent");
   const items = (rec.events || []).map((ev) => render.activityItem(ev.type, ev)).filter((li) => li);
   replace($("activity"), items.reverse().slice(0, MAX_ACTIVITY));
+  lastEventId = rec.last_id || "";
 }
 
 // refreshTraffic reads the figures again and swaps only the parts that
@@ -204,16 +210,17 @@ function stopStream() {
   streamAbort = null;
 }
 
-// openStream reads /events; when it breaks it retries with a growing
-// delay and reloads everything once back (events were missed meanwhile).
+// openStream reads /events from the last event seen; when it breaks it
+// retries with a growing delay and reloads the state once back (the
+// events missed meanwhile come first on the new stream).
 function openStream(attempt) {
   stopStream();
   const ctl = new AbortController();
   streamAbort = ctl;
   setLive("connecting", "connecting…");
-  stream(ctl.signal, () => {
+  stream(ctl.signal, lastEventId, () => {
     setLive("on", "live");
-    if (attempt > 0) { reloadSoon(); loadHistory().then(renderRoutes, () => {}); loadActivity().catch(() => {}); }
+    if (attempt > 0) { reloadSoon(); loadHistory().then(renderRoutes, () => {}); }
     attempt = 0;
   }, onEvent).then(() => retry(ctl), (e) => {
     if (ctl.signal.aborted) return;
@@ -229,6 +236,7 @@ function openStream(attempt) {
 }
 
 function onEvent(type, ev) {
+  if (ev.id) lastEventId = ev.id;
   const d = ev.data || {};
   if (type === "history") {
     for (const b of d.breakers || []) {

@@ -9,11 +9,14 @@ import { base, headers, ApiError } from "./api.js";
 // stream reads GET /events until signal aborts or the stream fails. It
 // calls onOpen once the response is 200, onEvent(type, data) per event;
 // it resolves when the stream ends and rejects with an ApiError on a
-// refusal or a broken connection.
-export async function stream(signal, onOpen, onEvent) {
+// refusal or a broken connection. With lastId (an event's id), the stream
+// starts with the remembered events published after that one.
+export async function stream(signal, lastId, onOpen, onEvent) {
   let resp;
+  const h = headers();
+  if (lastId) h["Last-Event-ID"] = lastId;
   try {
-    resp = await fetch(base + "/events", { headers: headers(), cache: "no-store", signal });
+    resp = await fetch(base + "/events", { headers: h, cache: "no-store", signal });
   } catch (e) {
     throw new ApiError(0, "event stream: " + e.message);
   }
