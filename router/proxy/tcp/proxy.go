@@ -33,6 +33,10 @@ type Options struct {
 	// routes with tls=terminate complete the handshake; nil refuses their
 	// connections.
 	TLS *tls.Config
+	// NoSplice keeps every relay on the buffered copy: splice(2) is not
+	// used even between plain TCP connections (splice.go). For measuring
+	// one against the other.
+	NoSplice bool
 }
 
 // Outcomes of a client connection, the outcome label of
@@ -52,7 +56,8 @@ const (
 type Proxy struct {
 	opts    Options
 	log     zerolog.Logger
-	termTLS *tls.Config // Options.TLS without ALPN
+	termTLS *tls.Config   // Options.TLS without ALPN
+	splice  *spliceSwitch // nil with Options.NoSplice
 
 	conns  *prometheus.CounterVec
 	open   *prometheus.GaugeVec
@@ -84,6 +89,9 @@ func New(opts Options) *Proxy {
 	}
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(p.conns, p.open)
+	}
+	if !opts.NoSplice {
+		p.splice = &spliceSwitch{}
 	}
 	if opts.TLS != nil {
 		// A terminated TCP route speaks no HTTP: no ALPN protocol is
@@ -139,7 +147,7 @@ func (p *Proxy) Handle(c net.Conn, listener, sni string) {
 	g.Inc()
 	defer g.Dec()
 	start := time.Now()
-	res := relay(c, back, idleOf(cfg))
+	res := relay(c, back, idleOf(cfg), p.splice)
 	tok.Report(breaker.Outcome{Result: res.verdict(), Elapsed: time.Since(start)})
 }
 

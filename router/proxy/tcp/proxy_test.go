@@ -38,8 +38,16 @@ func newHarness(t *testing.T) *harness {
 // routes.
 func newHarnessTLS(t *testing.T, cfg *tls.Config) *harness {
 	t.Helper()
+	return newHarnessOf(t, Options{TLS: cfg})
+}
+
+// newHarnessOf is newHarness with the proxy's options (their Snapshot,
+// Logger and Registerer are the harness's).
+func newHarnessOf(t *testing.T, opts Options) *harness {
+	t.Helper()
 	h := &harness{t: t, r: router.New(router.Options{}), reg: prometheus.NewRegistry()}
-	h.p = New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Registerer: h.reg, TLS: cfg})
+	opts.Snapshot, opts.Logger, opts.Registerer = h.r.Snapshot, zerolog.Nop(), h.reg
+	h.p = New(opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -59,9 +59,11 @@ func closeWrite(c net.Conn) {
 }
 
 // relay copies client to backend and back until both directions have
-// ended, one side fails, or nothing moved for idle. It closes neither
-// connection; the caller does.
-func relay(client, backend net.Conn, idle time.Duration) result {
+// ended, one side fails, or nothing moved for idle. With splice, once the
+// backend has answered, a direction between two plain TCP connections
+// moves its bytes with splice(2), in the kernel (spliceRest). It closes
+// neither connection; the caller does.
+func relay(client, backend net.Conn, idle time.Duration, splice *spliceSwitch) result {
 	var (
 		last       atomic.Int64 // unix nanos of the last byte either way
 		answered   atomic.Bool
@@ -81,7 +83,7 @@ func relay(client, backend net.Conn, idle time.Duration) result {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		switch err := pump(backend, client, idle, &last, nil); {
+		switch err := pump(backend, client, idle, &last, nil, splice.after(&answered)); {
 		case err == nil:
 			// The client ended its stream: so does Levee toward the
 			// backend (RFC 9293 3.6), and the answer keeps coming.
@@ -96,7 +98,7 @@ func relay(client, backend net.Conn, idle time.Duration) result {
 			fail(endIdle)
 		}
 	}()
-	switch err := pump(client, backend, idle, &last, &answered); {
+	switch err := pump(client, backend, idle, &last, &answered, splice.after(&answered)); {
 	case err == nil:
 		if !answered.Load() && !clientDone.Load() {
 			end.CompareAndSwap(endNone, endBackend) // closed before saying anything
@@ -123,10 +125,18 @@ var (
 // pump copies src to dst until src's EOF (nil), a read error (errRead), a
 // write error (errWrite), or idle without a byte either way or a write
 // to dst that does not complete in idle (errIdle). first, if set, is set
-// at the first byte.
-func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atomic.Bool) error {
+// at the first byte. Once sw (if set) says so after a write, the rest of
+// the copy is spliceRest's.
+func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atomic.Bool, sw *spliceAfter) error {
 	buf := make([]byte, relayBuffer)
 	for {
+		if sw != nil && sw.ready.Load() {
+			if d, s, ok := tcpPair(dst, src); ok {
+				sw.started.Add(1)
+				return spliceRest(d, s, idle, last)
+			}
+			sw = nil
+		}
 		_ = src.SetReadDeadline(time.Unix(0, last.Load()).Add(idle))
 		n, err := src.Read(buf)
 		if n > 0 {
