@@ -143,8 +143,8 @@ type clientBody struct {
 type bodyGate struct {
 	mu      sync.Mutex
 	done    bool
-	reading bool
-	settled chan struct{} // closed when the read in flight returns; made by closeBody
+	reading int           // reads and closes of the client's body in flight
+	settled chan struct{} // closed when the last of them returns; made by closeBody
 }
 
 // bodyReadSettle bounds how long the end of an exchange waits for a read
@@ -166,7 +166,7 @@ func (x *exchange) closeBody() {
 	g.mu.Lock()
 	g.done = true
 	var settled chan struct{}
-	if g.reading {
+	if g.reading > 0 {
 		settled = make(chan struct{})
 		g.settled = settled
 	}
@@ -211,7 +211,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		return 0, errHandlerDone
 	}
 	x.armBodyRead()
-	b.gate.reading = true
+	b.gate.reading++
 	b.gate.mu.Unlock()
 	n, err := b.r.Read(p)
 	b.gate.mu.Lock()
@@ -253,7 +253,7 @@ func (b *clientBody) Close() error {
 		g.mu.Unlock()
 		return nil
 	}
-	g.reading = true
+	g.reading++
 	g.mu.Unlock()
 	err := b.c.Close()
 	g.mu.Lock()
@@ -262,10 +262,10 @@ func (b *clientBody) Close() error {
 	return err
 }
 
-// settle records that the read in flight returned; g.mu is held.
+// settle records that a read or close in flight returned; g.mu is held.
 func (g *bodyGate) settle() {
-	g.reading = false
-	if g.settled != nil {
+	g.reading--
+	if g.reading == 0 && g.settled != nil {
 		close(g.settled)
 		g.settled = nil
 	}
