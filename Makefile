@@ -2,6 +2,7 @@
 # Stamped into the binaries (levee version) and the image labels.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+TAGS ?=
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # Image names and extra `docker build` flags (the e2e test labels its images).
 LEVEE_IMAGE ?= levee:dev
@@ -73,8 +74,9 @@ fuzz:
 	done; \
 	exit $$failed
 
+# TAGS=kubernetes links the Kubernetes provider (docs/kubernetes.md).
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/levee ./cmd/levee
+	CGO_ENABLED=0 go build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o bin/levee ./cmd/levee
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/echo ./cmd/echo
 
 # pebble: bin/pebble/ for the demo's CA image: a static pebble binary, the

@@ -25,20 +25,29 @@ passes=${PASSES:-format main stdlib-levee levee-stdlib stdlib-stdlib bench}
 flags=${GO_TEST_FLAGS:-}
 failed=()
 
-# summarise LOG: the name of each failed test and the last 15 lines it
-# printed. go test -v heads each test's output with "=== RUN|CONT|NAME <name>"
-# lines, so a line belongs to the test named last.
+# summarise LOG: the name of each failed test, the first 10 failure
+# messages it printed (t.Error and t.Fatal lines, "file_test.go:N: ...",
+# with the lines they continue on; at most 40 lines: a test that dumps a
+# log at cleanup would otherwise hide them) and the last 15 lines it
+# printed. go test -v heads each test's output with
+# "=== RUN|CONT|NAME <name>" lines, so a line belongs to the test named last.
 summarise() {
   awk '
     /^=== (RUN|CONT|NAME|PAUSE)[ \t]/ { cur = $3; next }
     /^[ \t]*--- FAIL: / {
       name = $3
       printf "  FAIL %s\n", name
+      for (i = 0; i < nmsg[name]; i++) printf "    > %s\n", msg[name, i]
       n = count[name]; start = n > 15 ? n - 15 : 0
       for (i = start; i < n; i++) printf "      %s\n", buf[name, i % 15]
       next
     }
     /^(panic:|FAIL[ \t]|.*DATA RACE)/ { printf "  %s\n", $0 }
+    cur != "" && /^[ \t]+[A-Za-z0-9_.]+_test\.go:[0-9]+: / { inmsg[cur] = 1; nhead[cur]++ }
+    cur != "" && /^[ \t]+[A-Za-z0-9_.]+\.go:[0-9]+: / && !/_test\.go:[0-9]+: / { inmsg[cur] = 0 }
+    cur != "" && inmsg[cur] && nhead[cur] <= 10 && nmsg[cur] < 40 && !/^[ \t]*--- / {
+      msg[cur, nmsg[cur]++] = substr($0, 1, 300)
+    }
     cur != "" { buf[cur, count[cur] % 15] = $0; count[cur]++ }
   ' "$1"
 }
@@ -62,6 +71,11 @@ format() {
   unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || echo .))
   if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; return 1; fi
   go vet ./...
+  # The Kubernetes provider's wiring is built only with its tag.
+  go vet -tags kubernetes ./cmd/levee
+  go test -tags kubernetes -count=1 -run Kubernetes ./cmd/levee
+  # 0-RTT through quic-go's client, which races with itself under -race.
+  go test -count=1 -run 'TestEarlyData|TestZeroRTT' ./router/proxy ./router/httpx/h3
 }
 
 combo() {

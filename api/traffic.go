@@ -70,7 +70,8 @@ func trafficSchemas() obj {
 	}
 	backend := obj{"type": "object", "properties": obj{"backend": obj{"type": "string", "example": "10.0.0.5:8080"}}}
 	routeProps := obj{"route": obj{"type": "string"},
-		"backends": obj{"type": "array", "description": "each backend counts the requests it gave the answer to", "items": backend}}
+		"backends": obj{"type": "array", "description": "each backend counts the requests it gave the answer to", "items": backend},
+		"grpc":     grpcTrafficSchema()}
 	for k, v := range figures {
 		routeProps[k] = v
 		backend["properties"].(obj)[k] = v
@@ -92,6 +93,17 @@ func trafficSchemas() obj {
 			}}},
 		}},
 	}
+}
+
+// grpcTrafficSchema is a route's gRPC calls by method and status.
+func grpcTrafficSchema() obj {
+	method := obj{"type": "object", "properties": obj{
+		"method": obj{"type": "string", "example": "shop.Cart/Add", "description": "the call's path without its leading slash; \"other\" counts the calls to methods past the first 32"},
+		"statuses": obj{"type": "object", "description": "calls by the grpc-status their client read (OK, UNAVAILABLE...; none for a stream that ended without one), Levee's own answers included; statuses with no call left out",
+			"additionalProperties": obj{"type": "integer"}, "example": obj{"OK": 120, "UNAVAILABLE": 3}},
+	}}
+	return obj{"type": "object", "description": "only on a route that served gRPC calls: its calls since its state was made (not windowed; gone at restart)",
+		"properties": obj{"methods": obj{"type": "array", "description": "at most 32 methods, most called first, then other", "items": method}}}
 }
 
 // withSchemas adds more's components to all.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -167,5 +168,49 @@ func TestRealEventsResumeAfterLastID(t *testing.T) {
 				t.Fatalf("replayed %q", lines)
 			}
 		})
+	}
+}
+
+// A route's traffic view carries its gRPC calls by method and status
+// name once it has served one (the request path records them in the
+// route's tally); before that the field is left out.
+func TestRealTrafficGRPCMethods(t *testing.T) {
+	h := newRealHarness(t, filepath.Join(t.TempDir(), "state.json"))
+	wantStatus(t, h.post(seedPayload), http.StatusCreated)
+	rt, ok := h.rt.Snapshot().Route("app")
+	if !ok {
+		t.Fatal("route app not routed")
+	}
+	rt.State().Traffic().Record(time.Now().UnixNano(), time.Millisecond, false)
+	rec := h.do(http.MethodGet, "/traffic/app", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	if strings.Contains(rec.Body.String(), `"grpc"`) {
+		t.Fatalf("before any gRPC call: %s", rec.Body)
+	}
+
+	for range 2 {
+		rt.State().GRPC().Record("shop.Cart/Add", 0)
+	}
+	rt.State().GRPC().Record("shop.Cart/Add", 14)
+	rt.State().GRPC().Record("shop.Cart/Pay", -1)
+	rec = h.do(http.MethodGet, "/traffic/app", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	var got struct {
+		GRPC struct {
+			Methods []struct {
+				Method   string            `json:"method"`
+				Statuses map[string]uint64 `json:"statuses"`
+			} `json:"methods"`
+		} `json:"grpc"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got.GRPC.Methods); s != "[{shop.Cart/Add map[OK:2 UNAVAILABLE:1]} {shop.Cart/Pay map[none:1]}]" {
+		t.Errorf("GET /traffic/app grpc methods %s, want Add (2 OK, 1 UNAVAILABLE) then Pay (1 none):\n%s", s, rec.Body)
+	}
+	rec = h.do(http.MethodGet, "/traffic", "", "")
+	if !strings.Contains(rec.Body.String(), `"grpc":{"methods":[{"method":"shop.Cart/Add","statuses":{"OK":2,"UNAVAILABLE":1}}`) {
+		t.Errorf("GET /traffic lacks app's grpc methods: %s", rec.Body)
 	}
 }

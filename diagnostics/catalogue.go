@@ -64,7 +64,7 @@ const (
 // 075-079 the shared breaker store, 080-084 breaker fallbacks, 085-089
 // scale (bulk writes, provider filtering, draining), 090-094 discovery;
 // the file provider has 026, 037 and 038.
-var catalogue = slices.Concat(entries(), backendTLSEntries(), tlsEntries(), policyEntries(), transformPolicyEntries(), swarmEntries(), storeEntries(), fallbackEntries(), errorPagesEntries(), scaleEntries(), discoveryEntries(), fileEntries(), namedPolicyEntries(), dockerHostsEntries(), grpcEntries(), tcpEntries(), proxyProtocolEntries(), udpEntries(), fleetRateLimitEntries())
+var catalogue = slices.Concat(entries(), backendTLSEntries(), tlsEntries(), policyEntries(), transformPolicyEntries(), swarmEntries(), storeEntries(), fallbackEntries(), errorPagesEntries(), scaleEntries(), discoveryEntries(), fileEntries(), namedPolicyEntries(), dockerHostsEntries(), grpcEntries(), tcpEntries(), proxyProtocolEntries(), earlyDataEntries(), udpEntries(), fleetRateLimitEntries(), kubernetesEntries())
 
 // Lookup returns the catalogue entry for code.
 func Lookup(code Code) (Entry, bool) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -79,15 +81,40 @@ func socketGroup(t *testing.T, path string) string {
 	return strconv.FormatUint(uint64(sys.Gid), 10)
 }
 
+// freePort returns a TCP port free on 127.0.0.1, for a process the test
+// starts and must tell its port (Pebble, bind9, a listener of levee serve).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below the kernel's ephemeral range: a port from that range can be
+	// handed to another test's outgoing connection or :0 listener between
+	// this check and the bind of the process told to use it.
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	const base = 10000
+	for range 200 {
+		port := base + rand.IntN(max(low-base, 1000))
+		if _, taken := handedPorts.LoadOrStore(port, true); taken {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port
+	}
+	t.Fatal("no free TCP port below the ephemeral range in 200 tries")
+	return 0
 }
+
+// handedPorts are the ports freePort handed out in this test binary.
+var handedPorts sync.Map
 
 func moduleRoot(t *testing.T) string {
 	t.Helper()

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/levee-proxy/levee/router/httpx/h2guard"
 )
 
 // HTTP/2 control frames that carry no request (SETTINGS, WINDOW_UPDATE,
-// PRIORITY, PING, unknown types) are budgeted per connection, through the
+// PRIORITY, PING, unknown types, and DATA or CONTINUATION frames that
+// carry nothing on an open stream) are budgeted per connection, through the
 // binary and on both HTTP/2 servers (--http-server levee: Levee's tlsmux
 // with x/net's HTTP/2 server; stdlib: net/http's server): a client that
 // sends nothing else is cut a bounded number of frames past the budget,
@@ -27,6 +29,11 @@ import (
 func TestHTTP2ControlFrameFloods(t *testing.T) {
 	big := bytes.Repeat([]byte("y"), 4<<20)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			// A body that never ends keeps the flooding stream open.
+			_, _ = io.Copy(io.Discard, r.Body)
+			return
+		}
 		if r.URL.Path == "/big" {
 			_, _ = w.Write(big)
 			return
@@ -37,16 +44,31 @@ func TestHTTP2ControlFrameFloods(t *testing.T) {
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
 
 	floods := []struct {
-		name  string
+		name string
+		// open readies the connection for the flood (a stream the
+		// frames belong to), or is nil.
+		open  func(h *h2Conn)
 		write func(fr *http2.Framer) error
 	}{
-		{"SETTINGS", func(fr *http2.Framer) error {
+		{"SETTINGS", nil, func(fr *http2.Framer) error {
 			return fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65535})
 		}},
-		{"WINDOW_UPDATE", func(fr *http2.Framer) error { return fr.WriteWindowUpdate(0, 1) }},
-		{"PRIORITY", func(fr *http2.Framer) error { return fr.WritePriority(3, http2.PriorityParam{Weight: 15}) }},
-		{"PING", func(fr *http2.Framer) error { return fr.WritePing(false, [8]byte{7}) }},
-		{"unknown", func(fr *http2.Framer) error { return fr.WriteRawFrame(0x20, 0, 0, []byte("x")) }},
+		{"WINDOW_UPDATE", nil, func(fr *http2.Framer) error { return fr.WriteWindowUpdate(0, 1) }},
+		{"PRIORITY", nil, func(fr *http2.Framer) error { return fr.WritePriority(3, http2.PriorityParam{Weight: 15}) }},
+		{"PING", nil, func(fr *http2.Framer) error { return fr.WritePing(false, [8]byte{7}) }},
+		{"unknown", nil, func(fr *http2.Framer) error { return fr.WriteRawFrame(0x20, 0, 0, []byte("x")) }},
+		// Frames that carry nothing on a stream kept open (CVE-2019-9518):
+		// empty DATA on an upload, empty CONTINUATION in a header block.
+		{"DATA", func(h *h2Conn) { h.headers(1, false, ":method", "POST", ":path", "/hold") },
+			func(fr *http2.Framer) error { return fr.WriteData(1, false, nil) }},
+		{"CONTINUATION", func(h *h2Conn) {
+			var b bytes.Buffer
+			enc := hpack.NewEncoder(&b)
+			for _, kv := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "h2.test"}, {":path", "/ok"}} {
+				_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+			}
+			_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b.Bytes(), EndHeaders: false})
+		}, func(fr *http2.Framer) error { return fr.WriteContinuation(1, false, nil) }},
 	}
 	for _, server := range []string{"levee", "stdlib"} {
 		t.Run("server="+server, func(t *testing.T) {
@@ -60,6 +82,9 @@ func TestHTTP2ControlFrameFloods(t *testing.T) {
 			for _, f := range floods {
 				t.Run(f.name, func(t *testing.T) {
 					h := dialH2(t, secure, 65535)
+					if f.open != nil {
+						f.open(h)
+					}
 					// Past the budget by a few frames: the connection ends.
 					go func() {
 						for range h2guard.Burst + 32 {
@@ -72,6 +97,9 @@ func TestHTTP2ControlFrameFloods(t *testing.T) {
 						t.Fatalf("%d %s frames: the connection is still open after 10 s", h2guard.Burst+32, f.name)
 					}
 				})
+				if f.open != nil {
+					continue // the stream it opens is the flood's
+				}
 				t.Run(f.name+"/under the budget", func(t *testing.T) {
 					h := dialH2(t, secure, 65535)
 					for range h2guard.Burst - 16 {
@@ -97,7 +125,7 @@ func TestHTTP2ControlFrameFloods(t *testing.T) {
 			if !strings.Contains(p.Output(), "past its budget") {
 				t.Error("no cut connection was logged")
 			}
-			for _, frame := range []string{"SETTINGS", "WINDOW_UPDATE", "PRIORITY", "PING", "unknown"} {
+			for _, frame := range []string{"SETTINGS", "WINDOW_UPDATE", "PRIORITY", "PING", "unknown", "DATA", "CONTINUATION"} {
 				waitForMetric(t, p, `levee_http2_connections_cut_total{frame="`+frame+`"}`, 1)
 			}
 		})

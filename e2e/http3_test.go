@@ -36,15 +36,19 @@ func h3Client(t *testing.T, addr string, ca *e2eCA) *http.Client {
 // Alt-Svc on its HTTP/2 answers, serves the same routes over QUIC with
 // the same certificates (a GET and a POST reach the backend, which sees
 // the client's address), applies the routes' policies (an IP allow-list
-// denies), logs the protocol as HTTP/3.0, and on SIGTERM lets a request
+// denies) and breakers (an open one answers 503 with Retry-After), logs the protocol as HTTP/3.0, and on SIGTERM lets a request
 // in progress finish before the process exits.
 func TestHTTP3ThroughTheBinary(t *testing.T) {
 	ca := newE2ECA(t)
 	dir := t.TempDir()
-	ca.issue(t, dir, "app", "app.test", "fenced.test")
+	ca.issue(t, dir, "app", "app.test", "fenced.test", "down.test")
 	release := make(chan struct{})
 	slowStarted := make(chan struct{}, 1)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "down.test" {
+			http.Error(w, "failing", http.StatusInternalServerError)
+			return
+		}
 		if r.URL.Path == "/slow" {
 			slowStarted <- struct{}{}
 			<-release
@@ -70,6 +74,8 @@ func TestHTTP3ThroughTheBinary(t *testing.T) {
 
 	bhost, bport, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
 	createEntrypoint(t, p, fmt.Sprintf(`{"name":"app","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["app.test"],"tls":true}}`, bhost, bport))
+	createEntrypoint(t, p, fmt.Sprintf(`{"name":"down","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["down.test"],"tls":true,`+
+		`"circuit_breaker":{"consecutive_failures":2,"min_requests":100,"cooldown":"1m"}}}`, bhost, bport))
 	createEntrypoint(t, p, fmt.Sprintf(`{"name":"fenced","backends":[{"address":%q,"port":%s}],"config":{"hostnames":["fenced.test"],"tls":true,"ip_allow_list":{"source_range":["192.0.2.0/24"]}}}`, bhost, bport))
 
 	// Over TCP (HTTP/2), the answer advertises HTTP/3 on the same port.
@@ -120,6 +126,28 @@ func TestHTTP3ThroughTheBinary(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("fenced.test over HTTP/3: %d, want 403 (127.0.0.1 is not in its allow-list)", resp.StatusCode)
+	}
+
+	// The breaker's answers are the same over HTTP/3: two failures open
+	// it, and the next request gets its 503 with Retry-After at once.
+	for i := 0; i < 2; i++ {
+		resp, err := h3.Get("https://down.test/")
+		if err != nil {
+			t.Fatalf("GET down.test over HTTP/3: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("GET down.test %d over HTTP/3: %d, want the backend's 500", i, resp.StatusCode)
+		}
+	}
+	resp, err = h3.Get("https://down.test/")
+	if err != nil {
+		t.Fatalf("GET down.test over HTTP/3 with the breaker open: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("X-Levee-Diagnostic") != "circuit-open" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("open breaker over HTTP/3: %d %q Retry-After %q, want 503 circuit-open with a Retry-After",
+			resp.StatusCode, resp.Header.Get("X-Levee-Diagnostic"), resp.Header.Get("Retry-After"))
 	}
 
 	p.waitLog(10*time.Second, func(m map[string]any) bool {

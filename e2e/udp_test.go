@@ -50,6 +50,40 @@ func udpAsk(c net.Conn, msg string) (string, error) {
 // Through the binary: a UDP route on a UDP listener relays datagrams to
 // its backends and each client's replies back to it, many clients at
 // once, new clients balanced across the backends.
+// udpMessage is the j-th datagram client i sends in udpClients.
+func udpMessage(i, j int) string { return "c" + strconv.Itoa(i) + "-" + strconv.Itoa(j) }
+
+// udpClients runs n clients at once against addr, each on its own socket
+// sending rounds datagrams (udpMessage) one after the other, and returns
+// each client's replies in order. A client whose exchange fails fails the
+// test and stops early, so its list is shorter.
+func udpClients(t *testing.T, addr string, n, rounds int) [][]string {
+	t.Helper()
+	replies := make([][]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range rounds {
+				got, err := udpAsk(c, udpMessage(i, j))
+				if err != nil {
+					t.Errorf("client %d sent %q: %v", i, udpMessage(i, j), err)
+					return
+				}
+				replies[i] = append(replies[i], got)
+			}
+		}()
+	}
+	wg.Wait()
+	return replies
+}
+
 func TestUDPRouteThroughTheBinary(t *testing.T) {
 	ah, ap := udpEcho(t, "a")
 	bh, bp := udpEcho(t, "b")
@@ -71,44 +105,30 @@ func TestUDPRouteThroughTheBinary(t *testing.T) {
 		}
 		return nil
 	})
-	var mu sync.Mutex
 	seen := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 16 {
-		c, err := net.Dial("udp", dns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			backend := ""
-			for j := range 5 {
-				msg := strconv.Itoa(i) + "-" + strconv.Itoa(j)
-				got, err := udpAsk(c, msg)
-				if err != nil || len(got) < 2 || got[2:] != msg {
-					t.Errorf("client %d sent %q, got %q (%v)", i, msg, got, err)
-					return
-				}
-				if backend != "" && got[:1] != backend {
-					t.Errorf("client %d moved from backend %s to %s within its session", i, backend, got[:1])
-				}
-				backend = got[:1]
+	for i, replies := range udpClients(t, dns, 16, 5) {
+		backend := ""
+		for j, got := range replies {
+			msg := udpMessage(i, j)
+			if len(got) < 2 || got[2:] != msg {
+				t.Errorf("client %d sent %q, got %q", i, msg, got)
+				break
 			}
-			mu.Lock()
-			seen[backend]++
-			mu.Unlock()
-		}()
+			if backend != "" && got[:1] != backend {
+				t.Errorf("client %d moved from backend %s to %s within its session", i, backend, got[:1])
+			}
+			backend = got[:1]
+		}
+		seen[backend]++
 	}
-	wg.Wait()
 	if seen["a"] == 0 || seen["b"] == 0 {
 		t.Errorf("clients per backend %v, want both backends used", seen)
 	}
 }
 
 // Through the binary with labelled containers: a UDP route on the real
-// engine, replies from the container's echo.
+// engine, replies from the container's echo, 16 clients at once each
+// getting its own.
 func TestDockerUDPRoute(t *testing.T) {
 	cli := dockertest.Require(t)
 	image := dockertest.EchoImage(t, cli)
@@ -134,6 +154,15 @@ func TestDockerUDPRoute(t *testing.T) {
 		}
 		return nil
 	})
+	// Many clients at once, each getting back its own datagrams only.
+	for i, replies := range udpClients(t, dns, 16, 5) {
+		for j, got := range replies {
+			if msg := udpMessage(i, j); got != "udp-echo:"+msg {
+				t.Errorf("client %d sent %q, got %q", i, msg, got)
+				break
+			}
+		}
+	}
 	_, _, route := get(t, p.apiURL()+"/entrypoints/dns", "")
 	if !strings.Contains(route, `"protocol":"Udp"`) || !strings.Contains(route, `"listener":"dns"`) {
 		t.Errorf("GET /entrypoints/dns does not show the UDP route: %s", route)

@@ -7,7 +7,8 @@ import (
 )
 
 // State is a provider's hold on its source: the engine's event stream for
-// the Docker provider, the watched directories for the file provider.
+// the Docker provider, the watched directories for the file provider, the
+// informers' lists and watches for the Kubernetes provider.
 type State string
 
 const (
@@ -24,14 +25,16 @@ const (
 var states = []State{StateConnecting, StateConnected, StateDisconnected}
 
 // The series every provider with a connection to its source exports,
-// labelled provider="<name>" (docker, swarm, file). A Prometheus registry
+// labelled provider="<name>" (docker, swarm, file, kubernetes). A Prometheus registry
 // takes several collectors of one name only when their help texts are the
 // same, so the providers share them through ConnectionMetrics.
 const (
-	ConnectedMetric = "levee_provider_connected"
-	ConnectedHelp   = "1 while the provider is connected to its source (docker: event stream open, full sync delivered, pings answered; file: every directory watched and read), else 0."
-	StateMetric     = "levee_provider_state"
-	StateHelp       = "1 for the provider's current connection state (connecting, connected, disconnected), 0 for the others."
+	ConnectedMetric  = "levee_provider_connected"
+	ConnectedHelp    = "1 while the provider is connected to its source (docker: event stream open, full sync delivered, pings answered; file: every directory watched and read; kubernetes: every informer listed and watching), else 0."
+	StateMetric      = "levee_provider_state"
+	StateHelp        = "1 for the provider's current connection state (connecting, connected, disconnected), 0 for the others."
+	ReconnectsMetric = "levee_provider_reconnects_total"
+	ReconnectsHelp   = "Times the provider connected again (docker, swarm: connection attempts after the first, after a failed attempt or a lost connection; kubernetes: recoveries from disconnected to connected)."
 )
 
 // ConnectionMetrics are one provider's levee_provider_connected and
@@ -90,5 +93,32 @@ func (m *ConnectionMetrics) Set(s State) {
 		m.connected.Set(1)
 	} else {
 		m.connected.Set(0)
+	}
+}
+
+// Reconnects is one provider's levee_provider_reconnects_total. A nil
+// *Reconnects records nothing.
+type Reconnects struct {
+	c prometheus.Counter
+}
+
+// NewReconnects registers the counter with the constant labels given
+// (those of NewConnectionMetricsLabelled). A nil reg registers none and
+// returns nil.
+func NewReconnects(reg prometheus.Registerer, labels prometheus.Labels) (*Reconnects, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: ReconnectsMetric, Help: ReconnectsHelp, ConstLabels: labels})
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("registering the %s provider's %s: %w", labels["provider"], ReconnectsMetric, err)
+	}
+	return &Reconnects{c: c}, nil
+}
+
+// Inc counts one reconnection.
+func (r *Reconnects) Inc() {
+	if r != nil {
+		r.c.Inc()
 	}
 }

@@ -104,7 +104,15 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, g := range rt.state.guards() {
 			ch <- prometheus.MustNewConstMetric(m.breakerState, prometheus.GaugeValue, stateValue(g.b.State()), g.name())
 		}
+		// A route may list one address twice (two API entries, two
+		// weights); both share one state, so the series is emitted once:
+		// a repeated label set would fail the whole scrape.
+		seen := make(map[*BackendState]bool, len(rt.backends))
 		for _, b := range rt.backends {
+			if seen[b.st] {
+				continue
+			}
+			seen[b.st] = true
 			up := 0.0
 			if !b.st.down.Load() && !b.st.ejected(now) {
 				up = 1

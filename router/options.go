@@ -11,6 +11,7 @@ import (
 	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/policy/basicauth"
 	"github.com/levee-proxy/levee/router/policy/compress"
+	"github.com/levee-proxy/levee/router/policy/inflight"
 	"github.com/levee-proxy/levee/router/policy/ratelimit"
 )
 
@@ -83,6 +84,13 @@ type Options struct {
 	// RateFleet reconciles the rate limits with rateLimit.scope=fleet
 	// through the breaker store; nil: those limits are local (W068).
 	RateFleet *ratelimit.Fleet
+	// InFlightFleet reconciles the in-flight limits with
+	// inFlight.scope=fleet through the breaker store; nil: those limits
+	// are local (W068).
+	InFlightFleet *inflight.Fleet
+	// ErrorPagesDir is the only directory error-page files (errors.file)
+	// are read from (--error-pages-dir); none: page files are off (W088).
+	ErrorPagesDir string
 
 	// Policies are the kinds of policy a route compiles, in order
 	// (DefaultPolicies); nil: DefaultPolicies with the router's own

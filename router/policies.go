@@ -35,6 +35,12 @@ type PolicyDeps struct {
 	// RateFleet reconciles the rate limits with scope=fleet through the
 	// breaker store (nil: there is none, they are local).
 	RateFleet *ratelimit.Fleet
+	// InFlightFleet reconciles the in-flight limits with scope=fleet
+	// through the breaker store (nil: there is none, they are local).
+	InFlightFleet *inflight.Fleet
+	// ErrorPagesDir is the directory error-page files (errors.file) are
+	// read from; none: page files are off.
+	ErrorPagesDir string
 }
 
 // DefaultPolicies is every kind of policy Levee has, in the order a
@@ -50,7 +56,7 @@ func DefaultPolicies(d PolicyDeps) []policy.Kind {
 		deny.Kind,
 		ipallow.Kind,
 		ratelimit.Kind(d.RateFleet),
-		inflight.Kind,
+		inflight.Kind(d.InFlightFleet),
 		basicauth.Kind(d.PasswordSlots),
 		forwardauth.Kind(d.AuthTransport),
 		redirect.SchemeKind,
@@ -58,7 +64,7 @@ func DefaultPolicies(d PolicyDeps) []policy.Kind {
 		cors.Kind,
 		headers.Kind,
 		rewrite.Kind,
-		errorpages.Kind,
+		errorpages.Kind(d.ErrorPagesDir),
 		compress.Kind(d.Encoders),
 	}
 }
@@ -145,4 +151,20 @@ type refusalRecorder struct{ m *metrics }
 
 func (f refusalRecorder) Refused(route, name, reason string) {
 	f.m.refusals.WithLabelValues(route, name, reason).Inc()
+}
+
+// ErrorPageDiagnostics reads the error-page files (errors.file) of the
+// entrypoints inside pagesDir as the router would, and returns what it
+// would report (W088, W089), for `levee validate`.
+func ErrorPageDiagnostics(eps []config.Entrypoint, pagesDir string) []diagnostics.Diagnostic {
+	kind := errorpages.Kind(pagesDir)
+	var out []diagnostics.Diagnostic
+	for i := range eps {
+		if e := eps[i].Transform.Errors; e == nil || e.File == "" {
+			continue
+		}
+		_, ds := kind.Compile(policy.Input{Entrypoint: &eps[i], Source: sourceOf(eps[i])})
+		out = append(out, ds...)
+	}
+	return out
 }

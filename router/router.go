@@ -95,7 +95,7 @@ func New(opts Options) *Router {
 	r.grpcHealth.opts = opts
 	r.authTransport = newAuthTransport(opts)
 	if r.opts.Policies == nil {
-		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet})
+		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet, InFlightFleet: opts.InFlightFleet, ErrorPagesDir: opts.ErrorPagesDir})
 	}
 	if err := r.metrics.register(opts.Registerer, stateCollector{r}); err != nil {
 		r.log.Error().Err(err).Msg("router metrics are not exported")
@@ -553,7 +553,7 @@ func (r *Router) announceRoute(prev, cur *Route, now time.Time) {
 func sameEntrypoint(a, b *config.Entrypoint) bool {
 	if a.ID != b.ID || a.Name != b.Name || a.Source != b.Source || a.Protocol != b.Protocol ||
 		a.Path != b.Path || a.PathCaseInsensitive != b.PathCaseInsensitive || a.PathRegex != b.PathRegex || a.Priority != b.Priority ||
-		a.StripPrefix != b.StripPrefix || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
+		a.StripPrefix != b.StripPrefix || a.EarlyData != b.EarlyData || a.AddPrefix != b.AddPrefix || a.LoadBalancer != b.LoadBalancer ||
 		a.BackendTimeout != b.BackendTimeout || a.Retry != b.Retry || a.MaxRequestBodyBytes != b.MaxRequestBodyBytes || !a.Created.Equal(b.Created) ||
 		!slices.Equal(a.Hosts, b.Hosts) || !slices.Equal(a.Policies, b.Policies) || !slices.Equal(a.Methods, b.Methods) || !slices.Equal(a.Backends, b.Backends) ||
 		a.TLS != b.TLS || !slices.Equal(a.Listeners, b.Listeners) || a.Scheme != b.Scheme || a.BackendTLS != b.BackendTLS ||

@@ -169,6 +169,9 @@ type RouteState struct {
 	// traffic is the route's recent traffic (traffic.go), nil until it
 	// first serves.
 	traffic ringPointer
+	// grpc is the route's tally of gRPC calls (traffic.go), nil until
+	// it first serves one.
+	grpc atomic.Pointer[traffic.GRPCTally]
 }
 
 // ID returns the route id the state belongs to.

@@ -3,6 +3,8 @@ package router
 import (
 	"time"
 
+	"github.com/levee-proxy/levee/router/config"
+
 	"github.com/levee-proxy/levee/router/status"
 	"github.com/levee-proxy/levee/router/traffic"
 )
@@ -14,6 +16,16 @@ func (rs *RouteState) Traffic() *traffic.Ring { return ringOf(&rs.traffic) }
 // Traffic returns the backend's ring of recent traffic (the requests it
 // gave the answer to), made on first use.
 func (s *BackendState) Traffic() *traffic.Ring { return ringOf(&s.traffic) }
+
+// GRPC returns the route's tally of gRPC calls, made on first use: a
+// route that never serves gRPC has none.
+func (rs *RouteState) GRPC() *traffic.GRPCTally {
+	if t := rs.grpc.Load(); t != nil {
+		return t
+	}
+	rs.grpc.CompareAndSwap(nil, new(traffic.GRPCTally))
+	return rs.grpc.Load()
+}
 
 func ringOf(p *ringPointer) *traffic.Ring {
 	if r := p.Load(); r != nil {
@@ -60,6 +72,7 @@ func routeTraffic(rt *Route, now int64) status.RouteTraffic {
 	out := status.RouteTraffic{Route: rt.ep.ID, Backends: make([]status.BackendTraffic, 0, len(rt.backends))}
 	if rt.state != nil {
 		out.TrafficFigures = figures(rt.state.traffic.Load(), now)
+		out.GRPC = grpcTraffic(rt.state.grpc.Load())
 	} else {
 		out.TrafficFigures = figures(nil, now)
 	}
@@ -72,6 +85,38 @@ func routeTraffic(rt *Route, now int64) status.RouteTraffic {
 	}
 	return out
 }
+
+// grpcTraffic reads a route's gRPC tally; nil without one or without
+// calls.
+func grpcTraffic(t *traffic.GRPCTally) *status.GRPCTraffic {
+	if t == nil {
+		return nil
+	}
+	methods := t.Read()
+	if len(methods) == 0 {
+		return nil
+	}
+	out := &status.GRPCTraffic{Methods: make([]status.GRPCMethodTraffic, len(methods))}
+	for i, m := range methods {
+		st := make(map[string]uint64)
+		for code, n := range m.Counts {
+			if n == 0 {
+				continue
+			}
+			name := grpcStatusNone
+			if code != traffic.GRPCNoStatus {
+				name = config.GRPCCodeName(code)
+			}
+			st[name] = n
+		}
+		out.Methods[i] = status.GRPCMethodTraffic{Method: m.Method, Statuses: st}
+	}
+	return out
+}
+
+// grpcStatusNone names the calls that got no status, as
+// levee_grpc_responses_total does.
+const grpcStatusNone = "none"
 
 // figures reads a ring (nil reads as an empty one).
 func figures(ring *traffic.Ring, now int64) status.TrafficFigures {

@@ -4,12 +4,14 @@
 # and a closed-loop load generator built from grpc-go (bench/proxy/grpcload),
 # both over h2c on 127.0.0.1. The backend and each proxy run on CPU
 # $PROXY_CPU, the load on $LOAD_CPU; each proxy uses one core (Levee:
-# GOMAXPROCS=1, nginx: worker_processes 1). Traefik is not packaged in
-# Debian and is not measured here.
+# GOMAXPROCS=1, nginx: worker_processes 1, Traefik: GOMAXPROCS=1).
+# Traefik is not packaged in Debian: it is measured when TRAEFIK names a
+# traefik binary (docs/performance.md says how one was built here).
 #
 # Environment (all optional):
 #   DURATION=10s ROUNDS=3 CONNS=4 CONCURRENCY=64 PROXY_CPU=0 LOAD_CPU=1
-#   BASE_PORT=18870 (ports BASE_PORT..BASE_PORT+4)
+#   BASE_PORT=18870 (ports BASE_PORT..BASE_PORT+5)
+#   TRAEFIK=path      a traefik v3 binary, measured beside the others
 #   OUT=file          also write the markdown table to this file
 set -euo pipefail
 
@@ -36,8 +38,8 @@ log() { echo "grpc.sh: $*" >&2; }
 command -v nginx >/dev/null || { log "nginx is not installed (apt-get install nginx-light)"; exit 1; }
 
 log "building levee and grpcload"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
-(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/grpcload" ./proxy/grpcload)
+build_levee
+build_tools grpcload
 
 BACKEND=$BASE_PORT LEVEE=$((BASE_PORT + 1)) API=$((BASE_PORT + 2)) NGINX_PORT=$((BASE_PORT + 3))
 
@@ -77,7 +79,40 @@ http {
 NGINX
 taskset -c "$PROXY_CPU" nginx -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/error.log" >"$TMP/nginx.log" 2>&1 &
 PIDS+=("$!")
-sleep 1 # startup of three local processes; the first call of each run retries below
+TARGETS=(direct levee nginx)
+if [ -n "${TRAEFIK:-}" ]; then
+	TRAEFIK_PORT=$((BASE_PORT + 5))
+	cat >"$TMP/traefik-dynamic.yml" <<YAML
+http:
+  routers:
+    grpc:
+      entryPoints: [grpc]
+      rule: Host(\`grpc.local\`)
+      service: grpc
+  services:
+    grpc:
+      loadBalancer:
+        servers:
+          - url: h2c://127.0.0.1:$BACKEND
+YAML
+	cat >"$TMP/traefik.yml" <<YAML
+global:
+  checkNewVersion: false
+  sendAnonymousUsage: false
+log:
+  level: ERROR
+entryPoints:
+  grpc:
+    address: 127.0.0.1:$TRAEFIK_PORT
+providers:
+  file:
+    filename: $TMP/traefik-dynamic.yml
+YAML
+	GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TRAEFIK" --configfile="$TMP/traefik.yml" >"$TMP/traefik.log" 2>&1 &
+	PIDS+=("$!")
+	TARGETS+=(traefik)
+fi
+sleep 1 # startup of the local processes; the first call of each run retries below
 
 run() { # run TARGET ADDR AUTHORITY: "calls/s p50 p99 errors"
 	for _ in $(seq 20); do
@@ -92,31 +127,49 @@ run() { # run TARGET ADDR AUTHORITY: "calls/s p50 p99 errors"
 	exit 1
 }
 
-declare -A RPS P99
+declare -A RPS P99 ROUND
 for round in $(seq "$ROUNDS"); do
-	order=("direct" "levee" "nginx")
-	[ $((round % 2)) -eq 0 ] && order=("nginx" "levee" "direct")
+	order=("${TARGETS[@]}")
+	if [ $((round % 2)) -eq 0 ]; then
+		order=()
+		for ((i = ${#TARGETS[@]} - 1; i >= 0; i--)); do order+=("${TARGETS[i]}"); done
+	fi
 	for t in "${order[@]}"; do
 		case $t in
 		direct) r=$(run direct "127.0.0.1:$BACKEND" "") ;;
 		levee) r=$(run levee "127.0.0.1:$LEVEE" grpc.local) ;;
 		nginx) r=$(run nginx "127.0.0.1:$NGINX_PORT" grpc.local) ;;
+		traefik) r=$(run traefik "127.0.0.1:$TRAEFIK_PORT" grpc.local) ;;
 		esac
 		read -r rps _ p99 errs <<<"$r"
 		log "round $round $t: $rps calls/s, p99 ${p99}ms, $errs errors"
 		RPS[$t]+="$rps "
 		P99[$t]+="$p99 "
+		ROUND[$t,$round]=$rps
 	done
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-nginx_rps=$(echo "${RPS[nginx]}" | median)
+# ratios TARGET PEER: the per-round calls/s ratios of TARGET to PEER.
+ratios() {
+	for round in $(seq "$ROUNDS"); do
+		awk -v a="${ROUND[$1,$round]}" -v b="${ROUND[$2,$round]}" 'BEGIN {printf "%.2f ", a/b}'
+	done
+}
+peers=(nginx)
+[ -n "${TRAEFIK:-}" ] && peers+=(traefik)
 {
-	echo "| target | gRPC unary calls/s (median of $ROUNDS) | p99 ms (median) | vs nginx grpc_pass |"
-	echo "|---|---|---|---|"
-	for t in direct levee nginx; do
-		rps=$(echo "${RPS[$t]}" | median)
-		p99=$(echo "${P99[$t]}" | median)
-		echo "| $t | $rps | $p99 | $(awk -v a="$rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f×", a/b}') |"
+	head="| target | gRPC unary calls/s (median of $ROUNDS) | p99 ms (median) |"
+	rule="|---|---|---|"
+	for p in "${peers[@]}"; do head+=" vs $p, median (per round) |"; rule+="---|"; done
+	echo "$head"
+	echo "$rule"
+	for t in "${TARGETS[@]}"; do
+		row="| $t | $(echo "${RPS[$t]}" | median) | $(echo "${P99[$t]}" | median) |"
+		for p in "${peers[@]}"; do
+			r=$(ratios "$t" "$p")
+			row+=" $(echo "$r" | median) ($r) |"
+		done
+		echo "$row"
 	done
 } | tee "${OUT:-/dev/null}"

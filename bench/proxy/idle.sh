@@ -16,6 +16,13 @@ CONNS=${CONNS:-10000}
 # RELEASE: how long the RSS is watched after the clients leave (the Go
 # runtime returns memory after a collection, forced every 2 min when idle).
 RELEASE=${RELEASE:-150s}
+# HOLD: how long the clients stay idle before the idle RSS is read (0: as
+# soon as it is steady; 150s: after the runtime's periodic collection,
+# the steady state of long-lived connections).
+HOLD=${HOLD:-0s}
+# IDLE_TIMEOUT: the proxies' idle keep-alive limit, above HOLD.
+IDLE_TIMEOUT=${IDLE_TIMEOUT:-120s}
+export NGINX_KEEPALIVE_TIMEOUT=$IDLE_TIMEOUT
 BASE_PORT=${BASE_PORT:-18780}
 BEFORE=${BEFORE:-}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -37,11 +44,11 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 log "building"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
-(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend && go build -o "$TMP/idle" ./proxy/idle)
+build_levee
+build_tools backend idle
 if [ -n "$BEFORE" ]; then
 	git -C "$ROOT" worktree add -q --detach "$TMP/before" "$BEFORE"
-	(cd "$TMP/before" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee-before" ./cmd/levee)
+	build_levee "$TMP/before" "$TMP/levee-before"
 	git -C "$ROOT" worktree remove --force "$TMP/before"
 fi
 
@@ -61,7 +68,7 @@ wait_http "http://127.0.0.1:$BASE_PORT/"
 # start_levee BIN PORT API: one Levee with the route bench.local; prints its PID.
 start_levee() {
 	local bin=$1 port=$2 api=$3
-	GODEBUG=${LEVEE_GODEBUG:-} GOMAXPROCS=1 "$bin" serve --docker=false --http-listen "127.0.0.1:$port" --api-listen "127.0.0.1:$api" \
+	GODEBUG=${LEVEE_GODEBUG:-} GOMAXPROCS=1 "$bin" serve --docker=false --listen "web=127.0.0.1:$port,idle-timeout=$IDLE_TIMEOUT" --api-listen "127.0.0.1:$api" \
 		--state-file "$TMP/state-$port.json" --access-log=false --log-level warn \
 		--max-client-conns $((CONNS + 100)) >"$TMP/levee-$port.log" 2>&1 &
 	local pid=$!
@@ -75,11 +82,11 @@ start_levee() {
 
 printf 'target\tconns\tbase_kib\tidle_kib\tper_conn_kib\tclosed_kib\treturned_pct\n'
 pid=$(start_levee "$TMP/levee" $((BASE_PORT + 1)) $((BASE_PORT + 2)))
-"$TMP/idle" -name levee -addr "127.0.0.1:$((BASE_PORT + 1))" -conns "$CONNS" -release "$RELEASE" -pids "$pid" -metrics "http://127.0.0.1:$((BASE_PORT + 2))/metrics"
+"$TMP/idle" -name levee -addr "127.0.0.1:$((BASE_PORT + 1))" -conns "$CONNS" -hold "$HOLD" -release "$RELEASE" -pids "$pid" -metrics "http://127.0.0.1:$((BASE_PORT + 2))/metrics"
 kill "$pid"
 if [ -n "$BEFORE" ]; then
 	pid=$(start_levee "$TMP/levee-before" $((BASE_PORT + 3)) $((BASE_PORT + 4)))
-	"$TMP/idle" -name "levee@$BEFORE" -addr "127.0.0.1:$((BASE_PORT + 3))" -conns "$CONNS" -release "$RELEASE" -pids "$pid" -metrics "http://127.0.0.1:$((BASE_PORT + 4))/metrics"
+	"$TMP/idle" -name "levee@$BEFORE" -addr "127.0.0.1:$((BASE_PORT + 3))" -conns "$CONNS" -hold "$HOLD" -release "$RELEASE" -pids "$pid" -metrics "http://127.0.0.1:$((BASE_PORT + 4))/metrics"
 	kill "$pid"
 fi
 write_nginx_conf "$TMP/nginx" "127.0.0.1:$((BASE_PORT + 5))" "127.0.0.1:$BASE_PORT" $((CONNS + 100))
@@ -87,4 +94,4 @@ write_nginx_conf "$TMP/nginx" "127.0.0.1:$((BASE_PORT + 5))" "127.0.0.1:$BASE_PO
 pid=$!
 PIDS+=("$pid")
 wait_http "http://127.0.0.1:$((BASE_PORT + 5))/"
-"$TMP/idle" -name nginx -addr "127.0.0.1:$((BASE_PORT + 5))" -conns "$CONNS" -release "$RELEASE" -pids "$pid"
+"$TMP/idle" -name nginx -addr "127.0.0.1:$((BASE_PORT + 5))" -conns "$CONNS" -hold "$HOLD" -release "$RELEASE" -pids "$pid"

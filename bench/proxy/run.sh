@@ -53,19 +53,9 @@ BASE_PORT=${BASE_PORT:-18080}
 OUT=${OUT:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TMP=$(mktemp -d /tmp/levee-bench.XXXXXX)
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-WRK_PID=""
-
-cleanup() {
-	[ -z "$WRK_PID" ] || kill "$WRK_PID" 2>/dev/null || true
-	stop_started
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-log() { echo "[bench] $*" >&2; }
+bench_start bench
 
 # --- targets --------------------------------------------------------------
 ALL_TARGETS=(direct levee levee-breaker levee-breaker-store levee-std-server levee-std-client levee-std-both levee-trace-100 levee-trace-1 nginx haproxy)
@@ -99,34 +89,21 @@ command -v taskset >/dev/null || need+=(util-linux)
 if selected levee-breaker-store; then
 	command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || need+=(redis-server)
 fi
-if [ ${#need[@]} -gt 0 ]; then
-	if [ -n "${NO_INSTALL:-}" ]; then
-		log "missing: ${need[*]} (NO_INSTALL is set)"
-		exit 1
-	fi
-	SUDO=""
-	[ "$(id -u)" -eq 0 ] || SUDO=sudo
-	log "installing ${need[*]}"
-	$SUDO apt-get update -qq
-	# nginx-light is gone from newer Debian releases; fall back to nginx.
-	if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]/nginx-light/nginx}" >/dev/null
-	fi
-fi
+install_missing "${need[@]}"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 REDIS_SERVER=$(command -v redis-server || echo /usr/bin/redis-server)
 
 # --- build ----------------------------------------------------------------
 log "building levee and the backend"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
+build_levee
 if [ -n "$BASELINE" ]; then
 	log "building levee at $BASELINE ($(git -C "$ROOT" rev-parse --short "$BASELINE"))"
 	mkdir -p "$TMP/baseline-src"
 	git -C "$ROOT" archive "$BASELINE" | tar -x -C "$TMP/baseline-src"
-	(cd "$TMP/baseline-src" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee-baseline" ./cmd/levee)
+	build_levee "$TMP/baseline-src" "$TMP/levee-baseline"
 fi
-(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend)
+build_tools backend
 
 BACKEND_PORT=$BASE_PORT
 LEVEE_PORT=$((BASE_PORT + 1))
@@ -136,19 +113,6 @@ HAPROXY_PORT=$((BASE_PORT + 4))
 
 # taskset execs the command, so $! is the pinned process itself (a shell
 # function run with & would be a subshell whose child survives kill).
-
-# wait_http URL [Host]: poll until URL answers 2xx, at most 10 s.
-wait_http() {
-	local url=$1 host=${2:-bench.local}
-	for _ in $(seq 100); do
-		if curl -fsS -o /dev/null -H "Host: $host" "$url" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	log "timed out waiting for $url (Host: $host)"
-	return 1
-}
 
 # --- backend --------------------------------------------------------------
 GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/backend" -listen "127.0.0.1:$BACKEND_PORT" >"$TMP/backend.log" 2>&1 &
@@ -349,17 +313,17 @@ run_wrk() {
 	[ -z "$REDIS_PID" ] || r0=$(cpu_ticks "$REDIS_PID")
 	taskset -c "$LOAD_CPU" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${s}s" --latency \
 		-H "Host: ${HOSTH[$t]}" "${URL[$t]}" >"$out" 2>&1 &
-	WRK_PID=$!
+	LOAD_PID=$!
 	sleep $((s > 1 ? s - 1 : 0))
 	RUN_RSS=$(rss_kib "${PID[$t]}")
 	# wrk stops by itself after s seconds; bound the wait anyway.
 	for _ in $(seq $(((s + 30) * 10))); do
-		kill -0 "$WRK_PID" 2>/dev/null || break
+		kill -0 "$LOAD_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill "$WRK_PID" 2>/dev/null || true
-	wait "$WRK_PID" || true
-	WRK_PID=""
+	kill "$LOAD_PID" 2>/dev/null || true
+	wait "$LOAD_PID" || true
+	LOAD_PID=""
 	RUN_CPU=$(($(cpu_ticks "${PID[$t]}") - c0))
 	RUN_BCPU=$(($(cpu_ticks "$BACKEND_PID") - b0))
 	RUN_RCPU=0

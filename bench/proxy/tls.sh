@@ -53,17 +53,9 @@ BASE_PORT=${BASE_PORT:-18580}
 OUT=${OUT:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TMP=$(mktemp -d /tmp/levee-tls.XXXXXX)
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-LOAD_PID=""
-cleanup() {
-	[ -z "$LOAD_PID" ] || kill "$LOAD_PID" 2>/dev/null || true
-	stop_started
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-log() { echo "[tls] $*" >&2; }
+bench_start tls
 
 # --- tools ----------------------------------------------------------------
 need=()
@@ -72,32 +64,18 @@ command -v h2load >/dev/null || need+=(nghttp2-client)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v openssl >/dev/null || need+=(openssl)
 command -v taskset >/dev/null || need+=(util-linux)
-if [ ${#need[@]} -gt 0 ]; then
-	[ -z "${NO_INSTALL:-}" ] || { log "missing: ${need[*]} (NO_INSTALL is set)"; exit 1; }
-	SUDO=""
-	[ "$(id -u)" -eq 0 ] || SUDO=sudo
-	log "installing ${need[*]}"
-	$SUDO apt-get update -qq
-	if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]/nginx-light/nginx}" >/dev/null
-	fi
-fi
+install_missing "${need[@]}"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # --- build, certificate -----------------------------------------------------
 log "building levee, the backend and the handshake client"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
-(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend &&
-	CGO_ENABLED=0 go build -trimpath -o "$TMP/handshakes" ./proxy/handshakes)
+build_levee
+build_tools backend handshakes
 
 # One ECDSA P-256 certificate for both servers, self-signed, for the names
 # the tests use. Levee reads it from --tls-cert-dir (chosen by SNI) and as
 # its default certificate (wrk sends no usable SNI for 127.0.0.1).
-mkdir -p "$TMP/certs"
-CERT=$TMP/certs/bench.local.crt KEY=$TMP/certs/bench.local.key
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=bench.local -addext "subjectAltName=DNS:bench.local,DNS:gzip.local" \
-	-keyout "$KEY" -out "$CERT" 2>/dev/null
+make_cert "$TMP/certs" bench.local gzip.local
 
 BACKEND_PORT=$BASE_PORT
 JSON_PORT=$((BASE_PORT + 1))
@@ -108,24 +86,13 @@ NGINX_PORT=$((BASE_PORT + 5))
 NGINX_TLS=$((BASE_PORT + 6))
 NGINX_GZIP=$((BASE_PORT + 7))
 
-# wait_ok URL [Host]: poll until URL answers 2xx, at most 10 s.
-wait_ok() {
-	local url=$1 host=${2:-bench.local}
-	for _ in $(seq 100); do
-		curl -kfsS -o /dev/null -H "Host: $host" "$url" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	log "timed out waiting for $url (Host: $host)"
-	return 1
-}
-
 # --- backends ---------------------------------------------------------------
 GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/backend" -listen "127.0.0.1:$BACKEND_PORT" >"$TMP/backend.log" 2>&1 &
 PIDS+=("$!")
 GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/backend" -listen "127.0.0.1:$JSON_PORT" -json-bytes "$JSON_BYTES" >"$TMP/json.log" 2>&1 &
 PIDS+=("$!")
-wait_ok "http://127.0.0.1:$BACKEND_PORT/"
-wait_ok "http://127.0.0.1:$JSON_PORT/"
+wait_http "http://127.0.0.1:$BACKEND_PORT/"
+wait_http "http://127.0.0.1:$JSON_PORT/"
 
 # --- Levee ------------------------------------------------------------------
 GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
@@ -135,15 +102,15 @@ GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$TMP/levee" serve --docker=false \
 	--access-log=false --log-level warn >"$TMP/levee.log" 2>&1 &
 LEVEE_PID=$!
 PIDS+=("$LEVEE_PID")
-wait_ok "http://127.0.0.1:$LEVEE_API/health" "127.0.0.1:$LEVEE_API" # the API answers only to its own names
+wait_http "http://127.0.0.1:$LEVEE_API/health" "127.0.0.1:$LEVEE_API" # the API answers only to its own names
 api_post() {
 	curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' \
 		"http://127.0.0.1:$LEVEE_API/entrypoints" -d "$1"
 }
 api_post '{"name":"bench","backends":[{"address":"127.0.0.1","port":'"$BACKEND_PORT"'}],"config":{"hostnames":["bench.local"],"tls":{"enabled":true,"redirect":false}}}'
 api_post '{"name":"gzip","backends":[{"address":"127.0.0.1","port":'"$JSON_PORT"'}],"config":{"hostnames":["gzip.local"],"compress":{"enabled":true,"encodings":["gzip"]}}}'
-wait_ok "https://127.0.0.1:$LEVEE_TLS/"
-wait_ok "http://127.0.0.1:$LEVEE_PORT/" gzip.local
+wait_http "https://127.0.0.1:$LEVEE_TLS/"
+wait_http "http://127.0.0.1:$LEVEE_PORT/" gzip.local
 
 # --- nginx ------------------------------------------------------------------
 write_nginx_conf "$TMP/nginx" "127.0.0.1:$NGINX_PORT" "127.0.0.1:$BACKEND_PORT" 4096 \
@@ -153,8 +120,8 @@ $(nginx_gzip_server "127.0.0.1:$NGINX_GZIP" "127.0.0.1:$JSON_PORT" "$GZIP_LEVEL"
 taskset -c "$PROXY_CPU" "$NGINX" -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" >"$TMP/nginx/stdout.log" 2>&1 &
 NGINX_PID=$!
 PIDS+=("$NGINX_PID")
-wait_ok "https://127.0.0.1:$NGINX_TLS/"
-wait_ok "http://127.0.0.1:$NGINX_GZIP/" gzip.local
+wait_http "https://127.0.0.1:$NGINX_TLS/"
+wait_http "http://127.0.0.1:$NGINX_GZIP/" gzip.local
 
 declare -A TLSPORT PLAINPORT SPID
 TLSPORT[levee]=$LEVEE_TLS; PLAINPORT[levee]=$LEVEE_PORT; SPID[levee]=$LEVEE_PID

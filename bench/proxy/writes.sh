@@ -24,8 +24,8 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 BACKEND=127.0.0.1:$BASE_PORT PROXY=127.0.0.1:$((BASE_PORT + 1)) API=127.0.0.1:$((BASE_PORT + 2))
 
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$TMP/levee" ./cmd/levee)
-(cd "$ROOT/bench" && CGO_ENABLED=0 go build -trimpath -o "$TMP/backend" ./proxy/backend)
+build_levee
+build_tools backend
 python3 - "$TMP/bulk.json" "$BASE_PORT" <<'PY'
 import json, sys
 ops = [{"op": "create", "entrypoint": {"name": f"r{i}", "backends": [{"address": "127.0.0.1", "port": int(sys.argv[2])}],

@@ -28,6 +28,11 @@
 //	-udp ADDR         also echo UDP datagrams on ADDR (env ECHO_UDP): each
 //	                  datagram is answered with the name (ECHO_NAME, else the
 //	                  host name), ":" and the datagram
+//	-tls-cert F, -tls-key F  serve HTTPS with this certificate and key
+//	                  (env ECHO_TLS_CERT, ECHO_TLS_KEY)
+//	-proxy-protocol   every connection opens with a PROXY v1/v2 header from
+//	                  any peer; its client is the remote_addr echoed (env
+//	                  ECHO_PROXY_PROTOCOL=1)
 //	-healthcheck URL  probe URL once and exit 0 on a 2xx answer, 1 otherwise;
 //	                  FROM scratch images have no shell or curl, so a
 //	                  HEALTHCHECK runs the binary itself:
@@ -50,10 +55,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/levee-proxy/levee/router/httpx/proxyheader"
 )
 
 func main() {
@@ -68,6 +76,9 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	probe := fs.String("healthcheck", "", "probe this URL once and exit 0 on 2xx, 1 otherwise")
 	udpAddr := fs.String("udp", getenv("ECHO_UDP"), "also echo UDP datagrams on this address, prefixed with the name and ':' (env ECHO_UDP)")
 	drain := fs.Duration("drain", 0, "after SIGTERM, keep serving for this long before shutting down (env ECHO_DRAIN)")
+	proxyProtocol := fs.Bool("proxy-protocol", getenv("ECHO_PROXY_PROTOCOL") == "1", "every connection opens with a PROXY v1/v2 header, whose client is the remote_addr echoed (env ECHO_PROXY_PROTOCOL=1)")
+	tlsCert := fs.String("tls-cert", getenv("ECHO_TLS_CERT"), "serve HTTPS with this certificate (PEM file; env ECHO_TLS_CERT); needs -tls-key")
+	tlsKey := fs.String("tls-key", getenv("ECHO_TLS_KEY"), "the private key (PEM file) of -tls-cert (env ECHO_TLS_KEY)")
 	if d := getenv("ECHO_DRAIN"); d != "" {
 		v, err := time.ParseDuration(d)
 		if err != nil || v < 0 {
@@ -77,6 +88,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		*drain = v
 	}
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(stderr, "echo: -tls-cert and -tls-key go together")
 		return 2
 	}
 	if *probe != "" {
@@ -100,6 +115,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "echo: listen on %s: %v\n", *listen, err)
 		return 1
 	}
+	if *proxyProtocol {
+		// A test backend trusts every peer's header.
+		ln = proxyheader.Listen(ln, proxyheader.Options{Trusted: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}})
+	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	logger.Printf("echo: %s listening on %s", host, ln.Addr())
 	if *udpAddr != "" {
@@ -120,7 +139,13 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if *tlsCert != "" {
+			errc <- srv.ServeTLS(ln, *tlsCert, *tlsKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		fmt.Fprintf(stderr, "echo: serve: %v\n", err)

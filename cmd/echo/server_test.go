@@ -326,3 +326,10 @@ func TestBadDrainIsRefused(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want 2 and the bad ECHO_DRAIN named", code, stderr.String())
 	}
 }
+
+func TestTLSCertNeedsItsKey(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"-tls-cert", "/c.pem"}, func(string) string { return "" }, &stderr); code != 2 || !strings.Contains(stderr.String(), "go together") {
+		t.Errorf("exit %d, stderr %q: want 2 and the missing key named", code, stderr.String())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 	"github.com/levee-proxy/levee/router/certs"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy/compress"
-	"github.com/levee-proxy/levee/router/policy/ratelimit"
+	"github.com/levee-proxy/levee/router/policy/fleetsync"
 	"github.com/levee-proxy/levee/router/proxy"
 )
 
@@ -92,6 +93,9 @@ type serveConfig struct {
 	ConfigDirs  []string
 	ConfigFiles []string
 
+	// Kubernetes configures the Kubernetes provider (kubernetes.go).
+	Kubernetes kubernetesConfig
+
 	// DockerConstraints chooses the containers and Swarm services routed
 	// (constraintflag.go); nil routes every one.
 	DockerConstraints *constraint.Expr
@@ -102,11 +106,17 @@ type serveConfig struct {
 	ResponseWriteTimeout time.Duration
 	BackendBodyTimeout   time.Duration
 	TunnelIdleTimeout    time.Duration
-	MaxClientConns       int
-	UpgradeProtocols     string
+	// TCPSplice lets TCP routes relay with splice(2) between plain TCP
+	// connections (router/proxy/tcp).
+	TCPSplice        bool
+	MaxClientConns   int
+	UpgradeProtocols string
 	// CompressMemory is the MiB that compression encoders of every route
 	// may hold together (compress.Encoders); 0 compresses nothing.
 	CompressMemory int
+	// ErrorPagesDir is the only directory error-page files are read
+	// from (router.Options.ErrorPagesDir).
+	ErrorPagesDir string
 
 	// GCHeapFloor is the heap, in MiB, below which the garbage collector
 	// does not run (heapFloor); 0 leaves Go's pacing. gogc is GOGC from
@@ -114,7 +124,9 @@ type serveConfig struct {
 	GCHeapFloor int
 	// Tracing is the --tracing-* flags (tracing.go).
 	Tracing tracingConfig
-	gogc    string
+	// MetricsOTLP is the --metrics-otlp-* flags (metrics_otlp.go).
+	MetricsOTLP metricsOTLPConfig
+	gogc        string
 
 	// The shared breaker store (docs/fleet.md); empty BreakerStore keeps
 	// breakers local.
@@ -165,7 +177,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("levee serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.HTTPListen, "http-listen", ":8080", "address of the plain proxy listener named web (used when no --listen is given, or when given explicitly too)")
-	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D], or a TCP listener name=addr,tcp, or a UDP listener name=addr,udp; any but udp may add ,proxy-protocol (only --trusted-proxies may connect, each with a PROXY v1/v2 header naming the client) (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; h3: HTTP/3 over QUIC on the UDP port of the same number too, advertised by Alt-Svc; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
+	fs.Var(listenFlag{&cfg.Listen}, "listen", "a named proxy listener, name=addr[,tls[,h3[,0rtt]]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D], or a TCP listener name=addr,tcp, or a UDP listener name=addr,udp; any but udp may add ,proxy-protocol (only --trusted-proxies may connect, each with a PROXY v1/v2 header naming the client) (h2c: cleartext HTTP/2 with prior knowledge beside HTTP/1.1, for gRPC; h3: HTTP/3 over QUIC on the UDP port of the same number too, advertised by Alt-Svc; 0rtt: accept QUIC early data, forwarded early only on routes with earlyData; public-port: the port clients reach a TLS listener on, for redirects) (repeatable; LEVEE_LISTEN separates several with ';')")
 	fs.StringVar(&cfg.TLSCertDir, "tls-cert-dir", "", "directory of static certificates: name.crt (or .pem) with name.key, chosen by SNI, reloaded when the files change")
 	fs.Var(tlsCertFlag{&cfg.TLSCerts}, "tls-cert", "a static certificate by its PEM files, CERT[,KEY] (KEY left out when CERT holds both), chosen by SNI beside --tls-cert-dir's, reloaded when the files change (repeatable; LEVEE_TLS_CERT separates several with ';')")
 	fs.StringVar(&cfg.TLSDefaultCert, "tls-default-cert", "", "PEM certificate served for an unknown SNI (default: a self-signed one generated at start, in memory)")
@@ -196,6 +208,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.Var(constraintFlag{&cfg.DockerConstraints}, "docker-constraints", dockerConstraintsUsage)
 	fs.Var(pathsFlag{&cfg.ConfigDirs}, "config-dir", "directory of YAML and JSON config files (*.yaml, *.yml, *.json) of entrypoints in the API's payload shape, watched and reloaded (repeatable; LEVEE_CONFIG_DIR separates several with ';'; docs/file-provider.md)")
 	fs.Var(pathsFlag{&cfg.ConfigFiles}, "config-file", "one config file of entrypoints, watched and reloaded, whatever its name (repeatable; LEVEE_CONFIG_FILE separates several with ';')")
+	cfg.Kubernetes.register(fs)
 	fs.StringVar(&cfg.LabelPrefix, "label-prefix", "levee", "label prefix (use \"sozune\" for compose files written for Sōzune)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "auto", "log format: json, console, or auto (console when stdout is a terminal)")
@@ -225,17 +238,20 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	durationVar(fs, &cfg.ResponseWriteTimeout, "response-write-timeout", 60*time.Second, "longest wait for a client to accept the next bytes of a response; then the connection is closed")
 	durationVar(fs, &cfg.BackendBodyTimeout, "backend-body-timeout", 60*time.Second, "longest wait for the next bytes of a backend's response body; then the response is cut short")
 	durationVar(fs, &cfg.TunnelIdleTimeout, "tunnel-idle-timeout", 5*time.Minute, "an upgraded connection (WebSocket) with no byte in either direction for this long is closed")
+	fs.BoolVar(&cfg.TCPSplice, "tcp-splice", true, "TCP routes relay with splice(2) between plain TCP connections, in the kernel (Linux); false keeps every relay on the buffered copy")
 	cfg.Tracing.register(fs)
+	cfg.MetricsOTLP.register(fs)
 	fs.IntVar(&cfg.GCHeapFloor, "gc-heap-floor", 12, "MiB the heap may reach before the garbage collector runs; above twice its live part it is paced as Go's default, GOGC=100 (0: Go's pacing; ignored when GOGC is set)")
 	fs.IntVar(&cfg.MaxClientConns, "max-client-conns", 16384, "concurrent client connections on the proxy listener; beyond it new connections are accepted and closed at once (counted)")
 	fs.IntVar(&cfg.CompressMemory, "compress-memory", compress.DefaultBudget>>20, "MiB that the compression encoders of all routes may hold together (about 1 MiB a gzip stream, 2 MiB a brotli or zstd one); past it responses are sent uncompressed (0: never compress)")
+	fs.StringVar(&cfg.ErrorPagesDir, "error-pages-dir", "", "the only directory whose files routes may serve as error pages (errors.file, symbolic links resolved); empty: errors.file is refused (W088)")
 	fs.StringVar(&cfg.UpgradeProtocols, "upgrade-protocols", "websocket", "comma-separated protocols a client may upgrade to through the proxy (Upgrade header); h2c is never allowed")
 	fs.StringVar(&cfg.BreakerStore, "breaker-store", "", "Redis URL of the breaker store shared by the replicas of a fleet (redis://[user:pass@]host:6379/0, rediss:// for TLS, ?master_name= for Sentinel, ?cluster=true for Cluster); empty keeps every breaker local (docs/fleet.md)")
 	fs.StringVar(&cfg.BreakerStorePrefix, "breaker-store-prefix", fleet.DefaultPrefix, "prefix of the breaker store's keys and event channel; replicas of one fleet use the same, fleets sharing a Redis use different ones")
 	durationVar(fs, &cfg.BreakerStoreFlushInterval, "breaker-store-flush-interval", fleet.DefaultFlushInterval, "how often each replica sends its breakers' outcomes to the breaker store and reads the fleet state back; also the store's answer deadline, after which a flush has failed")
 	fs.IntVar(&cfg.BreakerStoreFallbackFlushes, "breaker-store-fallback-flushes", fleet.DefaultFallbackFlushes, "failed flushes in a row after which, with none good for --breaker-store-fallback-after, the breakers judge locally; until then they keep the fleet's last state")
 	durationVar(fs, &cfg.BreakerStoreFallbackAfter, "breaker-store-fallback-after", fleet.DefaultFallbackAfter, "how long the breaker store must have failed every flush before the breakers judge locally (with --breaker-store-fallback-flushes)")
-	durationVar(fs, &cfg.RateLimitFlushInterval, "rate-limit-flush-interval", ratelimit.DefaultFlushInterval, "how often each replica reconciles its rateLimit.scope=fleet buckets with the breaker store; also the store's answer deadline. A replica may admit about this long's worth of traffic beyond its share (docs/policies.md)")
+	durationVar(fs, &cfg.RateLimitFlushInterval, "rate-limit-flush-interval", fleetsync.DefaultFlushInterval, "how often each replica reconciles its rateLimit.scope=fleet buckets and inFlight.scope=fleet counts with the breaker store; also the store's answer deadline. A replica may admit about this long's worth of traffic beyond its share (docs/policies.md)")
 	fs.IntVar(&cfg.BreakerStoreRejoinFlushes, "breaker-store-rejoin-flushes", fleet.DefaultRejoinFlushes, "good flushes in a row after which breakers that judged locally follow the fleet again")
 	durationVar(fs, &cfg.RouteGrace, "route-grace", 30*time.Second, "how long a route whose containers are all gone answers 503 before it disappears, and how long its breaker state is kept")
 	return fs
@@ -304,6 +320,9 @@ func (c serveConfig) check() error {
 	if err := c.Tracing.check(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.MetricsOTLP.check(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.AccessLogMinDuration < 0 {
 		errs = append(errs, fmt.Errorf("--access-log-min-duration (LEVEE_ACCESS_LOG_MIN_DURATION) %s: must not be negative", c.AccessLogMinDuration))
 	}
@@ -333,6 +352,13 @@ func (c serveConfig) check() error {
 	} {
 		if n <= 0 {
 			errs = append(errs, fmt.Errorf("%s (%s) %d: must be at least 1", name, envName(strings.TrimPrefix(name, "--")), n))
+		}
+	}
+	if c.ErrorPagesDir != "" {
+		if st, err := os.Stat(c.ErrorPagesDir); err != nil {
+			errs = append(errs, fmt.Errorf("--error-pages-dir (LEVEE_ERROR_PAGES_DIR) %q: %w", c.ErrorPagesDir, err))
+		} else if !st.IsDir() || !filepath.IsAbs(c.ErrorPagesDir) {
+			errs = append(errs, fmt.Errorf("--error-pages-dir (LEVEE_ERROR_PAGES_DIR) %q: want the absolute path of a directory", c.ErrorPagesDir))
 		}
 	}
 	if c.CompressMemory < 0 || c.CompressMemory > 1<<20 {

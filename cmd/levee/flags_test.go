@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/levee-proxy/levee/router/proxy"
 )
 
@@ -183,6 +185,29 @@ func TestUnderscoreHeadersFlag(t *testing.T) {
 		}
 		if _, err := proxy.ParseUnderscoreHeaders(cfg.UnderscoreHeaders); err != nil {
 			t.Errorf("%q: %v", want, err)
+		}
+	}
+}
+
+// --tcp-splice is on by default and reaches the TCP relay's options;
+// false (or LEVEE_TCP_SPLICE=false) keeps relays on the buffered copy.
+func TestTCPSpliceFlag(t *testing.T) {
+	a := &app{} // its router is only named (a method value), never called
+	for _, c := range []struct {
+		args     []string
+		env      map[string]string
+		noSplice bool
+	}{
+		{nil, nil, false},
+		{[]string{"--tcp-splice=false"}, nil, true},
+		{nil, map[string]string{"LEVEE_TCP_SPLICE": "false"}, true},
+	} {
+		cfg, err := parseServeFlags(c.args, envOf(c.env), &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%v %v: %v", c.args, c.env, err)
+		}
+		if got := tcpOptions(cfg, a, zerolog.Nop(), nil).NoSplice; got != c.noSplice {
+			t.Errorf("%v %v: NoSplice %v, want %v", c.args, c.env, got, c.noSplice)
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 // TLS configuration, and the same handler. The limits are the listener's:
 // its header timeout bounds the handshake, its idle timeout an idle
 // connection, --max-client-conns the connections (refusals counted with
-// the TCP ones).
+// the TCP ones); with 0rtt it accepts early data.
 func openH3(spec listenerSpec, bound string, l *router.Listener, h http.Handler, app *app, maxConns int, refused func()) (*h3.Server, error) {
 	host, _, _ := net.SplitHostPort(spec.Addr)
 	_, port, _ := net.SplitHostPort(bound)
@@ -35,6 +35,7 @@ func openH3(spec listenerSpec, bound string, l *router.Listener, h http.Handler,
 		MaxHeaderBytes:   proxyMaxHeaderBytes,
 		MaxConns:         maxConns,
 		OnRefused:        refused,
+		Allow0RTT:        spec.ZeroRTT,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("HTTP/3 listener %s: %w", spec.Name, err)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	stdlog "log"
 	"net"
 	"net/http"
 	"strconv"
@@ -13,15 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/proxy/tcp"
 )
 
 // listenerSpec is one proxy listener:
-// `--listen name=addr[,tls[,h3]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
+// `--listen name=addr[,tls[,h3[,0rtt]]|,h2c][,public-port=N][,header-timeout=D][,idle-timeout=D]`,
 // or a plain TCP listener `--listen name=addr,tcp`.
 type listenerSpec struct {
 	Name string
@@ -34,6 +30,10 @@ type listenerSpec struct {
 	// number too (router/httpx/h3), advertised by Alt-Svc on its TCP
 	// answers.
 	H3 bool
+	// ZeroRTT: the HTTP/3 side accepts 0-RTT early data from resumed
+	// clients (replayable: only routes with earlyData serve safe
+	// requests in it; the rest wait for the handshake).
+	ZeroRTT bool
 	// TCP marks a plain TCP listener: it serves the TCP routes that name
 	// it (router/proxy/tcp) and no HTTP.
 	TCP bool
@@ -95,6 +95,9 @@ func (f listenFlag) String() string {
 		if s.H3 {
 			item += ",h3"
 		}
+		if s.ZeroRTT {
+			item += ",0rtt"
+		}
 		if s.TCP {
 			item += ",tcp"
 		}
@@ -128,7 +131,7 @@ func (f listenFlag) Set(v string) error {
 }
 
 // parseListener parses
-// "name=addr[,tls[,h3]|,h2c|,tcp|,udp][,proxy-protocol][,public-port=N][,header-timeout=D][,idle-timeout=D]".
+// "name=addr[,tls[,h3[,0rtt]]|,h2c|,tcp|,udp][,proxy-protocol][,public-port=N][,header-timeout=D][,idle-timeout=D]".
 func parseListener(item string) (listenerSpec, error) {
 	name, rest, ok := strings.Cut(item, "=")
 	if !ok || !config.ValidListenerName(name) {
@@ -148,6 +151,9 @@ func parseListener(item string) (listenerSpec, error) {
 			continue
 		case "h3":
 			s.H3 = true
+			continue
+		case "0rtt":
+			s.ZeroRTT = true
 			continue
 		case "tcp":
 			s.TCP = true
@@ -170,7 +176,7 @@ func parseListener(item string) (listenerSpec, error) {
 		case "idle-timeout":
 			target = &s.IdleTimeout
 		default:
-			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, h3, tcp, udp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
+			return s, fmt.Errorf("%q: unknown option %q (want tls, h2c, h3, 0rtt, tcp, udp, proxy-protocol, public-port=N, header-timeout=D or idle-timeout=D)", item, opt)
 		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d <= 0 {
@@ -203,6 +209,10 @@ func parseListener(item string) (listenerSpec, error) {
 	if s.H3 && !s.TLS {
 		// QUIC is TLS 1.3 always (RFC 9001): HTTP/3 has no cleartext form.
 		return s, fmt.Errorf("%q: h3 is HTTP/3 over QUIC, which is always TLS; add tls", item)
+	}
+	if s.ZeroRTT && !s.H3 {
+		// 0-RTT is QUIC's here: the TCP side never accepts early data.
+		return s, fmt.Errorf("%q: 0rtt is early data on the HTTP/3 side; add h3 (and tls)", item)
 	}
 	if s.PublicPort > 0 && !s.TLS {
 		// Only TLS listeners are redirect targets: on a plain one the
@@ -262,46 +272,6 @@ func routerListeners(specs []listenerSpec) []*router.Listener {
 		}
 	}
 	return out
-}
-
-// newTLSServer returns a TLS listener's server, with the limits of the
-// plain listeners: Levee's own HTTP/1.1 server beside net/http's HTTP/2
-// server, split by ALPN (splitTLSServer), unless --http-server=stdlib,
-// where net/http's server speaks both.
-func newTLSServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, app *app, writeTimeout time.Duration, errorLog *stdlog.Logger, h2cut *prometheus.CounterVec) httpServer {
-	if kind != "stdlib" {
-		return newSplitTLSServer(h, spec, l, app.tlsConfig, writeTimeout, errorLog, h2cut)
-	}
-	srv := &http.Server{
-		Handler:   h,
-		TLSConfig: app.tlsConfig,
-		// net/http bounds the TLS handshake by ReadHeaderTimeout too.
-		ReadHeaderTimeout: spec.headerTimeout(),
-		IdleTimeout:       spec.idleTimeout(),
-		MaxHeaderBytes:    proxyMaxHeaderBytes,
-		ErrorLog:          errorLog,
-		BaseContext:       listenerContext(l),
-	}
-	if err := guardStdlibH2(srv, h2cut); err != nil {
-		// The TLS policy (router/certs) has what HTTP/2 requires; without
-		// it, HTTP/2 is not offered rather than served unguarded.
-		errorLog.Printf("http2: not served on listener %s: %v", spec.Name, err)
-		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
-	}
-	return tlsServer{srv}
-}
-
-// tlsServer serves TLS on a plain net.Listener (ServeTLS with the
-// certificates of TLSConfig).
-type tlsServer struct{ *http.Server }
-
-func (s tlsServer) Serve(ln net.Listener) error { return s.ServeTLS(ln, "", "") }
-
-// listenerContext is a server's BaseContext: the request path learns the
-// listener from it.
-func listenerContext(l *router.Listener) func(net.Listener) context.Context {
-	ctx := router.WithListener(context.Background(), l)
-	return func(net.Listener) context.Context { return ctx }
 }
 
 // The limits every proxy listener's server applies.

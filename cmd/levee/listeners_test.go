@@ -1,16 +1,13 @@
-//lint:file-ignore SA1019 HTTP/2 is served by x/net/http2.Server (ServeConn, ConfigureServer) until it moves to net/http's own HTTP/2 support (http.Server.Protocols); the h2guard budget and the h2spec results are tied to this server
-
 package main
 
 import (
 	"bytes"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/levee-proxy/levee/router/httpx/server"
+	"github.com/levee-proxy/levee/router"
 )
 
 func TestListenFlag(t *testing.T) {
@@ -37,6 +34,8 @@ func TestListenFlag(t *testing.T) {
 		{"h2c", []string{"--listen", "grpc=:50051,h2c"}, nil, []listenerSpec{{Name: "grpc", Addr: ":50051", H2C: true}}},
 		{"h3", []string{"--listen", "websecure=:8443,tls,h3,public-port=443"}, nil,
 			[]listenerSpec{{Name: "websecure", Addr: ":8443", TLS: true, H3: true, PublicPort: 443}}},
+		{"h3 with 0-RTT", []string{"--listen", "websecure=:8443,tls,h3,0rtt"}, nil,
+			[]listenerSpec{{Name: "websecure", Addr: ":8443", TLS: true, H3: true, ZeroRTT: true}}},
 		{"tcp listener", []string{"--listen", "web=:80", "--listen", "postgres=:5432,tcp"}, nil,
 			[]listenerSpec{{Name: "web", Addr: ":80"}, {Name: "postgres", Addr: ":5432", TCP: true}}},
 		{"proxy-protocol on any listener", []string{"--trusted-proxies", "10.0.0.0/8", "--listen", "web=:80,proxy-protocol", "--listen", "websecure=:443,tls,proxy-protocol", "--listen", "pg=:5432,tcp,proxy-protocol"}, nil,
@@ -77,6 +76,7 @@ func TestListenFlagErrors(t *testing.T) {
 		"none is given":          {"--listen", "web=:80,proxy-protocol"},
 		"udp listener takes no":  {"--listen", "dns=:53,udp,tcp"},
 		"QUIC side":              {"--trusted-proxies", "10.0.0.1", "--listen", "websecure=:443,tls,h3,proxy-protocol"},
+		"add h3":                 {"--listen", "websecure=:443,tls,0rtt"},
 	}
 	for want, args := range cases {
 		_, err := parseServeFlags(args, envOf(nil), &bytes.Buffer{})
@@ -103,26 +103,23 @@ func TestRouterListeners(t *testing.T) {
 	}
 }
 
-// The listener's timeouts reach its server, whichever kind.
+// The listener's timeouts and the server choice reach its servers'
+// options (router/httpx/front applies them to every server kind), and
+// its requests find the listener.
 func TestListenerTimeoutsReachTheServer(t *testing.T) {
 	spec := listenerSpec{Name: "web", HeaderTimeout: 3 * time.Second, IdleTimeout: 7 * time.Second}
 	l := routerListeners([]listenerSpec{spec})[0]
-	if srv := newPlainServer("stdlib", nil, spec, l, nil).(*http.Server); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
-		t.Errorf("stdlib: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
-	}
-	if srv := newPlainServer("levee", nil, spec, l, nil).(*server.Server); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
-		t.Errorf("levee: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
-	}
-	spec.TLS = true
-	if srv := newTLSServer("stdlib", nil, spec, l, &app{}, time.Minute, nil, nil).(tlsServer); srv.ReadHeaderTimeout != 3*time.Second || srv.IdleTimeout != 7*time.Second {
-		t.Errorf("tls stdlib: %v %v", srv.ReadHeaderTimeout, srv.IdleTimeout)
-	}
-	split := newTLSServer("levee", nil, spec, l, &app{}, time.Minute, nil, nil).(*splitTLSServer)
-	if split.h1.ReadHeaderTimeout != 3*time.Second || split.h1.IdleTimeout != 7*time.Second ||
-		split.mux.HandshakeTimeout != 3*time.Second || split.h2.IdleTimeout != 7*time.Second ||
-		split.mux.HeldWriteTimeout != time.Minute {
-		t.Errorf("tls levee: h1 %v %v, handshake %v, h2 idle %v, held writes %v", split.h1.ReadHeaderTimeout, split.h1.IdleTimeout,
-			split.mux.HandshakeTimeout, split.h2.IdleTimeout, split.mux.HeldWriteTimeout)
+	for _, kind := range []string{"levee", "stdlib"} {
+		o := frontOptions(kind, nil, spec, l, nil, time.Minute, nil)
+		if o.Limits.HeaderTimeout != 3*time.Second || o.Limits.IdleTimeout != 7*time.Second || o.Limits.WriteTimeout != time.Minute || o.Limits.MaxHeaderBytes != proxyMaxHeaderBytes {
+			t.Errorf("%s: limits %+v", kind, o.Limits)
+		}
+		if o.Stdlib != (kind == "stdlib") {
+			t.Errorf("%s: Stdlib %v", kind, o.Stdlib)
+		}
+		if router.ListenerOf(o.Base) != l {
+			t.Errorf("%s: the base context does not carry the listener", kind)
+		}
 	}
 	if d := (listenerSpec{}); d.headerTimeout() != proxyReadHeaderTimeout || d.idleTimeout() != proxyIdleTimeout {
 		t.Error("defaults")

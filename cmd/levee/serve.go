@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/front"
 	"github.com/levee-proxy/levee/router/httpx/h3"
 	"github.com/levee-proxy/levee/router/httpx/proxyheader"
 	"github.com/levee-proxy/levee/router/httpx/server"
@@ -103,48 +104,38 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 }
 
 // httpServer is what serve needs of an HTTP server: net/http's and
-// router/httpx/server's both are one.
-type httpServer interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
-}
+// router/httpx/server's both are one (front.Server).
+type httpServer = front.Server
 
 // newProxyServer returns the proxy listener's server: Levee's own HTTP/1.1
 // connection loop (router/httpx/server) unless --http-server=stdlib, with the same
 // limits either way.
 func newProxyServer(kind string, h http.Handler, errorLog *stdlog.Logger) httpServer {
-	return newPlainServer(kind, h, listenerSpec{Name: defaultListenerName}, &router.Listener{Name: defaultListenerName}, errorLog)
+	return front.Plain(frontOptions(kind, h, listenerSpec{Name: defaultListenerName}, &router.Listener{Name: defaultListenerName}, errorLog, 0, nil))
 }
 
-// newPlainServer is newProxyServer for the plain listener l, which the
-// request path finds in the request context.
-func newPlainServer(kind string, h http.Handler, spec listenerSpec, l *router.Listener, errorLog *stdlog.Logger) httpServer {
-	if kind == "stdlib" {
-		return &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: spec.headerTimeout(),
-			IdleTimeout:       spec.idleTimeout(),
-			MaxHeaderBytes:    proxyMaxHeaderBytes,
-			ErrorLog:          errorLog,
-			BaseContext:       listenerContext(l),
-		}
+// frontOptions are the servers' options of the listener l of spec: its
+// limits, its handler, its requests' base context (where the request path
+// finds the listener), the server choice (--http-server) and the count of
+// HTTP/2 connections cut for a flood (levee_http2_connections_cut_total).
+func frontOptions(kind string, h http.Handler, spec listenerSpec, l *router.Listener, errorLog *stdlog.Logger, writeTimeout time.Duration, h2cut *prometheus.CounterVec) front.Options {
+	o := front.Options{
+		Handler: h,
+		Base:    router.WithListener(context.Background(), l),
+		Limits: front.Limits{
+			HeaderTimeout:  spec.headerTimeout(),
+			IdleTimeout:    spec.idleTimeout(),
+			MaxHeaderBytes: proxyMaxHeaderBytes,
+			WriteTimeout:   writeTimeout,
+		},
+		Stdlib:        kind == "stdlib",
+		RefusalHeader: http.Header{proxy.HeaderDiagnostic: {proxy.DiagnosticBadRequest}},
+		ErrorLog:      errorLog,
 	}
-	srv := newLeveeServer(h, spec, errorLog)
-	srv.BaseContext = listenerContext(l)
-	return srv
-}
-
-// newLeveeServer is Levee's own HTTP/1.1 server with a listener's limits.
-func newLeveeServer(h http.Handler, spec listenerSpec, errorLog *stdlog.Logger) *server.Server {
-	return &server.Server{
-		RefusalHeader:     http.Header{proxy.HeaderDiagnostic: {proxy.DiagnosticBadRequest}},
-		Handler:           h,
-		ReadHeaderTimeout: spec.headerTimeout(),
-		IdleTimeout:       spec.idleTimeout(),
-		MaxHeaderBytes:    proxyMaxHeaderBytes,
-		ErrorLog:          errorLog,
+	if h2cut != nil {
+		o.OnFloodCut = func(frame string) { h2cut.WithLabelValues(frame).Inc() }
 	}
+	return o
 }
 
 // serve wires the sources, the router and the listeners together.
@@ -289,6 +280,11 @@ func closeProxyListeners(out []proxyListener) {
 // listeners, net/http's with TLS, HTTP/2 and HTTP/1.1 on TLS listeners.
 // Beyond --max-client-conns on one listener a connection is accepted and
 // closed at once: the backlog never hides a flood, and it is counted.
+// tcpOptions are the TCP routes' relay options of cfg.
+func tcpOptions(cfg serveConfig, app *app, log zerolog.Logger, reg prometheus.Registerer) tcp.Options {
+	return tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig, NoSplice: !cfg.TCPSplice}
+}
+
 func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prometheus.Registerer) ([]proxyListener, error) {
 	specs, err := cfg.listeners()
 	if err != nil {
@@ -344,7 +340,7 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 	}
 	ls := routerListeners(bound)
 	app.background = append(app.background, func(ctx context.Context) { watchRoutes(ctx, app.router, ls, app.acme) })
-	tp := tcp.New(tcp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg, TLS: app.tlsConfig})
+	tp := tcp.New(tcpOptions(cfg, app, log, reg))
 	app.tcp = tp
 	up := udp.New(udp.Options{Snapshot: app.router.Snapshot, Logger: log, Registerer: reg})
 	for i, l := range ls {
@@ -373,11 +369,12 @@ func openProxyListeners(cfg serveConfig, app *app, log zerolog.Logger, reg prome
 				handler = srv.AltSvc(app.proxy) // HTTP/1.1 and HTTP/2 answers advertise it
 			}
 			errLog := stdlog.New(app.certs.HandshakeErrorLog(log.With().Str("component", "tls").Str("listener", l.Name).Logger()), "", 0)
-			out[i].srv = newTLSServer(cfg.HTTPServer, handler, out[i].spec, l, app, cfg.ResponseWriteTimeout, errLog, h2cut)
+			out[i].srv = front.TLS(frontOptions(cfg.HTTPServer, handler, out[i].spec, l, errLog, cfg.ResponseWriteTimeout, h2cut), app.tlsConfig)
 		} else {
-			out[i].srv = newPlainServer(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"))
+			o := frontOptions(cfg.HTTPServer, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"), cfg.ResponseWriteTimeout, h2cut)
+			out[i].srv = front.Plain(o)
 			if out[i].spec.H2C {
-				out[i].ln = newH2CListener(out[i].ln, app.plainHandler(), out[i].spec, l, stdLogger(log, "proxy"), h2cut)
+				out[i].ln = front.H2C(out[i].ln, o)
 			}
 		}
 	}

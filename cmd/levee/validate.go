@@ -137,6 +137,7 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 	var listen []listenerSpec
 	fs.Var(listenFlag{&listen}, "listen", "levee serve's --listen (repeatable): given, it or --http-listen checks the routes against serve's listeners (W046, W047)")
 	httpListen := fs.String("http-listen", ":8080", "levee serve's --http-listen, when serve is given it")
+	pagesDir := fs.String("error-pages-dir", "", "levee serve's --error-pages-dir: the error-page files (errors.file) are read from it as serve would (W088, W089)")
 	var configDirs, configFiles []string
 	fs.Var(pathsFlag{&configDirs}, "config-dir", "directory of config files, as levee serve --config-dir reads it (repeatable); checked instead of the live engine when no compose file is given")
 	fs.Var(pathsFlag{&configFiles}, "config-file", "one config file, as levee serve --config-file reads it (repeatable)")
@@ -203,7 +204,7 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 				return eng.imageExposedPorts(ctx, host, images)
 			})
 		}
-		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners)
+		rep = reportBoth(parser, constrained(objs, constraints, stderr), listeners, *pagesDir)
 	} else if len(configDirs) > 0 || len(configFiles) > 0 {
 		// Config files only: nothing of the engine is read.
 		if len(envFiles) > 0 || len(profiles) > 0 {
@@ -224,13 +225,13 @@ func runValidate(ctx context.Context, eng engineReader, args []string, stdin io.
 			fmt.Fprintf(stderr, "levee validate: %v\n", err)
 			return 2
 		}
-		rep = reportBoth(parser, constrained(composeObjects{containers: containers, services: services}, constraints, stderr), listeners)
+		rep = reportBoth(parser, constrained(composeObjects{containers: containers, services: services}, constraints, stderr), listeners, *pagesDir)
 		if rep.Summary[statusRouted]+rep.Summary[statusDegraded]+rep.Summary[statusDenies]+rep.Summary[statusSkipped] == 0 {
 			rep.Hint = prefixHint(containers, *prefix)
 		}
 	}
 	if len(configDirs) > 0 || len(configFiles) > 0 {
-		addRows(&rep, fileRows(configDirs, configFiles, listeners))
+		addRows(&rep, fileRows(configDirs, configFiles, listeners, *pagesDir))
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -293,12 +294,14 @@ func resolveComposePolicies(p labels.Parser, objs []labels.Container, eps []conf
 // provider) and its deploy.labels as Swarm service labels (swarm
 // provider), and joins the two reports: containers first, then services.
 // With listeners, the routes are also checked against them (W046, W047);
-// the backend TLS files of scheme=https and scheme=h2 routes are read (W005).
-func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.Listener) validateReport {
+// the backend TLS files of scheme=https and scheme=h2 routes are read (W005),
+// and the error-page files inside pagesDir (W088, W089).
+func reportBoth(parser labels.Parser, objs composeObjects, listeners []*router.Listener, pagesDir string) validateReport {
 	parse := func(p labels.Parser, objs []labels.Container) ([]config.Entrypoint, []diagnostics.Diagnostic, []diagnostics.Diagnostic) {
 		eps, ds := p.Parse(objs)
 		eps, ds, rds := resolveComposePolicies(p, objs, eps, ds)
 		rds = append(rds, router.BackendTLSDiagnostics(eps)...)
+		rds = append(rds, router.ErrorPageDiagnostics(eps, pagesDir)...)
 		if listeners == nil {
 			return eps, ds, rds
 		}

@@ -17,13 +17,13 @@ import (
 // an entrypoint, skipped, for what a file could not give (a syntax error,
 // W037; an unreadable file, W026; an entrypoint the API would refuse,
 // W038). A diagnostic about a whole file goes to each of its rows.
-func fileRows(dirs, files []string, listeners []*router.Listener) []serviceReport {
+func fileRows(dirs, files []string, listeners []*router.Listener, pagesDir string) []serviceReport {
 	loaded := file.Load(file.Options{Dirs: dirs, Files: files})
 	var eps []config.Entrypoint
 	for _, e := range loaded.Entries {
 		eps = append(eps, e.Entrypoint)
 	}
-	routeDiags := router.BackendTLSDiagnostics(eps)
+	routeDiags := append(router.BackendTLSDiagnostics(eps), router.ErrorPageDiagnostics(eps, pagesDir)...)
 	if listeners != nil {
 		routeDiags = append(router.ListenerDiagnostics(eps, listeners), routeDiags...)
 	}

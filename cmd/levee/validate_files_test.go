@@ -103,3 +103,37 @@ func TestValidateBrokenConfigFiles(t *testing.T) {
 // squash collapses runs of blanks, so that expectations do not depend on
 // the report's column widths.
 func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// validate reads error-page files as serve does: inside --error-pages-dir
+// a good page is fine, a page over 1 MiB is W089; without the flag page
+// files are off (W088).
+func TestValidateErrorPageFiles(t *testing.T) {
+	pages := t.TempDir()
+	writeConfig(t, pages, "ok.html", "<p>sorry</p>")
+	writeConfig(t, pages, "big.html", strings.Repeat("x", 1<<20+1))
+	dir := t.TempDir()
+	writeConfig(t, dir, "apps.yaml", `entrypoints:
+  - name: ok
+    config: {hostnames: [ok.test], errors: {status: 5xx, file: `+filepath.Join(pages, "ok.html")+`}}
+    backends: [{address: 10.0.0.1, port: 80}]
+  - name: big
+    config: {hostnames: [big.test], errors: {status: 5xx, file: `+filepath.Join(pages, "big.html")+`}}
+    backends: [{address: 10.0.0.2, port: 80}]
+`)
+	out, errOut, code := validateWith(t, noEngine(), nil, "--config-dir", dir, "--error-pages-dir", pages)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"routed " + filepath.Join(dir, "apps.yaml") + " ok", "degraded " + filepath.Join(dir, "apps.yaml") + " big", "W089"} {
+		if !strings.Contains(squash(out), squash(want)) {
+			t.Errorf("with --error-pages-dir: output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "W088") {
+		t.Errorf("with --error-pages-dir: W088 reported:\n%s", out)
+	}
+	out, _, _ = validateWith(t, noEngine(), nil, "--config-dir", dir)
+	if n := strings.Count(out, "W088"); n != 2 {
+		t.Errorf("without --error-pages-dir: %d W088, want one per page file:\n%s", n, out)
+	}
+}

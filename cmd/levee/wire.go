@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,10 @@ type app struct {
 // flows one way: providers (docker, the API store) → router (snapshots and
 // state) → proxy (the request path) → backend. The API reads and controls
 // the router; it needs nothing from the proxy.
+// telemetryFlushTimeout bounds the last export of spans and metrics at
+// shutdown.
+const telemetryFlushTimeout = 5 * time.Second
+
 func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *prometheus.Registry) (*app, error) {
 	if err := api.CheckListen(cfg.APIListen, cfg.APIToken); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
@@ -76,7 +81,7 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	if breakers != nil {
 		replica = breakers.Replica()
 	}
-	rateFleet, closeRateFleet, err := newRateFleet(cfg, replica, log, reg, rtRef)
+	fleets, closeRateFleet, err := newRateFleet(cfg, replica, log, reg, rtRef)
 	if err != nil {
 		if breakers != nil {
 			_ = breakers.Close()
@@ -95,8 +100,10 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 		TrustedProxies:    trusted,
 		// One encoder budget for the process: a route cannot add memory
 		// by being another compress route.
-		Encoders:  encoders,
-		RateFleet: rateFleet,
+		Encoders:      encoders,
+		RateFleet:     fleets.rate,
+		InFlightFleet: fleets.inFlight,
+		ErrorPagesDir: cfg.ErrorPagesDir,
 	}
 	if breakers != nil {
 		ropts.BreakerStore = breakers
@@ -111,6 +118,13 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	}
 	tracer, stopTracing, err := cfg.Tracing.start(ctx, version)
 	if err != nil {
+		return nil, err
+	}
+	stopMetricsOTLP, err := cfg.MetricsOTLP.start(ctx, reg, cfg.Tracing.ServiceName, version, log.With().Str("component", "metrics").Logger())
+	if err != nil {
+		flushCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = stopTracing(flushCtx)
+		done()
 		return nil, err
 	}
 	handler := proxy.New(rt, proxy.Options{
@@ -140,9 +154,14 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	closeAll := func() {
 		rt.Close()
 		handler.Close()
-		// The spans still batched are sent before the process exits.
-		flushCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = stopTracing(flushCtx)
+		// The spans still batched are sent, and the registry exported
+		// once more, before the process exits: together, within
+		// telemetryFlushTimeout.
+		flushCtx, done := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+		var flushed sync.WaitGroup
+		flushed.Go(func() { _ = stopTracing(flushCtx) })
+		flushed.Go(func() { _ = stopMetricsOTLP(flushCtx) })
+		flushed.Wait()
 		done()
 		if breakers != nil {
 			_ = breakers.Close()
@@ -163,8 +182,8 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 	// sampled from the counters the breakers keep anyway, on a ticker:
 	// nothing is added to the request path.
 	a.background = append(a.background, rt.RunHistory)
-	if rateFleet != nil {
-		a.background = append(a.background, rateFleet.Run)
+	if fleets.rate != nil {
+		a.background = append(a.background, fleets.rate.Run, fleets.inFlight.Run)
 	}
 	a.background = append(a.background, func(ctx context.Context) {
 		<-ctx.Done()
@@ -226,6 +245,16 @@ func build(ctx context.Context, cfg serveConfig, log zerolog.Logger, reg *promet
 				log.Error().Err(err).Msg("file provider stopped")
 			}
 		})
+	}
+
+	if cfg.Kubernetes.Enabled {
+		check, run, err := newKubernetes(cfg, log, reg, rt)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		ready = append(ready, check)
+		a.background = append(a.background, run)
 	}
 
 	srv, err := api.New(api.Options{

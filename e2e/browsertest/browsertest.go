@@ -188,7 +188,7 @@ func Eval(t testing.TB, tab context.Context, timeout time.Duration, expr string)
 
 // SignIn opens the dashboard at url (…/dashboard/#page) in a new tab,
 // signs in with token through its form and waits until its event stream
-// is live.
+// is live; an error the page shows then fails the test.
 func (b *Browser) SignIn(t testing.TB, url, token string, timeout time.Duration) context.Context {
 	t.Helper()
 	tab := b.Tab(t)
@@ -199,5 +199,10 @@ func (b *Browser) SignIn(t testing.TB, url, token string, timeout time.Duration)
 		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
 	)
 	MustWait(t, tab, timeout, `document.getElementById("live").dataset.live === "on"`)
+	// A call that failed or hit its limit while loading leaves the page
+	// partly empty: name it rather than fail later on what is missing.
+	if msg := Eval(t, tab, timeout, `(e => e && !e.hidden ? e.textContent : "")(document.getElementById("error"))`); msg != "" {
+		t.Errorf("the dashboard signed in with an error shown: %s", msg)
+	}
 	return tab
 }

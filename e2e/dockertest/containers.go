@@ -41,6 +41,9 @@ type Spec struct {
 	// Restart is the restart policy ("" none; unless-stopped brings the
 	// container back with its engine).
 	Restart container.RestartPolicyMode
+	// Binds are bind mounts, "host-path:container-path[:ro]"; the images
+	// run as 65532, so what they read must be readable by others.
+	Binds []string
 }
 
 // Create creates (but does not start) a container from spec, labelled for
@@ -75,7 +78,7 @@ func Create(t testing.TB, cli *client.Client, spec Spec) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	hostCfg := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: spec.Restart}}
+	hostCfg := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: spec.Restart}, Binds: spec.Binds}
 	if len(spec.Publish) > 0 {
 		hostCfg.PortBindings = network.PortMap{}
 		if cfg.ExposedPorts == nil {

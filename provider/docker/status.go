@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,7 +69,7 @@ func (p *Provider) reconnecting() {
 // "swarm") so that other providers can share the names.
 type metrics struct {
 	connection *provider.ConnectionMetrics
-	reconnects prometheus.Counter
+	reconnects *provider.Reconnects
 }
 
 // With a host name (one of several hosts) every series carries host=<name>
@@ -84,19 +83,11 @@ func newMetrics(reg prometheus.Registerer, name, host string) (*metrics, error) 
 	if err != nil {
 		return nil, err
 	}
-	m := &metrics{
-		connection: connection,
-		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
-			Name:        "levee_provider_reconnects_total",
-			Help:        "Connection attempts after the first: after a failed attempt or a lost connection.",
-			ConstLabels: constLabels,
-		}),
+	reconnects, err := provider.NewReconnects(reg, constLabels)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range []prometheus.Collector{m.reconnects} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering the %s provider's metrics: %w", name, err)
-		}
-	}
+	m := &metrics{connection: connection, reconnects: reconnects}
 	return m, nil
 }
 

@@ -323,28 +323,9 @@ func lookupLabel(name string) (idx int, alias bool, ok bool) {
 	return 0, false, false
 }
 
-// staleRules reports a serveStale that can keep no answer (the proxy's
-// stale cache, router/proxy/stale_key.go): on a route with basic or
-// forward auth every request is credentialed, and is kept only with
-// serveStaleForCredentials, and then not when forward auth sends its
-// service every field (no authRequestHeaders).
-func (d *draft) staleRules() {
-	fb, a := d.ep.CircuitBreaker.Fallback, d.ep.Access
-	if fb.ServeStale <= 0 || (a.BasicAuth == nil && a.ForwardAuth == nil) {
-		return
-	}
-	key := d.keyOf(fieldByLabel("circuitBreaker.serveStale"))
-	switch {
-	case !fb.ServeStaleForCredentials:
-		d.add(diagnostics.StaleNeverKept, key, fb.ServeStale.String(), "no stale answers",
-			"serveStale keeps no answer on a route with basic or forward auth without serveStaleForCredentials: every request carries credentials",
-			"set circuitBreaker.serveStaleForCredentials=true to keep answers per credentials, or remove serveStale")
-	case a.ForwardAuth != nil && len(a.ForwardAuth.AuthRequestHeaders) == 0:
-		d.add(diagnostics.StaleNeverKept, key, fb.ServeStale.String(), "no stale answers",
-			"serveStaleForCredentials keeps no answer on a forward-auth route without forwardAuth.authRequestHeaders: its auth service reads every field",
-			"list the fields the auth service reads in forwardAuth.authRequestHeaders")
-	}
-}
+// staleRules reports a serveStale that can keep no answer
+// (staleFindings) on the route's own fields.
+func (d *draft) staleRules() { d.addFindings(staleFindings(&d.ep)) }
 
 // hasPrefixFold reports whether s begins with prefix in any case.
 func hasPrefixFold(s, prefix string) bool {

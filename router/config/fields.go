@@ -192,7 +192,7 @@ var (
 // feature keeps its rows in its own file (fields_<group>.go) so that the
 // table stays one table without one file holding every feature.
 func buildFieldTable() []Field {
-	t := slices.Concat(coreFields(), fallbackFields(), tlsFields(), backendTLSFields(), accessPolicyFields(), transformPolicyFields(), errorPagesFields(), namedPolicyFields(), grpcFields(), tcpFields(), proxyProtocolFields(), udpFields(), rateLimitScopeFields())
+	t := slices.Concat(coreFields(), fallbackFields(), tlsFields(), backendTLSFields(), accessPolicyFields(), transformPolicyFields(), errorPagesFields(), namedPolicyFields(), grpcFields(), tcpFields(), proxyProtocolFields(), earlyDataFields(), udpFields(), rateLimitScopeFields())
 	for i := range t {
 		if t[i].rw.set != nil {
 			t[i].set, t[i].get = t[i].rw.set, t[i].rw.get

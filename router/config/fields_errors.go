@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,7 +20,12 @@ type ErrorPages struct {
 	Status string `json:"status"`
 	// Route names the route whose backends serve the pages (a label
 	// service name or an API entrypoint name), resolved in the snapshot.
-	Route string `json:"route"`
+	// Empty when File serves them.
+	Route string `json:"route,omitempty"`
+	// File is the absolute path of a file that is the page for every
+	// listed status, read when the route is built; empty when Route
+	// serves them. Never both.
+	File string `json:"file,omitempty"`
 	// Query is the path asked of Route; {status} is replaced by the
 	// answer's code.
 	Query string `json:"query"`
@@ -33,7 +39,24 @@ const (
 	DefaultErrorTimeout = 5 * time.Second
 	// ErrorStatusPlaceholder is replaced in Query by the answer's code.
 	ErrorStatusPlaceholder = "{status}"
+	// MaxErrorFileBytes bounds an errors.file: it is read whole when the
+	// route is built and held in memory, and is a page like any other
+	// (the largest page a route may send is as big).
+	MaxErrorFileBytes = 1 << 20
 )
+
+// CheckErrorFile reports whether p can name an error-page file: an
+// absolute path. Whether the file is there, is regular and is small
+// enough is seen when the route is built.
+func CheckErrorFile(p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("error-page file %q: want an absolute path such as /etc/levee/pages/error.html", p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return fmt.Errorf("error-page file %q: a path has no NUL", p)
+	}
+	return nil
+}
 
 // ParseErrorStatuses parses an error-page status spec: codes, ranges and
 // classes ("500-599,404", "5xx"), each within 400-599. Only client and
@@ -78,11 +101,14 @@ func CheckErrorQuery(q string) error {
 func errorPagesFields() []Field {
 	return []Field{
 		{Label: "errors.status", JSON: "config.errors.status", Kind: KindList, Default: "(none: error pages off)", Code: diagnostics.BadErrorStatus,
-			Doc:     "The answer statuses replaced by an error page: codes, ranges and classes of 400-599. Setting it (with `errors.route`) turns error pages on; Levee's own answers (502, 503, 504) are replaced too when listed.",
+			Doc:     "The answer statuses replaced by an error page: codes, ranges and classes of 400-599. Setting it (with `errors.route` or `errors.file`) turns error pages on; Levee's own answers (502, 503, 504) are replaced too when listed.",
 			Example: "500-599,404", set: setErrorStatus, get: inErrors(func(e *ErrorPages) any { return e.Status })},
 		{Label: "errors.route", JSON: "config.errors.route", Kind: KindString, Default: "(none)", Code: diagnostics.ErrorServiceUnknown,
 			Doc:     "The route whose backends serve the pages (Traefik's errors.service): a label service name or an API entrypoint name, as `circuitBreaker.fallback`. The page is asked with GET, through that route's breaker and balancer but not its policies; when it fails or is not a 2xx, the client gets the original answer.",
-			Example: "error-pages", set: setErrorRoute, get: inErrors(func(e *ErrorPages) any { return e.Route })},
+			Example: "error-pages", set: setErrorRoute, get: omitEmpty(inErrors(func(e *ErrorPages) any { return e.Route }))},
+		{Label: "errors.file", JSON: "config.errors.file", Kind: KindString, Default: "(none)", Code: diagnostics.ErrorFileUnusable,
+			Doc:     "An absolute path inside the directory of `--error-pages-dir` (none given: page files are off, W088): the file is the page for every listed status, instead of `errors.route` (never both, W088). It is read when the route is built, not per request: a regular file of at most 1 MiB (W089), its Content-Type from its extension or else sniffed, sent with the original status. A file that cannot be used means no error pages: the original answers pass.",
+			Example: "/etc/levee/pages/error.html", set: setErrorFile, get: omitEmpty(inErrors(func(e *ErrorPages) any { return e.File }))},
 		{Label: "errors.query", JSON: "config.errors.query", Kind: KindString, Default: DefaultErrorQuery, Code: diagnostics.BadErrorQuery,
 			Doc:     "The path asked of the route; `{status}` is replaced by the answer's code.",
 			Example: "/errors/{status}.html", set: setErrorQuery, get: inErrors(func(e *ErrorPages) any { return e.Query })},
@@ -128,6 +154,14 @@ func setErrorRoute(d *draft, f *Field, key string, v any) {
 	}
 }
 
+func setErrorFile(d *draft, f *Field, key string, v any) {
+	d.seeTransform(f)
+	e := d.ep.Transform.errorPages()
+	if p, ok := decode(d, f, key, v, toString, func(s string) error { return CheckErrorFile(strings.TrimSpace(s)) }); ok {
+		e.File = filepath.Clean(strings.TrimSpace(p))
+	}
+}
+
 func setErrorQuery(d *draft, f *Field, key string, v any) {
 	d.seeTransform(f)
 	e := d.ep.Transform.errorPages()
@@ -150,20 +184,36 @@ func setErrorTimeout(d *draft, f *Field, key string, v any) {
 	}
 }
 
-// finishErrors turns error pages off unless both the statuses and the
-// route are given: half a policy replaces nothing. A half given but
-// invalid was reported already.
+// finishErrors turns error pages off unless the statuses and one source
+// of pages (the route or the file, never both) are given: half a policy
+// replaces nothing, and of two sources neither is preferred. A part
+// given but invalid was reported already.
 func (d *draft) finishErrors() {
 	e := d.ep.Transform.Errors
-	if e == nil || (e.Status != "" && e.Route != "") {
+	if e == nil {
+		return
+	}
+	if d.tr.seen["errors.file"] && d.tr.seen["errors.route"] {
+		g := d.givenOr("errors.file", e.File)
+		route := d.keyOf(fieldByLabel("errors.route"))
+		d.add(diagnostics.ErrorFileUnusable, g.key, g.value, "error pages off",
+			"errors.file and errors.route are both set: the pages come from one of them, the route has no error pages", "remove "+g.key+" or "+route)
+		d.ep.Transform.Errors = nil
+		return
+	}
+	if e.Status != "" && (e.Route != "" || e.File != "") {
 		return
 	}
 	for _, label := range []string{"errors.status", "errors.route"} {
-		if d.tr.seen[label] {
+		if d.tr.seen[label] || (label == "errors.route" && d.tr.seen["errors.file"]) {
 			continue
 		}
 		f := fieldByLabel(label)
-		d.add(f.Code, d.keyOf(f), "", "error pages off", "errors.* fields without "+label+": the route has no error pages", "set "+d.keyOf(f))
+		missing := label
+		if label == "errors.route" {
+			missing = "errors.route or errors.file"
+		}
+		d.add(f.Code, d.keyOf(f), "", "error pages off", "errors.* fields without "+missing+": the route has no error pages", "set "+d.keyOf(f))
 	}
 	d.ep.Transform.Errors = nil
 }

@@ -11,6 +11,7 @@ import (
 func init() {
 	fieldCompanions["errors.status"] = map[string]string{"errors.route": "pages"}
 	fieldCompanions["errors.route"] = map[string]string{"errors.status": "5xx"}
+	fieldCompanions["errors.file"] = map[string]string{"errors.status": "5xx"}
 	fieldCompanions["errors.query"] = map[string]string{"errors.status": "5xx", "errors.route": "pages"}
 	fieldCompanions["errors.timeout"] = map[string]string{"errors.status": "5xx", "errors.route": "pages"}
 	fieldCases = append(fieldCases, errorPagesFieldCases...)
@@ -33,6 +34,12 @@ var errorPagesFieldCases = []fieldCase{
 	{field: "errors.route", get: func(d cfgDecoded) any { return errs(d).Route },
 		valid:   []validCase{{"pages", "", "pages"}, {" pages ", "", "pages"}},
 		invalid: []invalidCase{{label: " ", code: diagnostics.ErrorServiceUnknown}}},
+	{field: "errors.file", get: func(d cfgDecoded) any { return errs(d).File },
+		valid: []validCase{{"/etc/levee/pages/error.html", "", "/etc/levee/pages/error.html"}, {" /srv//pages/../e.html ", "", "/srv/e.html"}},
+		invalid: []invalidCase{
+			{label: "pages/error.html", code: diagnostics.ErrorFileUnusable},
+			{label: "./error.html", code: diagnostics.ErrorFileUnusable},
+		}},
 	{field: "errors.query", get: func(d cfgDecoded) any { return errs(d).Query },
 		valid: []validCase{{"/e/{status}.html", "", "/e/{status}.html"}, {"/oops", "", "/oops"}},
 		invalid: []invalidCase{
@@ -105,5 +112,56 @@ func TestErrorPagesNeedStatusAndRoute(t *testing.T) {
 	want := ErrorPages{Status: "404", Route: "pages", Query: DefaultErrorQuery, Timeout: DefaultErrorTimeout}
 	if len(ds) != 0 || cfg.Entrypoint.Transform.Errors == nil || *cfg.Entrypoint.Transform.Errors != want {
 		t.Errorf("got %+v %v, want %+v", cfg.Entrypoint.Transform.Errors, ds, want)
+	}
+}
+
+// errors.file is a source of pages instead of errors.route: with the
+// statuses it turns error pages on; with errors.route too, or when it is
+// not an absolute path, the route has none, and only the file's W088
+// says so.
+func TestErrorPagesFile(t *testing.T) {
+	cfg, ds := DecodeLabels(map[string]string{"host": "app.example.com", "errors.status": "5xx", "errors.file": "/srv/error.html"}, cfgSrc, cfgLabelKey)
+	want := ErrorPages{Status: "500-599", File: "/srv/error.html", Query: DefaultErrorQuery, Timeout: DefaultErrorTimeout}
+	if len(ds) != 0 || cfg.Entrypoint.Transform.Errors == nil || *cfg.Entrypoint.Transform.Errors != want {
+		t.Fatalf("got %+v %v, want %+v", cfg.Entrypoint.Transform.Errors, ds, want)
+	}
+	for _, labels := range []map[string]string{
+		{"errors.status": "5xx", "errors.file": "/srv/error.html", "errors.route": "pages"},
+		{"errors.status": "5xx", "errors.file": "error.html"},
+	} {
+		labels["host"] = "app.example.com"
+		cfg, ds := DecodeLabels(labels, cfgSrc, cfgLabelKey)
+		if cfg.Entrypoint.Transform.Errors != nil {
+			t.Errorf("%v: error pages on: %+v", labels, cfg.Entrypoint.Transform.Errors)
+		}
+		if len(ds) != 1 || ds[0].Code != diagnostics.ErrorFileUnusable || ds[0].Key != cfgLabelKey("errors.file") {
+			t.Errorf("%v: diagnostics %v, want one W088 on errors.file", labels, ds)
+		}
+	}
+}
+
+// The payload of error pages from a file has no route, and one from a
+// route no file: neither is written empty (an empty route would decode
+// as W078).
+func TestErrorPagesPayloadOmitsTheUnusedSource(t *testing.T) {
+	for _, c := range []struct {
+		labels      map[string]string
+		has, hasNot string
+	}{
+		{map[string]string{"errors.status": "5xx", "errors.file": "/srv/error.html"}, `"file":"/srv/error.html"`, `"route"`},
+		{map[string]string{"errors.status": "5xx", "errors.route": "pages"}, `"route":"pages"`, `"file"`},
+	} {
+		c.labels["host"] = "app.example.com"
+		cfg, ds := DecodeLabels(c.labels, cfgSrc, cfgLabelKey)
+		if len(ds) != 0 {
+			t.Fatal(ds)
+		}
+		enc, err := EncodeEntrypoint(cfg.Entrypoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(enc), c.has) || strings.Contains(string(enc), c.hasNot) {
+			t.Errorf("%v: payload %s, want %s and no %s", c.labels, enc, c.has, c.hasNot)
+		}
 	}
 }

@@ -76,7 +76,7 @@ func (d *draft) skipped(f *Field, key string, v any) bool {
 	hint := "TCP routes read tcp.*, port, weight, healthCheck.interval|timeout|rise|fall and the connect-level circuitBreaker.* fields"
 	switch {
 	case d.ep.Protocol == ProtocolUDP:
-		msg, hint = fmt.Sprintf("%s does not apply to a UDP route: ignored", f.Label), "UDP routes read listener, idleTimeout, port and weight"
+		msg, hint = fmt.Sprintf("%s does not apply to a UDP route: ignored", f.Label), "UDP routes read udp.*, port, weight and the connect-level circuitBreaker.* fields"
 	case isUDPRow(f):
 		msg, hint = fmt.Sprintf("%s applies to UDP routes only (<prefix>.udp.<service>.%s): ignored", f.Label, strings.TrimPrefix(f.Label, "udp.")), ""
 	case d.ep.Protocol != ProtocolTCP:

@@ -137,20 +137,7 @@ func (d *draft) hstsRules() {
 				int64(MinHSTSPreload/time.Second), t.HSTSIncludeSubdomains, int64(t.HSTS/time.Second)),
 			"set tls.hsts.includeSubDomains=true and tls.hsts to 31536000 or more")
 	}
-	if h := d.ep.Transform.Headers; h != nil {
-		for _, m := range []map[string]string{h.Response, h.ResponseAdd} {
-			v, set := m["Strict-Transport-Security"]
-			if !set {
-				continue
-			}
-			g := d.tr.sts
-			msg := "Strict-Transport-Security set by the headers policy is sent over plain HTTP too, which RFC 6797 7.2 forbids"
-			if t.HSTS > 0 {
-				msg = "Strict-Transport-Security set by the headers policy replaces the header of tls.hsts (" + t.HSTSHeader() + ") and is sent over plain HTTP too"
-			}
-			d.add(diagnostics.HSTSHeaderOverride, g.key, v, "the header as set", msg, "remove the header and use tls.hsts (with tls.hsts.includeSubDomains and tls.hsts.preload)")
-		}
-	}
+	d.addFindings(hstsHeaderFindings(&d.ep))
 }
 
 // inTLS is the payload's tls group, which holds both sides: the route's

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/levee-proxy/levee/diagnostics"
 )
@@ -101,13 +100,7 @@ func (d *draft) finishCORS() {
 	if len(c.AllowMethods) == 0 {
 		c.AllowMethods = []string{"GET", "HEAD", "POST"}
 	}
-	if len(d.ep.Methods) > 0 && !slices.Contains(d.ep.Methods, "OPTIONS") {
-		// The route is matched before its policies run: a preflight
-		// would never reach the CORS policy.
-		g := d.givenOr("methods", strings.Join(d.ep.Methods, ","))
-		d.add(diagnostics.BadCORS, g.key, g.value, "preflights not answered",
-			"cors.allowOrigins with methods that leave out OPTIONS: preflight requests do not match the route", "add OPTIONS to methods")
-	}
+	d.addFindings(corsMethodsFindings(&d.ep))
 }
 
 // finishRewrites keeps one rewriting order: replacePath or

@@ -50,7 +50,7 @@ var foreignTable = []ForeignKey{
 	{Key: "entrypoints", Proxy: proxyTraefik, Fields: []string{"listeners"},
 		Note: "Traefik's entry points are Levee's listeners (levee serve --listen name=addr[,tls])"},
 	{Key: "errors.service", Proxy: proxyTraefik, Fields: []string{"errors.route"},
-		Note: "the error pages come from another Levee route, named as circuitBreaker.fallback names one"},
+		Note: "the error pages come from another Levee route, named as circuitBreaker.fallback names one (or from a file: `errors.file`, inside `--error-pages-dir`)"},
 	{Key: "service", Proxy: proxyTraefik,
 		Note: "a Levee service is the <service> part of the label key and is its own route: there is no router to point at it; write the router's rule and the service's port under one service name"},
 	{Key: "middlewares", Proxy: proxyTraefik,
@@ -119,7 +119,8 @@ var foreignTable = []ForeignKey{
 		Note: "Levee does not pass the user name to the backend in a header"},
 	{Key: "ipwhitelist.*", Proxy: proxyTraefik, Fields: []string{"ipAllowList.sourceRange", "ipAllowList.depth"},
 		Note: "ipWhiteList is Traefik's former name of ipAllowList"},
-	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"}},
+	{Key: "inflightreq.*", Proxy: proxyTraefik, Fields: []string{"inFlight.amount", "inFlight.sourceCriterion"},
+		Note: "`inFlight.scope=fleet` counts across the replicas sharing `--breaker-store`"},
 	{Key: "digestauth.*", Proxy: proxyTraefik, Fields: []string{"basicAuth.users"},
 		Note: "Levee has no digest auth; basic auth with bcrypt hashes does the job over TLS"},
 	// Traefik's header and redirect middlewares beyond Levee's fields.

@@ -20,6 +20,9 @@ const (
 	// SourceFile is the file provider (--config-dir, --config-file); its
 	// entrypoint IDs end in "@file".
 	SourceFile = "file"
+	// SourceKubernetes is the Kubernetes provider (--kubernetes); its
+	// entrypoint IDs end in "@kubernetes".
+	SourceKubernetes = "kubernetes"
 )
 
 // Load-balancing policies.
@@ -45,7 +48,7 @@ type Entrypoint struct {
 	ID string `json:"id"`
 	// Name is the service name as the operator wrote it.
 	Name string `json:"name"`
-	// Source is the provider that owns this entrypoint (SourceDocker, SourceSwarm, SourceFile, SourceAPI).
+	// Source is the provider that owns this entrypoint (SourceDocker, SourceSwarm, SourceFile, SourceKubernetes, SourceAPI).
 	Source   string `json:"source"`
 	Protocol string `json:"protocol"`
 	// Hosts are lower-case host names without port; "*.example.com" matches
@@ -67,6 +70,9 @@ type Entrypoint struct {
 	Methods []string `json:"methods,omitempty"`
 	// StripPrefix removes Path from the request path before forwarding.
 	StripPrefix bool `json:"strip_prefix,omitempty"`
+	// EarlyData: a safe request that arrived in HTTP/3 0-RTT is forwarded
+	// before the handshake completes (RFC 8470); otherwise it waits.
+	EarlyData bool `json:"early_data,omitempty"`
 	// AddPrefix is prepended to the (possibly stripped) path before forwarding.
 	AddPrefix string `json:"add_prefix,omitempty"`
 

@@ -135,6 +135,9 @@ type RateLimit struct {
 type InFlight struct {
 	Amount          int    `json:"amount"`
 	SourceCriterion string `json:"source_criterion"`
+	// Scope is ScopeLocal (each replica limits alone, the default) or
+	// ScopeFleet (the replicas sharing a breaker store limit together).
+	Scope string `json:"scope,omitempty"`
 }
 
 // ParseSourceRange parses one allow-list item: a CIDR prefix or a single

@@ -12,10 +12,11 @@ const (
 	// DefaultUDPIdleTimeout ends a client's session after this long
 	// without a datagram either way.
 	DefaultUDPIdleTimeout = 30 * time.Second
-	// MaxUDPSessions bounds the sessions one UDP listener holds at once:
-	// a datagram from a new client beyond it is dropped (and counted)
-	// until a session expires.
-	MaxUDPSessions = 10_000
+	// DefaultUDPMaxSessions is udp.maxSessions when none is given: the
+	// sessions one UDP listener holds at once.
+	DefaultUDPMaxSessions = 10_000
+	// MaxUDPMaxSessions bounds udp.maxSessions.
+	MaxUDPMaxSessions = 1_000_000
 )
 
 // UDP is the part of an entrypoint that only UDP routes have.
@@ -25,4 +26,13 @@ type UDP struct {
 	// IdleTimeout ends a client's session (and forgets its backend) after
 	// no datagram moved either way for that long.
 	IdleTimeout time.Duration `json:"idle_timeout"`
+	// MaxSessions bounds the sessions of the route's listener: a new
+	// client beyond it takes the place of the least recently active
+	// session. Zero is DefaultUDPMaxSessions.
+	MaxSessions int `json:"max_sessions"`
+	// AnswerTimeout, when positive, makes a session whose backend sent no
+	// datagram back within it after a client's datagram a failure of the
+	// route's breaker (request/response protocols such as DNS). Zero: a
+	// silent backend is no failure.
+	AnswerTimeout time.Duration `json:"answer_timeout,omitempty"`
 }

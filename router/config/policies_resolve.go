@@ -88,6 +88,7 @@ func (s PolicySet) Resolve(ep Entrypoint) (Entrypoint, []diagnostics.Diagnostic)
 		return ep, nil
 	}
 	var diags []diagnostics.Diagnostic
+	own := ep
 	ep.Access.Unread = slices.Clone(ep.Access.Unread)
 	src := diagnostics.Source{Provider: ep.Source, ObjectID: ep.ID, ObjectName: ep.Name, Service: ep.Name}
 	for _, name := range ep.Policies {
@@ -103,6 +104,7 @@ func (s PolicySet) Resolve(ep Entrypoint) (Entrypoint, []diagnostics.Diagnostic)
 	}
 	slices.Sort(ep.Access.Unread)
 	ep.Access.Unread = slices.Compact(ep.Access.Unread)
+	diags = append(diags, policyFindings(&own, &ep, src)...)
 	return ep, diags
 }
 

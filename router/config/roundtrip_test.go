@@ -28,6 +28,7 @@ var roundTripCompanions = map[string][]string{
 	"tls.insecureSkipVerify":          {"scheme"},
 	"errors.status":                   {"errors.route"},
 	"errors.route":                    {"errors.status"},
+	"errors.file":                     {"errors.status"},
 	"errors.query":                    {"errors.status", "errors.route"},
 	"errors.timeout":                  {"errors.status", "errors.route"},
 	"cors.allowMethods":               {"cors.allowOrigins"},

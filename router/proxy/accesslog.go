@@ -78,6 +78,10 @@ func (p *Handler) logJSON(x *exchange, status int, took time.Duration) {
 	if x.diagnostic != "" {
 		ev = ev.Str("diagnostic", x.diagnostic)
 	}
+	if x.early == earlyRetried {
+		// The backend answered 425 to the request sent in early data.
+		ev = ev.Str("retry_reason", retryReasons[retryTooEarly])
+	}
 	if x.fb != nil && x.fb.answeredBy != "" {
 		ev = ev.Str("fallback", x.fb.answeredBy)
 	}

@@ -37,6 +37,11 @@ const (
 	// the TLS handshake without selecting h2 in ALPN, or refused it with
 	// no_application_protocol (RFC 7301 3.2). A backend failure, logged.
 	DiagnosticBackendNoH2 = "backend-no-h2"
+	// DiagnosticBackendRefusedStream: an HTTP/2 backend took the request
+	// on no stream (it refused each one, or granted none), and no other
+	// backend or no retry budget was left; 503 with a Retry-After. The
+	// request was not processed (RFC 9113 8.7).
+	DiagnosticBackendRefusedStream = "backend-refused-stream"
 	// DiagnosticBackendTLSMisconfigured: the route's backend TLS settings
 	// (tls.ca, tls.clientCert, tls.serverName) cannot be used, so it does
 	// not talk to its backends at all rather than verify less (W005).
@@ -82,6 +87,8 @@ var (
 		DiagnosticClientTimeout:      {DiagnosticClientTimeout},
 		DiagnosticBackendTLS:         {DiagnosticBackendTLS},
 		DiagnosticBackendNoH2:        {DiagnosticBackendNoH2},
+
+		DiagnosticBackendRefusedStream: {DiagnosticBackendRefusedStream},
 
 		DiagnosticBackendTLSMisconfigured: {DiagnosticBackendTLSMisconfigured},
 		DiagnosticBodyTooLarge:            {DiagnosticBodyTooLarge},

@@ -21,7 +21,10 @@
 //     backend could read two ways is refused too (headers.go,
 //     screenHeaders: Authorization twice, underscore names with
 //     UnderscoreReject), and the fields only a trusted proxy or Levee may
-//     set are removed, before any policy reads the request.
+//     set are removed, before any policy reads the request. An HTTP/3
+//     request that arrived in 0-RTT early data waits for the handshake
+//     unless its route allows early data and its method is safe; then
+//     it goes at once, marked Early-Data: 1 (early.go, RFC 8470).
 //  2. Breaker admission. With a scope=route breaker, its Admit comes
 //     before anything else: an open breaker answers 503 circuit-open (or
 //     the configured code) with Retry-After, and no backend of the route
@@ -46,7 +49,9 @@
 //     when the retry rules allow it (retry.go: attempts left, idempotent
 //     or never sent, body small enough to have been buffered, retry
 //     budget left); otherwise the response streams to the client
-//     (respond.go), or a 101 becomes a tunnel (upgrade.go).
+//     (respond.go), or a 101 becomes a tunnel (upgrade.go). A 425 Too
+//     Early to a request Levee sent in early data is sent again once
+//     the client's handshake completes (early.go).
 //
 // The request metrics and the access log line (accesslog.go) are
 // written when the exchange ends, whatever ended it. The line is a JSON
@@ -63,7 +68,10 @@
 // failure (5xx without a breaker), a 101 nobody asked for. A client that
 // went away, or whose body was malformed or too slow (400, 408; limits.go),
 // is neutral: the breakers and passive ejection do not hear of it, and
-// it is counted in levee_client_errors_total instead. Levee's own answers
+// it is counted in levee_client_errors_total instead. A 425 Too Early to
+// a request sent marked Early-Data is neutral too, whatever the breaker
+// parameters say: the client's timing decided it, not the backend's
+// health (early.go). Levee's own answers
 // carry X-Levee-Diagnostic (answers.go) so that a client can tell them
 // from a backend's.
 //

@@ -285,3 +285,48 @@ func TestErrorPagesForwardingFields(t *testing.T) {
 		t.Fatalf("page request X-Forwarded-For %q, X-Forwarded-Host %q", got, xfh.Load())
 	}
 }
+
+// The page request never carries the client's credentials: the app's
+// backend gets Authorization, Proxy-Authorization and Cookie, the pages
+// backend none of them.
+func TestErrorPagesDropCredentials(t *testing.T) {
+	h := newHarness(t, Options{})
+	creds := []string{"Authorization", "Proxy-Authorization", "Cookie"}
+	var appGot, pagesGot atomic.Value
+	seen := func(r *http.Request) string {
+		var got []string
+		for _, k := range creds {
+			if v := r.Header.Values(k); len(v) > 0 {
+				got = append(got, k+"="+strings.Join(v, "|"))
+			}
+		}
+		return strings.Join(got, ",")
+	}
+	app := handlerBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		appGot.Store(seen(r))
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	pages := handlerBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		pagesGot.Store(seen(r))
+		_, _ = io.WriteString(w, "page")
+	})
+	h.set("docker", withErrors(ep("app", app), "5xx", "pages"), ep("pages", pages))
+	req, _ := http.NewRequest(http.MethodGet, h.front.URL+"/", nil)
+	req.Host = "app.test"
+	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Proxy-Authorization", "Basic cHJveHk6cHc=")
+	req.Header.Set("Cookie", "session=abc")
+	resp, err := h.front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 500 || body != "page" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	if got := pagesGot.Load(); got != "" {
+		t.Fatalf("the pages backend got %q", got)
+	}
+	if got, _ := appGot.Load().(string); !strings.Contains(got, "Authorization=Bearer s3cret") || !strings.Contains(got, "Cookie=session=abc") {
+		t.Fatalf("the app backend got %q, want the client's credentials", got)
+	}
+}

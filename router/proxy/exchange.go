@@ -47,6 +47,9 @@ type exchange struct {
 	sawOpen   bool // an open backend breaker was met while picking (openRetryAfter)
 	// replayable: the body can be sent again (bufferBody).
 	replayable bool
+	// peekingBody: the body read under way is the stale answer's look
+	// ahead, bounded by staleBodyWait (stale_key.go).
+	peekingBody bool
 	// level relaxes eligibility when nothing is eligible: 0 strict, 1 may
 	// reuse a tried backend, 2 fails open (ignores health and ejection).
 	// The small fields sit together: the exchange stays in its
@@ -55,6 +58,7 @@ type exchange struct {
 	// grpcStatus is a gRPC call's status as its client read it
 	// (grpc_observe.go).
 	grpcStatus int8
+	early      earlyState // a request that arrived in 0-RTT early data (early.go)
 	diagnostic string
 	backendErr error // the backend error answered for (access log)
 
@@ -82,6 +86,9 @@ type exchange struct {
 	badBody atomic.Bool
 	// bodyEOF is set once the client's body was read to its end.
 	bodyEOF atomic.Bool
+	// hijacked is set once the client's connection was taken for a
+	// tunnel: the request, its body included, is no longer the server's.
+	hijacked bool
 	// bodyTimedOut: the client's body came too slowly (408).
 	bodyTimedOut atomic.Bool
 	// bodyTooLarge: the client's body went past the route's
@@ -123,12 +130,18 @@ type attemptResult struct {
 	tlsFailed bool
 	// noAnswer: the backend closed or reset the connection before its
 	// answer's head (client.ClosedBeforeAnswer).
-	noAnswer   bool
-	timeout    bool
-	clientGone bool
-	badBody    bool // the client's body was malformed or too slow: neutral, answered 400 or 408
-	badUpgrade bool // the backend switched protocols unasked: a failure, answered 502
-	failed     bool // a failure for the breaker and ejection
+	noAnswer bool
+	// refusedStream: an HTTP/2 backend took the request on no stream
+	// (refusedstream.go).
+	refusedStream bool
+	timeout       bool
+	clientGone    bool
+	// deadlinePassed: a gRPC call's own deadline (grpc-timeout) passed
+	// before the attempt failed: neutral, answered DEADLINE_EXCEEDED.
+	deadlinePassed bool
+	badBody        bool // the client's body was malformed or too slow: neutral, answered 400 or 408
+	badUpgrade     bool // the backend switched protocols unasked: a failure, answered 502
+	failed         bool // a failure for the breaker and ejection
 }
 
 // attemptLoop is the state that serve's steps share, on serve's stack.
@@ -225,14 +238,20 @@ func (x *exchange) planAttempts(l *attemptLoop) {
 // body the client broke. A small body of known length is read before any
 // backend is dialled, so that a client sending it slowly (or never) holds
 // no backend connection; with retries, a small body of any framing is, so
-// that it can be sent again.
+// that it can be sent again, and so is one forwarded in early data, which
+// a 425 (Too Early) sends again (early.go).
 func (x *exchange) readBody(l *attemptLoop) bool {
 	if x.body != nil || x.stream != nil {
 		return true // read for the route whose breaker sent it to a fallback
 	}
 	// A gRPC request body is a stream whose next message may wait for
-	// the answer to the last one: never read ahead.
-	readAhead := l.limit > 1 && !isGRPC(x.req.Header)
+	// the answer to the last one: never read ahead. A body of unknown
+	// length on a method that gives it no meaning is, most often an
+	// HTTP/3 GET whose stream ends after its headers: read, it is empty,
+	// and the backend connection need not be closed after the answer
+	// (see attempt).
+	readAhead := (l.limit > 1 || x.early == earlySent || x.req.ContentLength < 0 && !methodDefinesBody(x.req.Method)) &&
+		!isGRPC(x.req.Header)
 	if readAhead || x.req.ContentLength > 0 && x.req.ContentLength <= x.replayLimit() {
 		x.bufferBody()
 		if x.badBody.Load() {
@@ -276,15 +295,19 @@ func (x *exchange) next() (*router.Backend, breaker.Token) {
 // try makes one attempt on b and judges it: the outcome goes to the
 // breakers and to passive ejection, then either the attempt is answered
 // to the client (try returns true) or, when the retry rules allow another
-// attempt, its failure is kept in l.last and the retry readied.
+// attempt, its failure is kept in l.last and the retry readied. A 425 to
+// a request sent in early data is judged apart (afterTooEarly).
 func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (answered bool) {
 	rt := x.route
 	x.markTried(b)
 	x.attempts++
 	x.backend = b
 	res := x.attempt(b)
-	if res.notSent || res.tlsFailed || res.noAnswer && client.Idempotent(x.req) {
-		// Refused (or the connect timed out), or closed before
+	if x.tooEarly(&res) {
+		return x.afterTooEarly(l, b, btok, &res)
+	}
+	if res.notSent || res.tlsFailed || res.refusedStream || res.noAnswer && client.Idempotent(x.req) {
+		// Refused (a connect, or every HTTP/2 stream), or closed before
 		// answering a request that may be repeated: never picked again
 		// for this request, whatever the eligibility level, and the
 		// attempt is free (see mayRetry).
@@ -300,8 +323,8 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	}
 	l.tok.Report(o)
 	btok.Report(o)
-	if !res.clientGone && !res.badBody {
-		x.p.passive(rt, b, res.failed, res.notSent, res.err, x.p.clock.Now().UnixNano())
+	if !res.clientGone && !res.badBody && !res.deadlinePassed {
+		x.p.passive(rt, b, res.failed, res.notSent || res.refusedStream, res.err, x.p.clock.Now().UnixNano())
 	}
 	if !x.retries(&res, l.limit) {
 		x.respond(b, &res)
@@ -324,7 +347,7 @@ func (x *exchange) try(l *attemptLoop, b *router.Backend, btok breaker.Token) (a
 	}
 	l.last = res
 	x.span.EndAttempt(res.err)
-	x.series().retry()
+	x.series().retry(retryFailure)
 	return false
 }
 
@@ -334,7 +357,7 @@ func (x *exchange) retries(res *attemptResult, limit int) bool {
 	if x.isGRPCCall() {
 		return x.grpcRetryable(res, limit)
 	}
-	return res.failed && !res.clientGone && !res.badBody && x.mayRetry(res, limit)
+	return res.failed && !res.clientGone && !res.badBody && !res.deadlinePassed && x.mayRetry(res, limit)
 }
 
 // giveUp answers when no backend was left to attempt.
@@ -349,6 +372,8 @@ func (x *exchange) giveUp(l *attemptLoop) {
 		// Every backend left refused the connection: none is up (a
 		// replica restarting, say), which is what 503 says.
 		x.replyNoHealthy()
+	case last.refusedStream:
+		x.replyRefusedStream()
 	case last.err != nil || last.resp != nil:
 		// A retry found no backend to go to (scope=backend breakers):
 		// the failure that caused it is the answer.
@@ -385,6 +410,8 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
 	out.TransferEncoding = nil
 	switch {
+	case x.body != nil && len(x.body) == 0:
+		out.Body, out.ContentLength = nil, 0
 	case x.body != nil:
 		out.Body = io.NopCloser(bytes.NewReader(x.body))
 		out.ContentLength = int64(len(x.body))
@@ -404,8 +431,9 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	// A body on a request whose method gives it no meaning (GET, HEAD,
 	// DELETE, OPTIONS, TRACE; RFC 9110 9.3) is forwarded, but a backend
 	// may ignore it and read it as a next request: the connection is
-	// closed after the answer, never reused for another client.
-	out.Close = in.Body != nil && in.Body != http.NoBody && in.ContentLength != 0 && !methodDefinesBody(in.Method)
+	// closed after the answer, never reused for another client. A body
+	// read ahead and found empty is no body.
+	out.Close = out.Body != nil && out.Body != http.NoBody && out.ContentLength != 0 && !methodDefinesBody(in.Method)
 
 	b.State().AddInFlight(1)
 	if x.span != nil {
@@ -428,31 +456,42 @@ func (x *exchange) attempt(b *router.Backend) attemptResult {
 	res := attemptResult{resp: resp, err: err, elapsed: time.Since(t0)}
 	if err != nil {
 		b.State().AddInFlight(-1)
-		res.failed = true
-		var ne net.Error
-		switch {
-		case x.badBody.Load():
-			// First: net/http's server also cancels the request's context
-			// when reading its body fails.
-			res.badBody = true
-		case in.Context().Err() != nil:
-			res.clientGone = true
-		case err == errUnaskedUpgrade:
-			res.badUpgrade = true
-		case isTLSError(err):
-			// Before neverSent and the others: a handshake's own
-			// read and write errors are inside.
-			res.tlsFailed = true
-			x.logTLSFailure(b, err)
-		case neverSent(err):
-			res.notSent = true
-		case client.ClosedBeforeAnswer(err):
-			res.noAnswer = true
-		case errors.As(err, &ne) && ne.Timeout():
-			res.timeout = true
-		}
+		x.judgeError(&res, b)
 	}
 	return res
+}
+
+// judgeError classifies a failed attempt by its error.
+func (x *exchange) judgeError(res *attemptResult, b *router.Backend) {
+	err := res.err
+	res.failed = true
+	var ne net.Error
+	switch {
+	case x.badBody.Load():
+		// First: net/http's server also cancels the request's context
+		// when reading its body fails.
+		res.badBody = true
+	case x.req.Context().Err() != nil:
+		res.clientGone = true
+	case x.grpcDeadlinePassed():
+		res.deadlinePassed = true
+	case err == errUnaskedUpgrade:
+		res.badUpgrade = true
+	case isTLSError(err):
+		// Before neverSent and the others: a handshake's own
+		// read and write errors are inside.
+		res.tlsFailed = true
+		x.logTLSFailure(b, err)
+	case client.IsStreamRefused(err):
+		res.refusedStream = true
+		x.logRefusedStream(b, err)
+	case neverSent(err):
+		res.notSent = true
+	case client.ClosedBeforeAnswer(err):
+		res.noAnswer = true
+	case errors.As(err, &ne) && ne.Timeout():
+		res.timeout = true
+	}
 }
 
 // methodDefinesBody reports whether a request body has a meaning for the
@@ -470,7 +509,7 @@ func methodDefinesBody(m string) bool {
 func (x *exchange) outcome(res *attemptResult) breaker.Outcome {
 	o := breaker.Outcome{Elapsed: res.elapsed}
 	switch {
-	case res.clientGone, res.badBody:
+	case res.clientGone, res.badBody, res.deadlinePassed:
 		o.Result = breaker.Neutral
 	case res.err != nil:
 		o.Result = breaker.Failure

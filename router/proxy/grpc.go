@@ -22,6 +22,7 @@ import (
 // gRPC status codes (grpc/doc/statuscodes.md) of Levee's answers.
 const (
 	grpcUnknown          = 2
+	grpcDeadlineExceeded = 4
 	grpcPermissionDenied = 7
 	grpcUnimplemented    = 12
 	grpcInternal         = 13
@@ -61,13 +62,17 @@ func grpcStatusOf(status int) int {
 // grpc-message. A Retry-After is also grpc-retry-pushback-ms, which a
 // gRPC client with a retry policy honours (gRFC A6).
 func (x *exchange) replyGRPC(status int, diagnostic, body string) {
+	x.replyGRPCCode(grpcStatusOf(status), status, diagnostic, body)
+}
+
+// replyGRPCCode is replyGRPC with the gRPC status given.
+func (x *exchange) replyGRPCCode(code, status int, diagnostic, body string) {
 	h := x.w.Header()
 	h["Content-Type"] = valueGRPC
 	h[HeaderDiagnostic] = valueDiagnostic[diagnostic]
 	if x.origin() != nil {
 		x.fallbackHeaders(h)
 	}
-	code := grpcStatusOf(status)
 	x.setGRPCStatus(code)
 	h["Grpc-Status"] = []string{strconv.Itoa(code)}
 	h["Grpc-Message"] = []string{grpcMessage(fmt.Sprintf("%d %s", status, strings.TrimSpace(body)))}
@@ -158,4 +163,46 @@ func (x *exchange) settleGRPC(trailer http.Header, err error) {
 	if o.Result != breaker.Neutral {
 		x.p.passive(x.route, p.b, o.Result == breaker.Failure, false, err, x.p.clock.Now().UnixNano())
 	}
+}
+
+// grpcDeadlinePassed reports whether a gRPC call's own deadline, its
+// grpc-timeout counted from when Levee received the call, has passed. A
+// backend gives up on such a call (grpc-go resets the stream): the
+// client's deadline ended it, not a fault of the backend's.
+func (x *exchange) grpcDeadlinePassed() bool {
+	if x.req.ProtoMajor != 2 || !isGRPC(x.req.Header) {
+		return false
+	}
+	d, ok := parseGRPCTimeout(x.req.Header.Get("Grpc-Timeout"))
+	return ok && time.Since(x.start) >= d
+}
+
+// parseGRPCTimeout reads a grpc-timeout value (gRPC over HTTP/2: at most
+// 8 digits and a unit, H M S m u n).
+func parseGRPCTimeout(v string) (time.Duration, bool) {
+	if len(v) < 2 || len(v) > 9 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
+	if err != nil || n < 0 || v[0] == '+' || v[0] == '-' {
+		return 0, false
+	}
+	var unit time.Duration
+	switch v[len(v)-1] {
+	case 'H':
+		unit = time.Hour
+	case 'M':
+		unit = time.Minute
+	case 'S':
+		unit = time.Second
+	case 'm':
+		unit = time.Millisecond
+	case 'u':
+		unit = time.Microsecond
+	case 'n':
+		unit = time.Nanosecond
+	default:
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
 }

@@ -26,12 +26,16 @@ import (
 // grpcRetryable reports whether a gRPC call's failed attempt may be tried
 // again.
 func (x *exchange) grpcRetryable(res *attemptResult, maxAttempts int) bool {
-	if x.req.Context().Err() != nil || res.clientGone || res.badBody {
+	if x.req.Context().Err() != nil || res.clientGone || res.badBody || res.deadlinePassed {
 		return false
 	}
 	switch {
 	case res.notSent:
 		return x.replayable || x.replay != nil && x.replay.canReplay(true)
+	case res.refusedStream:
+		// Not processed: the record of a body that was read is complete
+		// or was ended by the Transport's close (replayReader.Close).
+		return (x.replayable || x.replay != nil && x.replay.canReplay(true)) && x.refusedStreamRetry()
 	case res.resp != nil && grpcUnavailableHead(res.resp):
 		if !x.replayable && (x.replay == nil || !x.replay.canReplay(false)) {
 			return false

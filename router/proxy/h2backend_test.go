@@ -301,7 +301,9 @@ func (panicDeadliner) SetWriteDeadline(time.Time) error {
 // (net/http's HTTP/2 Transport does, on its own goroutine) gets an error
 // and touches neither the exchange nor the client's connection.
 func TestRequestBodyReadAfterTheExchangeEnds(t *testing.T) {
-	x := &exchange{dl: panicDeadliner{}}
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("late"))
+	req.ProtoMajor, req.ProtoMinor = 2, 0
+	x := &exchange{dl: panicDeadliner{}, req: req}
 	x.gate = &bodyGate{}
 	b := &clientBody{r: strings.NewReader("late"), c: io.NopCloser(nil), x: x, gate: x.gate}
 	x.closeBody()

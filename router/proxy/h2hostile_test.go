@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // Hostile HTTP/2 backends: each misbehaviour is a backend failure or a
@@ -25,6 +27,14 @@ import (
 // settings, then runs act for each request's stream.
 func hostileH2(t *testing.T, settings []http2.Setting, act func(fr *http2.Framer, enc *headerBlock, stream uint32)) config.Backend {
 	t.Helper()
+	b, _ := countedHostileH2(t, settings, act)
+	return b
+}
+
+// countedHostileH2 is hostileH2 counting the connections it accepted.
+func countedHostileH2(t *testing.T, settings []http2.Setting, act func(fr *http2.Framer, enc *headerBlock, stream uint32)) (config.Backend, *atomic.Int32) {
+	t.Helper()
+	conns := new(atomic.Int32)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +46,7 @@ func hostileH2(t *testing.T, settings []http2.Setting, act func(fr *http2.Framer
 			if err != nil {
 				return
 			}
+			conns.Add(1)
 			go func() {
 				defer c.Close()
 				_ = c.SetDeadline(time.Now().Add(20 * time.Second))
@@ -63,7 +74,7 @@ func hostileH2(t *testing.T, settings []http2.Setting, act func(fr *http2.Framer
 			}()
 		}
 	}()
-	return listenerBackend(ln)
+	return listenerBackend(ln), conns
 }
 
 // headerBlock encodes header fields with HPACK.
@@ -127,9 +138,10 @@ func hostileCases() []hostileCase {
 				}
 			}},
 		{name: "max-concurrent-streams-0", settings: []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}},
-			// A stream sent before the SETTINGS arrived is never answered;
-			// later ones wait for a slot that never comes.
-			codes: failed,
+			// A stream sent before the SETTINGS arrived is never answered
+			// (504); a request that finds no slot ends after
+			// client.H2MaxDials connections (503 backend-refused-stream).
+			codes: []int{http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusServiceUnavailable},
 			act:   func(*http2.Framer, *headerBlock, uint32) {}},
 		{name: "rst-stream-flood", codes: failed,
 			act: func(fr *http2.Framer, enc *headerBlock, stream uint32) {
@@ -220,23 +232,29 @@ func TestHostileH2BackendsAreBoundedFailures(t *testing.T) {
 }
 
 // A backend whose SETTINGS grant no stream holds no request past the
-// dial and header timeouts: not the first (sent before its SETTINGS
-// came, never answered), nor the next ones, which wait for a stream slot
-// (client.Standard.SendTimeout).
+// header timeout, nor makes the client dial without end: a stream sent
+// before its SETTINGS came is never answered (the route's backendTimeout,
+// 504); a request that finds no stream slot ends after
+// client.H2MaxDials new connections (503 backend-refused-stream).
 func TestH2BackendGrantingNoStreamIsBounded(t *testing.T) {
 	h := newHarness(t, Options{EjectAfter: -1})
-	e := h2Route("zero", config.SchemeH2C, config.BackendTLS{},
-		hostileH2(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(*http2.Framer, *headerBlock, uint32) {}))
+	b, conns := countedHostileH2(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(*http2.Framer, *headerBlock, uint32) {})
+	e := h2Route("zero", config.SchemeH2C, config.BackendTLS{}, b)
 	e.BackendTimeout = 500 * time.Millisecond
 	h.set(config.SourceDocker, e)
-	for i := range 3 {
+	const requests = 5
+	for i := range requests {
 		start := time.Now()
-		code, _, _ := h.get("zero.test", "/")
-		if code != http.StatusGatewayTimeout && code != http.StatusBadGateway {
-			t.Fatalf("request %d: %d, want 504 or 502", i, code)
+		code, _, resp := h.get("zero.test", "/")
+		refused := code == http.StatusServiceUnavailable && resp.Header.Get(HeaderDiagnostic) == DiagnosticBackendRefusedStream
+		if code != http.StatusGatewayTimeout && code != http.StatusBadGateway && !refused {
+			t.Fatalf("request %d: %d %q, want 504, 502 or 503 backend-refused-stream", i, code, resp.Header.Get(HeaderDiagnostic))
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("request %d answered after %v: past the dial and header timeouts", i, d)
 		}
+	}
+	if n := conns.Load(); n > requests*client.H2MaxDials {
+		t.Fatalf("%d connections for %d requests, want at most %d", n, requests, requests*client.H2MaxDials)
 	}
 }

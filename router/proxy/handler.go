@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/h3"
 	"github.com/levee-proxy/levee/router/httpx/pathform"
 )
 
@@ -41,6 +42,10 @@ type Handler struct {
 	accessLog  zerolog.Logger
 	retryAfter [][]string
 	sticky     *stickyKey
+	// early reports whether a request arrived in 0-RTT early data, and
+	// the channel closed when its handshake completes: h3.Early (tests
+	// put a handshake of their own in its place).
+	early func(*http.Request) (<-chan struct{}, bool)
 }
 
 // New returns a Handler that serves requests over src's snapshots. Call
@@ -50,6 +55,7 @@ func New(src Snapshots, opts Options) *Handler {
 	p := &Handler{src: src, opts: opts, log: opts.Logger, clock: opts.Clock, metrics: newMetrics(opts.RouteLatency)}
 	p.buffers.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.sticky = newStickyKey(opts.StickySecret)
+	p.early = h3.Early
 	p.lines.New = func() any { b := make([]byte, 0, 512); return &b }
 	p.accessLog = p.log
 	if opts.AccessLogOut != nil {
@@ -115,6 +121,8 @@ func (p *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case route == nil:
 		x.reply(http.StatusNotFound, DiagnosticNoRoute, "no route for this host and path\n")
+	case !x.admitEarly(route.Config().EarlyData):
+		x.abort = true // the client's connection is gone
 	case redirect:
 		x.redirectHTTPS(l)
 	case !route.Policies().Empty():

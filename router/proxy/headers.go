@@ -25,7 +25,14 @@ func (x *exchange) prepareHeaders() {
 		x.upgrade = ""
 	}
 	te := h["Te"]
+	early, marked := h["Early-Data"]
 	removeHopByHop(h)
+	if marked {
+		// An intermediary MUST NOT remove it, and a sender MUST NOT name
+		// it in Connection (RFC 8470 5.1): a Connection naming it does
+		// not unmark a request that may be a replay.
+		h["Early-Data"] = early
+	}
 	delete(h, HeaderFallback) // only Levee says a request comes from a fallback
 	if x.upgrade != "" {
 		h["Connection"] = valueUpgrade
@@ -198,6 +205,16 @@ func ParseUnderscoreHeaders(s string) (UnderscoreHeaders, error) {
 //   - From a peer that is not a trusted proxy, the forwarding fields are
 //     removed (spoofableField), so that no policy and no backend reads an
 //     address, scheme, host, port or prefix the client made up.
+//   - Early-Data, from any peer, is kept, as RFC 8470 5.1 says an
+//     intermediary MUST: it says the request was sent in early data on
+//     a hop before, and Levee cannot tell a user agent (which has no
+//     reason to send it) from a proxy that is not among the trusted
+//     ones. Removing it could let a replayed request reach the backend
+//     as a safe one; keeping a false one only makes the backend more
+//     careful with that client's own request (a 425, which Levee then
+//     forwards: RFC 8470 5.2). Several or other values are one "1",
+//     as RFC 8470 5.1 says a server takes them, so that a backend
+//     comparing the value with "1" reads them right.
 //
 // The names are scanned once; a request whose names are all plain
 // (fieldname.Plain) and without forwarding fields is not changed.
@@ -227,6 +244,9 @@ func (x *exchange) screenHeaders() bool {
 		if !trusted && spoofableField(k) {
 			delete(h, k)
 		}
+	}
+	if v, ok := h["Early-Data"]; ok && (len(v) != 1 || v[0] != "1") {
+		h["Early-Data"] = valueEarlyData
 	}
 	return true
 }

@@ -130,14 +130,23 @@ func (b *testBackend) last() *http.Request {
 // deadBackend returns a Backend nothing listens on.
 func deadBackend(t *testing.T) config.Backend {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		// The kernel may hand a just-closed port out again; a test that
+		// asks for several dead backends means several addresses.
+		if _, taken := deadPorts.LoadOrStore(port, true); !taken {
+			return config.Backend{Address: "127.0.0.1", Port: port, Weight: config.DefaultWeight, Name: "dead"}
+		}
 	}
-	addr := l.Addr().(*net.TCPAddr)
-	_ = l.Close()
-	return config.Backend{Address: "127.0.0.1", Port: addr.Port, Weight: config.DefaultWeight, Name: "dead"}
 }
+
+// deadPorts holds the ports deadBackend handed out in this test binary.
+var deadPorts sync.Map
 
 // testFront serves a handler the way levee serve does: with router/httpx/server,
 // or with net/http's server when LEVEE_TEST_SERVER=stdlib (levee serve

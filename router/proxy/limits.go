@@ -16,6 +16,9 @@ import (
 //     that long has passed since the body started, an average of
 //     RequestBodyMinRate bytes per second. A client that falls behind is
 //     answered 408 (client-timeout) and is never the backend's failure.
+//     The look at a GET's body of unknown length before a stale answer
+//     waits at most staleBodyWait (carriesBody): an open breaker answers
+//     at once.
 //   - writing the response: ResponseWriteTimeout between writes; a client
 //     that takes nothing for that long loses its connection.
 //   - a tunnel (101): TunnelIdleTimeout with no byte either way.
@@ -92,6 +95,9 @@ func (x *exchange) armBodyRead() {
 			deadline = byRate
 		}
 	}
+	if peek := now.Add(staleBodyWait); x.peekingBody && peek.Before(deadline) {
+		deadline = peek
+	}
 	_ = x.deadlines().SetReadDeadline(deadline)
 }
 
@@ -119,12 +125,17 @@ func (x *exchange) bodyEnded() {
 // none) fails with errBodyTooLarge once limit bytes were read: the attempt
 // is the client's fault and is answered 413 unless the backend answered
 // already.
+//
+// A read that fails once the backend client closed the body (it does when
+// the backend reset or answered the stream) failed because of that close:
+// it is not the client's fault and marks nothing.
 type clientBody struct {
-	r     io.Reader
-	c     io.Closer
-	x     *exchange
-	limit int64
-	gate  *bodyGate
+	r      io.Reader
+	c      io.Closer
+	x      *exchange
+	limit  int64
+	gate   *bodyGate
+	closed atomic.Bool // Close was called by the backend client
 }
 
 // bodyGate keeps a backend client that reads the request body after the
@@ -159,10 +170,15 @@ var errHandlerDone = errors.New("request body read after the exchange ended")
 // closeBody ends the exchange's request body: later reads fail and
 // touch nothing. Called before the handler returns.
 func (x *exchange) closeBody() {
-	g := x.gate
-	if g == nil {
-		return
+	if g := x.gate; g != nil && !g.finish() {
+		return // a read still in flight: the body is left to it
 	}
+	x.discardUnreadBody()
+}
+
+// finish ends the gate's body and waits up to bodyReadSettle for the reads
+// in flight; it reports whether none is left.
+func (g *bodyGate) finish() bool {
 	g.mu.Lock()
 	g.done = true
 	var settled chan struct{}
@@ -172,14 +188,38 @@ func (x *exchange) closeBody() {
 	}
 	g.mu.Unlock()
 	if settled == nil {
-		return
+		return true
 	}
 	t := time.NewTimer(bodyReadSettle)
 	defer t.Stop()
 	select {
 	case <-settled:
+		return true
 	case <-t.C:
+		return false
 	}
+}
+
+// discardUnreadBody closes an HTTP/1 request body the exchange did not
+// read to its end (an answer given without it: an open breaker, a
+// policy's refusal, a backend that answered early), reading what is left
+// of it for at most bodyReadSettle.
+//
+// net/http's HTTP/1 server in full duplex reads the rest of such a body
+// only after the handler returned and it stopped watching the
+// connection, then panics on its next read ("invalid concurrent Body.Read
+// call", go.dev/issue/68560) and drops a connection the client means to
+// reuse; closed here, the rest is read while the handler still runs, as
+// net/http does itself without full duplex (at most 256 KiB, else the
+// connection is not reused). Levee's own server only marks the body
+// closed and reads on after the handler under its own deadlines.
+func (x *exchange) discardUnreadBody() {
+	b := x.req.Body
+	if x.req.ProtoMajor != 1 || b == nil || b == http.NoBody || x.bodyEOF.Load() || x.hijacked {
+		return
+	}
+	_ = x.deadlines().SetReadDeadline(time.Now().Add(bodyReadSettle))
+	_ = b.Close()
 }
 
 // errBodyTooLarge is a clientBody's error for a body over its limit.
@@ -233,7 +273,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		x.bodyEOF.Store(true)
 		x.bodyEnded()
-	case err != nil:
+	case err != nil && !b.closed.Load():
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			x.bodyTimedOut.Store(true)
@@ -255,6 +295,7 @@ func (b *clientBody) Close() error {
 	}
 	g.reading++
 	g.mu.Unlock()
+	b.closed.Store(true)
 	err := b.c.Close()
 	g.mu.Lock()
 	g.settle()

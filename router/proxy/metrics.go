@@ -62,8 +62,9 @@ func newMetrics(perRouteLatency bool) *metrics {
 			Name: "levee_requests_total", Help: "Requests answered, by route and HTTP status.",
 		}, []string{"route", "code"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "levee_retries_total", Help: "Retry attempts (attempts after the first), by route.",
-		}, []string{"route"}),
+			Name: "levee_retries_total",
+			Help: "Retry attempts (attempts after the first), by route and reason: failure (the attempt before failed), too_early (the backend answered 425 Too Early to a request forwarded in 0-RTT early data, sent again once the client's handshake completed).",
+		}, []string{"route", "reason"}),
 		grpc: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_grpc_responses_total",
 			Help: "gRPC calls answered, by route and the grpc-status their client read (OK, UNAVAILABLE...; none for a stream that ended without one), Levee's own answers included. Each is also in levee_requests_total, mostly as code 200.",
@@ -115,9 +116,9 @@ type routeSeries struct {
 	route    string
 	duration prometheus.Observer
 
-	mu      sync.Mutex // serialises additions to codes and the retry counter
+	mu      sync.Mutex // serialises additions to codes and the retry counters
 	codes   atomic.Pointer[[]codeCounter]
-	retries atomic.Pointer[prometheus.Counter]
+	retries [len(retryReasons)]atomic.Pointer[prometheus.Counter]
 	// grpc are the route's levee_grpc_responses_total counters, by
 	// status label, made on first use.
 	grpc atomic.Pointer[[]grpcCounter]
@@ -140,18 +141,28 @@ func (m *metrics) series(route string) *routeSeries {
 	return s
 }
 
-// retry counts one retry of the route, making its counter the first time.
-func (s *routeSeries) retry() {
-	if c := s.retries.Load(); c != nil {
+// Reasons of levee_retries_total, indexes into retryReasons.
+const (
+	retryFailure  = iota // the attempt before failed (retry.go, grpc_retry.go)
+	retryTooEarly        // the backend answered 425 to an early request (early.go)
+)
+
+var retryReasons = [...]string{retryFailure: "failure", retryTooEarly: "too_early"}
+
+// retry counts one retry of the route for a reason, making its counter
+// the first time.
+func (s *routeSeries) retry(reason int) {
+	slot := &s.retries[reason]
+	if c := slot.Load(); c != nil {
 		(*c).Inc()
 		return
 	}
 	s.mu.Lock()
-	c := s.retries.Load()
+	c := slot.Load()
 	if c == nil {
-		n := s.m.retries.WithLabelValues(s.route)
+		n := s.m.retries.WithLabelValues(s.route, retryReasons[reason])
 		c = &n
-		s.retries.Store(c)
+		slot.Store(c)
 	}
 	s.mu.Unlock()
 	(*c).Inc()
@@ -163,7 +174,7 @@ func (s *routeSeries) Release() {
 	if s.m.duration != nil {
 		s.m.duration.DeleteLabelValues(s.route)
 	}
-	s.m.retries.DeleteLabelValues(s.route)
+	s.m.retries.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.m.grpc.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.m.fallback.DeletePartialMatch(prometheus.Labels{"route": s.route})
 	s.stale.drop()

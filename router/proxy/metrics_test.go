@@ -116,3 +116,17 @@ func TestMetricsSizeAt10kRoutesIsBounded(t *testing.T) {
 		t.Fatal("a route's request counter is missing")
 	}
 }
+
+// A route listing one address twice shares one backend state, and the
+// scrape shows it once: a repeated label set would fail the whole scrape.
+func TestRepeatedBackendAddressIsOneSeries(t *testing.T) {
+	h := newHarness(t, Options{})
+	a := newBackend(t, "a")
+	h.set(config.SourceDocker, ep("web", a.backend(), a.backend()))
+	if code, _, _ := h.get("web.test", "/"); code != http.StatusOK {
+		t.Fatalf("GET through a route listing one backend twice: %d", code)
+	}
+	if v := metricValue(t, h, "levee_backend_up", map[string]string{"route": "web"}); v != 1 {
+		t.Fatalf("levee_backend_up = %v, want 1", v)
+	}
+}

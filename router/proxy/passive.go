@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router"
+	"github.com/levee-proxy/levee/router/httpx/client"
 )
 
 // Passive health: the request path judges every attempt (see outcome and
@@ -126,6 +127,8 @@ const (
 	connectReset       = "reset"       // the handshake was cut
 	connectUnreachable = "unreachable" // the network said there is no way to the address
 	connectFailed      = "failed"      // anything else
+	// An HTTP/2 backend took the request on no stream (refusedstream.go).
+	connectStreamRefused = "stream_refused"
 )
 
 // connectFailure classifies a failed connect and words its ejection: a
@@ -133,7 +136,10 @@ const (
 // server, or an address Levee cannot reach, e.g. no shared network).
 func connectFailure(err error) (cause, msg string) {
 	var ne net.Error
+	var se *client.StreamRefusedError
 	switch {
+	case errors.As(err, &se):
+		return connectStreamRefused, "backend ejected: it took the request on no HTTP/2 stream (" + se.Reason + ")"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return connectRefused, "backend ejected: it refused a connection"
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):

@@ -167,6 +167,8 @@ func (x *exchange) respondError(res *attemptResult) {
 		x.status = statusClientGone
 	case res.badBody:
 		x.replyBadBody()
+	case res.deadlinePassed:
+		x.replyGRPCCode(grpcDeadlineExceeded, http.StatusGatewayTimeout, DiagnosticBackendTimeout, "the call's deadline (grpc-timeout) passed\n")
 	case res.badUpgrade:
 		x.reply(http.StatusBadGateway, DiagnosticBadUpgrade, "backend switched protocols without being asked to\n")
 	case res.notSent:
@@ -174,6 +176,9 @@ func (x *exchange) respondError(res *attemptResult) {
 		// single replica restarting, a body too large to replay): the
 		// service is unavailable for now (RFC 9110 15.6.4), not broken.
 		x.replyNoHealthy()
+	case res.refusedStream:
+		// Not processed, and no other backend or no retry budget left.
+		x.replyRefusedStream()
 	case res.tlsFailed && isNoH2(res.err):
 		x.reply(http.StatusBadGateway, DiagnosticBackendNoH2, "backend does not speak HTTP/2 over TLS\n")
 	case res.tlsFailed:

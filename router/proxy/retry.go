@@ -47,6 +47,10 @@ func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
 	if res.notSent || res.noAnswer && client.Idempotent(x.req) {
 		return true
 	}
+	if res.refusedStream {
+		// Not processed either, but within the budget (refusedstream.go).
+		return x.refusedStreamRetry()
+	}
 	if x.attempts-x.free >= maxAttempts {
 		return false
 	}

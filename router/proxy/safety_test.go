@@ -85,14 +85,12 @@ func TestLeftoverBackendBytesNeverReachAnotherClient(t *testing.T) {
 	}
 }
 
-// A body on GET is forwarded with Connection: close: a backend that
-// ignores GET bodies and reads the body as a second request cannot hand
-// its answer to the next client.
-func TestGetBodyIsNeverASecondRequest(t *testing.T) {
-	var conns atomic.Int64
-	// Unlike scriptedBackend, which discards bodies, this backend reads a
-	// GET body as the next request, as Python's http.server does.
-	be := rawBackend(t, func(c net.Conn) {
+// getBodyAsNextRequestBackend counts its connections and the requests
+// marked Connection: close. Unlike scriptedBackend, which discards
+// bodies, it reads a GET body as the next request, as Python's
+// http.server does.
+func getBodyAsNextRequestBackend(t *testing.T, conns, closes *atomic.Int64) config.Backend {
+	return rawBackend(t, func(c net.Conn) {
 		conns.Add(1)
 		br := bufio.NewReader(c)
 		for {
@@ -104,6 +102,7 @@ func TestGetBodyIsNeverASecondRequest(t *testing.T) {
 				_, _ = io.Copy(io.Discard, req.Body)
 			}
 			if req.Close {
+				closes.Add(1)
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: "+itoa(len(req.URL.Path))+"\r\n\r\n"+req.URL.Path)
 				return
 			}
@@ -112,6 +111,14 @@ func TestGetBodyIsNeverASecondRequest(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A body on GET is forwarded with Connection: close: a backend that
+// ignores GET bodies and reads the body as a second request cannot hand
+// its answer to the next client.
+func TestGetBodyIsNeverASecondRequest(t *testing.T) {
+	var conns, closes atomic.Int64
+	be := getBodyAsNextRequestBackend(t, &conns, &closes)
 	h := newHarness(t, Options{})
 	h.set(config.SourceAPI, ep("web", be))
 	smuggled := "GET /admin HTTP/1.1\r\nHost: web.test\r\n\r\n"
@@ -130,6 +137,45 @@ func TestGetBodyIsNeverASecondRequest(t *testing.T) {
 		if _, body, _ := h.get("web.test", "/mine"); body != "/mine" {
 			t.Fatalf("next client got %q, the answer to a smuggled request", body)
 		}
+	}
+}
+
+// A body of unknown length on a GET is read before the backend is
+// dialled (an HTTP/3 GET's stream may end after its headers): found
+// empty, it is no body, and the backend connection is kept for the next
+// client; found with bytes, it is forwarded with Connection: close.
+func TestGetWithEmptyBodyOfUnknownLengthKeepsTheBackendConnection(t *testing.T) {
+	var conns, closes atomic.Int64
+	be := getBodyAsNextRequestBackend(t, &conns, &closes)
+	h := newHarness(t, Options{})
+	h.set(config.SourceAPI, ep("web", be))
+	send := func(path, chunks string) {
+		t.Helper()
+		// A connection each: Levee's front closes after a chunked
+		// request (RFC 9112 6.3, operations.md).
+		conn := h.dialFront()
+		br := bufio.NewReader(conn)
+		if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: web.test\r\nTransfer-Encoding: chunked\r\n\r\n"+chunks); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != path {
+			t.Fatalf("GET %s: %d %q", path, resp.StatusCode, b)
+		}
+	}
+	send("/one", "0\r\n\r\n")
+	send("/two", "0\r\n\r\n")
+	if n, c := conns.Load(), closes.Load(); n != 1 || c != 0 {
+		t.Fatalf("two GETs with empty chunked bodies: %d backend connections, %d marked close; want 1 and 0", n, c)
+	}
+	send("/three", "3\r\nabc\r\n0\r\n\r\n")
+	if c := closes.Load(); c != 1 {
+		t.Fatalf("a GET with a body was forwarded without Connection: close (%d marked)", c)
 	}
 }
 

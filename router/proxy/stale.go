@@ -226,7 +226,7 @@ func (x *exchange) recordStale(resp *http.Response) {
 
 // newStaleRecord readies the copy of an answer the rules allow keeping.
 func (x *exchange) newStaleRecord(cb *config.CircuitBreaker, resp *http.Response) *staleRecord {
-	if x.origin() != nil || x.req.Method != http.MethodGet || hasBody(x.req) ||
+	if x.origin() != nil || x.req.Method != http.MethodGet || x.carriesBody() ||
 		resp.StatusCode != http.StatusOK || len(resp.Trailer) > 0 || len(resp.Header["Set-Cookie"]) > 0 ||
 		forbidsStale(resp.Header["Cache-Control"]) || forbidsStale(x.req.Header["Cache-Control"]) {
 		return nil
@@ -293,7 +293,7 @@ func (x *exchange) serveStale(retryAfter time.Duration) bool {
 		return false
 	}
 	var e *staleEntry
-	if key, ok := x.staleKey(cb); ok && !hasBody(x.req) {
+	if key, ok := x.staleKey(cb); ok && !x.carriesBody() {
 		if c := x.series().stale.p.Load(); c != nil {
 			e = c.get(key, x.p.clock.Now(), cb.Fallback.ServeStale)
 		}

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -39,6 +42,64 @@ func hasAuthPolicy(ep *config.Entrypoint) bool {
 // Content-Length other than 0, or a Transfer-Encoding).
 func hasBody(r *http.Request) bool {
 	return r.ContentLength != 0 || len(r.TransferEncoding) > 0
+}
+
+// carriesBody reports whether the exchange's request carries a body.
+//
+// One of unknown length (chunked, or an HTTP/2 or HTTP/3 GET whose stream
+// may end just after its headers) on a method that gives it no meaning,
+// which no attempt has read yet, is only met on the way to a stale answer
+// (serveStale: the breaker refused, so nothing was sent). There the open
+// breaker promises an answer at once, so the body is not read ahead
+// within the client body's limits (readBody does that before dialling)
+// but looked at once, for at most staleBodyWait (bodyEndsNow): ended
+// without a byte, it is no body and the GET may be answered stale;
+// anything else (bytes, a wait that ran out, a broken body) and it is
+// taken to carry one, so it gets the open answer (a body may shape the
+// answer, and the cache's key is the URL only). The client's body never
+// reaches a breaker here: no attempt is made.
+func (x *exchange) carriesBody() bool {
+	if x.body == nil && x.stream == nil && x.attempts == 0 && x.req.ContentLength < 0 &&
+		!methodDefinesBody(x.req.Method) && !isGRPC(x.req.Header) {
+		return !x.bodyEndsNow()
+	}
+	if x.body != nil {
+		return len(x.body) > 0
+	}
+	return hasBody(x.req)
+}
+
+// staleBodyWait bounds the look at a body of unknown length before a
+// stale answer (carriesBody). A client that has no body ends its stream
+// with the headers or in the packet after them: a longer wait would only
+// hold back the open breaker's answer to a client whose body is slow or
+// never comes. At most the client body's own timeout.
+const staleBodyWait = 250 * time.Millisecond
+
+// bodyEndsNow makes one read of the client's body, within staleBodyWait,
+// and reports whether the body ended there without a byte; it is then
+// the buffered empty body. A byte read is kept in front of the rest, as
+// bufferBody keeps a part (x.stream). A read that failed or ran out of
+// time leaves the body broken (badBody): the exchange only answers on
+// Levee's behalf after it.
+func (x *exchange) bodyEndsNow() bool {
+	if x.req.Body == nil || x.req.Body == http.NoBody {
+		return true
+	}
+	body := x.newClientBody()
+	var b [1]byte
+	x.peekingBody = true
+	n, err := body.Read(b[:])
+	x.peekingBody = false
+	if n > 0 {
+		x.stream = streamBody{Reader: io.MultiReader(bytes.NewReader(b[:n]), body), Closer: body}
+		return false
+	}
+	if err == io.EOF {
+		x.body, x.replayable = []byte{}, true
+		return true
+	}
+	return false
 }
 
 // noteStaleCredentials hashes, before the route's policies run, the

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -167,11 +168,22 @@ func TestStaleNeverKeepsAGetWithABody(t *testing.T) {
 	h.do(http.MethodGet, "web.test", "/sized", strings.NewReader("poison")).Body.Close()
 	h.do(http.MethodGet, "web.test", "/chunked", io.MultiReader(strings.NewReader("poison"))).Body.Close()
 	h.get("web.test", "/plain")
+	if code := chunkedGet(t, h, "/empty", "0\r\n\r\n"); code != 200 {
+		t.Fatalf("a GET with an empty chunked body: %d", code)
+	}
 	b.trip(t, h)
 	expectOpenAt(t, h, "/sized")
 	expectOpenAt(t, h, "/chunked")
 	if code, _, _ := getWith(t, h, http.MethodGet, "/plain"); code != 200 {
 		t.Fatalf("a plain GET is kept: %d", code)
+	}
+	// An empty body of unknown length (an HTTP/3 GET's, here chunked) is
+	// no body: kept, and answered stale.
+	if code := chunkedGet(t, h, "/empty", "0\r\n\r\n"); code != 200 {
+		t.Fatalf("a GET with an empty chunked body while the breaker is open: %d, want its stale 200", code)
+	}
+	if code := chunkedGet(t, h, "/plain", "1\r\nx\r\n0\r\n\r\n"); code != 503 {
+		t.Fatalf("a GET with a chunked body answered stale: %d", code)
 	}
 	if resp := h.do(http.MethodGet, "web.test", "/plain", strings.NewReader("x")); resp.StatusCode != 503 {
 		resp.Body.Close()
@@ -179,4 +191,103 @@ func TestStaleNeverKeepsAGetWithABody(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+}
+
+// chunkedGet sends a GET with a chunked body (chunks, the framed bytes)
+// on a connection of its own and returns the answer's status.
+func chunkedGet(t *testing.T, h *harness, path, chunks string) int {
+	t.Helper()
+	conn := h.dialFront()
+	if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: web.test\r\nTransfer-Encoding: chunked\r\n\r\n"+chunks); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A GET whose chunked body never comes is answered at once while the
+// breaker is open (fail fast): the read ahead that would tell an empty
+// body from one on its way waits staleBodyWait, not the body timeout, and
+// the body not known empty, the GET is not answered stale but gets the
+// open answer. The client's silence is no backend's failure.
+func TestStaleStalledChunkedGetGetsTheOpenAnswerAtOnce(t *testing.T) {
+	h, b := staleSetup(t, Options{RequestBodyTimeout: time.Minute}, false)
+	h.get("web.test", "/x")
+	b.trip(t, h)
+	conn := h.dialFront()
+	// Far below the body timeout: missing it is the failure.
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: web.test\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a stalled chunked GET while the breaker is open: %v, want the open answer before the body timeout", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(HeaderDiagnostic) != DiagnosticCircuitOpen ||
+		resp.Header.Get("Retry-After") == "" || resp.Header.Get(HeaderStale) != "" {
+		t.Fatalf("got %d %v, want the open answer with Retry-After", resp.StatusCode, resp.Header)
+	}
+	if s := breakerState(t, h, "web"); s != "open" {
+		t.Fatalf("state %s", s)
+	}
+	if st, _ := h.r.Breaker("web"); st.Failures != 2 {
+		t.Fatalf("breaker failures %d, want the 2 that tripped it", st.Failures)
+	}
+	// The kept answer is still there for a GET without a body.
+	if code, body, _ := getWith(t, h, http.MethodGet, "/x"); code != 200 || body != "page /x #1" {
+		t.Fatalf("plain GET after: %d %q, want the stale answer", code, body)
+	}
+}
+
+// Over HTTP/2, a GET whose stream ends in an empty DATA frame after its
+// headers (no END_STREAM on them: its length is unknown) is a GET without
+// a body, answered stale; one whose DATA never comes gets the open answer
+// before the body timeout.
+func TestStaleHTTP2GetOfUnknownLength(t *testing.T) {
+	th := newTLSHarness(t)
+	b := newStaleBackend(t)
+	web := withBreaker(tlsRoute("web", b.backend()), breaker.Params{MinRequests: 100, ConsecutiveFailures: 2, Cooldown: 5 * time.Minute})
+	web.CircuitBreaker.Fallback = config.Fallback{ServeStale: time.Minute}
+	th.set(config.SourceDocker, web)
+	c := *th.h2
+	c.Timeout = 5 * time.Second // far below the 30s body timeout: missing it is the failure
+	get := func(path string, body io.Reader) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, th.secure.URL+path, body)
+		req.Host = "web.test"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	get("/x", nil)
+	b.failing.Store(true)
+	get("/failing", nil)
+	get("/failing", nil)
+	if s := breakerState(t, th.harness, "web"); s != "open" {
+		t.Fatalf("state %s", s)
+	}
+	// A reader of its own: the client knows no length and sends the
+	// headers without END_STREAM, then an empty DATA frame ending it.
+	resp := get("/x", io.MultiReader())
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderStale) == "" {
+		t.Fatalf("HTTP/2 GET ending after its headers: %s %d %v, want the stale answer", resp.Proto, resp.StatusCode, resp.Header)
+	}
+	stalled, _ := io.Pipe() // never written: the stream stays open
+	resp = get("/x", stalled)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(HeaderDiagnostic) != DiagnosticCircuitOpen ||
+		resp.Header.Get("Retry-After") == "" || resp.Header.Get(HeaderStale) != "" {
+		t.Fatalf("stalled HTTP/2 GET: %d %v, want the open answer with Retry-After", resp.StatusCode, resp.Header)
+	}
+	stalled.Close()
 }

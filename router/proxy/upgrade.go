@@ -92,6 +92,7 @@ func (x *exchange) switchProtocols(resp *http.Response) {
 		x.reply(http.StatusInternalServerError, DiagnosticBackendUnreachable, "cannot switch protocols on this connection\n")
 		return
 	}
+	x.hijacked = true
 	defer conn.Close()
 	// The body and write limits of the request end here; the tunnel has
 	// its own.

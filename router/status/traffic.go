@@ -21,6 +21,25 @@ type RouteTraffic struct {
 	// Backends are the route's current backends ("address:port"), each
 	// counting the requests it gave the answer to.
 	Backends []BackendTraffic `json:"backends"`
+	// GRPC is the route's gRPC calls, nil (left out) for a route that
+	// has served none.
+	GRPC *GRPCTraffic `json:"grpc,omitempty"`
+}
+
+// GRPCTraffic is a route's gRPC calls since its state was made (not
+// windowed; gone at restart), by method and the status their client read.
+type GRPCTraffic struct {
+	// Methods are at most 32 named methods, most called first, then
+	// "other" counting the calls to any further method.
+	Methods []GRPCMethodTraffic `json:"methods"`
+}
+
+// GRPCMethodTraffic is one method's calls ("pkg.Service/Method") by the
+// name of their status (OK, UNAVAILABLE...; "none" for a call whose
+// answer ended without one); statuses with no call are left out.
+type GRPCMethodTraffic struct {
+	Method   string            `json:"method"`
+	Statuses map[string]uint64 `json:"statuses"`
 }
 
 // BackendTraffic is one backend's traffic within a route.

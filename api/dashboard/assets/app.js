@@ -157,8 +157,9 @@ async function loadActivity() {
 }
 
 // refreshTraffic reads the figures again and swaps only the parts that
-// show them: the overview and each card's traffic block and backend table
-// (the rest of a card, and the button a user may be about to press, stay).
+// show them: the overview and each card's traffic block, gRPC badge and
+// backend table (the rest of a card, and the button a user may be about
+// to press, stay).
 async function refreshTraffic() {
   if (!model.session) return;
   try {
@@ -173,6 +174,8 @@ async function refreshTraffic() {
     if (!card) continue;
     const block = card.querySelector("section.traffic");
     if (block) block.replaceWith(render.trafficBlock(model, e.id));
+    const badge = card.querySelector("h3 .badge.grpc");
+    if (badge) badge.replaceWith(render.grpcBadge(model, e.id));
     const table = card.querySelector(".backends");
     if (table) table.replaceWith(render.backendsTable(model, e));
   }

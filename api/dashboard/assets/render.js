@@ -76,7 +76,7 @@ export function trafficBlock(m, route) {
   const t = m.traffic.get(route);
   const attrs = { class: "traffic", "aria-label": `traffic of ${route}`, "data-route": route,
     "data-requests": t ? t.requests : 0, "data-errors": t ? t.errors : 0 };
-  if (!t || !t.requests) return h("section", attrs, h("h4", {}, "Traffic"), h("p", {}, "No requests in the last 5 min."));
+  if (!t || !t.requests) return h("section", attrs, h("h4", {}, "Traffic"), h("p", {}, "No requests in the last 5 min."), grpcTable(t && t.grpc));
   const pts = (t.points || []).map((p) => ({ time: p.time, requests: p.requests, failures: p.errors }));
   return h("section", attrs,
     h("h4", {}, "Traffic"),
@@ -84,12 +84,49 @@ export function trafficBlock(m, route) {
       h("dt", {}, "rate"), h("dd", { class: "rps" }, rate(t.rps), ` (last ${Math.round(m.trafficRate / 60)} min)`),
       h("dt", {}, "errors"), h("dd", { class: "errors" }, `${pct(t.error_ratio)} (${t.errors} of ${t.requests} requests)`),
       h("dt", {}, "latency"), h("dd", { class: "latency" }, `p50 ${millis(t.p50_ms)}, p99 ${millis(t.p99_ms)}`)),
-    sparkline(pts, m.trafficBucket, "errors"));
+    sparkline(pts, m.trafficBucket, "errors"),
+    grpcTable(t.grpc));
+}
+
+// grpcBadge says a route has served gRPC calls; empty (and hidden) for
+// one that has not, so that a traffic refresh can fill it in.
+export function grpcBadge(m, route) {
+  const t = m.traffic.get(route);
+  return h("span", { class: "badge grpc", "data-protocol": "grpc" }, t && t.grpc ? "gRPC" : "");
+}
+
+// grpcTable is a route's gRPC calls by method, each with its calls by
+// grpc-status (the API's counts since the route's state was made).
+function grpcTable(g) {
+  if (!g || !(g.methods || []).length) return null;
+  const rows = g.methods.map((mt) => {
+    const st = Object.entries(mt.statuses || {}).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    const calls = st.reduce((n, [, c]) => n + c, 0);
+    return h("tr", { "data-method": mt.method },
+      h("td", { class: "method" }, mt.method),
+      h("td", { class: "num" }, String(calls)),
+      h("td", { class: "statuses" }, st.map(([name, c]) =>
+        h("span", { class: "badge grpc-status", "data-status": name, "data-ok": name === "OK" ? "yes" : null }, `${name} ${c}`))));
+  });
+  return h("div", { class: "scroll grpc-methods" }, h("table", {},
+    h("caption", {}, "gRPC methods (calls since the route appeared)"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "method"), h("th", { scope: "col" }, "calls"), h("th", { scope: "col" }, "by grpc-status"))),
+    h("tbody", {}, rows)));
 }
 
 // Listener badges: TLS or plain, and the listeners named (else the kind
-// the route serves on by default).
-function listenerBadges(c) {
+// the route serves on by default). A TCP or UDP route says so, with the
+// one listener it serves on.
+function listenerBadges(ep) {
+  const c = ep.config || {};
+  const l4 = { Tcp: "tcp", Udp: "udp" }[ep.protocol];
+  if (l4) {
+    const listener = (c[l4] || {}).listener;
+    return [
+      h("span", { class: "badge protocol", "data-protocol": l4 }, l4.toUpperCase()),
+      h("span", { class: "badge listeners" }, listener ? `listener: ${listener}` : "no listener"),
+    ];
+  }
   const tls = c.tls === true || (c.tls && c.tls.enabled);
   const named = c.listeners || [];
   return [
@@ -107,6 +144,14 @@ function rules(ep) {
       h("dt", {}, "tcp listener"), h("dd", {}, t.listener || ""),
       t.sni && t.sni.length ? [h("dt", {}, "sni"), h("dd", {}, t.sni.join(", "), ` (tls ${t.tls || "passthrough"})`)] : null);
   }
+  if (ep.protocol === "Udp") {
+    // A UDP route is matched by its listener alone.
+    const u = c.udp || {};
+    return h("dl", { class: "facts udp" },
+      h("dt", {}, "udp listener"), h("dd", {}, u.listener || ""),
+      h("dt", {}, "sessions"), h("dd", {}, `at most ${u.max_sessions ?? "?"}, idle after ${u.idle_timeout || "?"}`),
+      u.answer_timeout ? [h("dt", {}, "answer timeout"), h("dd", {}, u.answer_timeout)] : null);
+  }
   return h("dl", { class: "facts" },
     h("dt", {}, "hosts"), h("dd", {}, (c.hostnames || []).join(", ")),
     h("dt", {}, "path"), h("dd", {}, c.path_regex ? `~ ${c.path_regex}` : c.path || "/", c.strip_prefix ? " (prefix stripped)" : ""),
@@ -115,7 +160,7 @@ function rules(ep) {
 }
 
 // Known config keys shown elsewhere; every other key is a policy.
-const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "tcp", "policies"]);
+const SHOWN = new Set(["hostnames", "path", "path_regex", "strip_prefix", "methods", "priority", "circuit_breaker", "listeners", "tcp", "udp", "policies"]);
 
 function policies(ep) {
   const c = ep.config || {};
@@ -189,7 +234,7 @@ export function routes(m, canWrite, actions) {
     const worst = bs.find((b) => b.state === "open") || bs.find((b) => b.state === "half-open") || bs[0];
     return h("article", { class: "route", id: named.routeAnchor(e.id), tabindex: -1, "data-route": e.id, "data-breaker-state": worst ? worst.state : "none" },
       h("h3", {}, e.id, " ", h("span", { class: "badge source" }, sourceText(e.source)), e.removed ? h("span", { class: "badge" }, "removed") : null,
-        listenerBadges((e.entrypoint || {}).config || {}), worst ? stateBadge(worst.state) : null),
+        listenerBadges(e.entrypoint || {}), grpcBadge(m, e.id), worst ? stateBadge(worst.state) : null),
       rules(e.entrypoint),
       named.routeBlock(m, e),
       trafficBlock(m, e.id),

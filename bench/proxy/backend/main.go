@@ -26,6 +26,8 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:18081", "address to listen on")
 	jsonBytes := flag.Int("json-bytes", 0, "answer with a JSON body of about this many bytes instead of the small text body (0: the text body)")
 	otlpSink := flag.Bool("otlp-sink", false, "be an OTLP/HTTP receiver that accepts and drops every export")
+	tlsCert := flag.String("tls-cert", "", "serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this certificate (PEM); needs -tls-key")
+	tlsKey := flag.String("tls-key", "", "the private key (PEM) of -tls-cert")
 	flag.Parse()
 	// The body is small on purpose: the benchmark is about per-request
 	// overhead, not bandwidth.
@@ -56,7 +58,13 @@ func main() {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 	}
-	if err := srv.ListenAndServe(); err != nil {
+	var err error
+	if *tlsCert != "" {
+		err = srv.ListenAndServeTLS(*tlsCert, *tlsKey)
+	} else {
+		err = srv.ListenAndServe()
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "backend on %s: %v\n", *listen, err)
 		os.Exit(1)
 	}

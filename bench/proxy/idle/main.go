@@ -34,6 +34,7 @@ func main() {
 	pids := flag.String("pids", "", "comma-separated PIDs whose VmRSS is summed")
 	name := flag.String("name", "proxy", "target name printed first")
 	settle := flag.Duration("settle", 10*time.Second, "longest wait for the RSS to settle while idle")
+	hold := flag.Duration("hold", 0, "how long the connections stay idle before the idle RSS is read (the steady state, after the runtime's periodic collection, needs over 2 min)")
 	release := flag.Duration("release", 30*time.Second, "how long to watch the RSS fall after the clients leave")
 	metrics := flag.String("metrics", "", "a Prometheus /metrics URL of the proxy: its Go heap and stack in use are logged at base and idle")
 	flag.Parse()
@@ -71,6 +72,7 @@ func main() {
 	if nFailed > 0 {
 		log.Fatalf("%d of %d connections failed", nFailed, *conns)
 	}
+	time.Sleep(*hold)
 	idle := settled(ids, *settle)
 	goMemory(*metrics, "idle")
 	for _, c := range open {

@@ -29,9 +29,13 @@
 // HTTP/2: NewH2 is net/http's Transport with HTTP/2 alone (cleartext with
 // prior knowledge, or TLS with ALPN h2 and nothing else) under Standard's
 // contract; multiplexing, flow control, GOAWAY and stream resets are its.
-// A TLS backend that does not select h2 is a *TLSError of ReasonNoH2.
+// A TLS backend that does not select h2 is a *TLSError of ReasonNoH2. A
+// request the backend takes on no stream (refused, or no stream granted)
+// ends after H2MaxStreams streams and H2MaxDials dials with a
+// *StreamRefusedError.
 //
 // Files: client.go (Transport and its pool), conn.go (one connection and
 // its exchange), response.go (reading answers and their bodies), tls.go
-// (the handshake and its errors), h2.go (the HTTP/2 client).
+// (the handshake and its errors), h2.go (the HTTP/2 client), h2refused.go
+// (its bounds on refused streams).
 package client

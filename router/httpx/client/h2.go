@@ -57,8 +57,9 @@ type H2Options struct {
 // stream reset fails the streams it names with an error, which the proxy
 // judges as any transport failure; a stream the backend refused before
 // processing it (REFUSED_STREAM, or beyond a GOAWAY's last stream) is
-// sent again on another connection by the Transport, as RFC 9113 8.7
-// allows.
+// sent again by the Transport, as RFC 9113 8.7 allows, once: a request
+// that the backend takes on no stream (H2MaxStreams, H2MaxDials) ends
+// with a *StreamRefusedError (h2refused.go).
 func NewH2(o H2Options) *Standard {
 	var p http.Protocols
 	if o.TLS == nil {
@@ -67,9 +68,10 @@ func NewH2(o H2Options) *Standard {
 		p.SetHTTP2(true)
 	}
 	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	dial := budgetDials(d.DialContext)
 	tr := &http.Transport{
 		Proxy:                  nil, // never route backend traffic through HTTP_PROXY
-		DialContext:            d.DialContext,
+		DialContext:            dial,
 		Protocols:              &p,
 		IdleConnTimeout:        o.IdleConnTimeout,
 		ResponseHeaderTimeout:  o.HeaderTimeout,
@@ -86,7 +88,7 @@ func NewH2(o H2Options) *Standard {
 		cfg.NextProtos = []string{"h2"}
 		tr.TLSClientConfig = cfg
 		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := d.DialContext(ctx, network, addr)
+			conn, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -101,7 +103,7 @@ func NewH2(o H2Options) *Standard {
 			return tc, nil
 		}
 	}
-	return &Standard{Transport: tr, BodyTimeout: o.BodyTimeout}
+	return &Standard{Transport: tr, BodyTimeout: o.BodyTimeout, h2: true}
 }
 
 // errNoH2 says what the backend selected instead of h2.

@@ -21,6 +21,9 @@ type Standard struct {
 	*http.Transport
 	// BodyTimeout bounds the wait for the next bytes of a response body.
 	BodyTimeout time.Duration
+	// h2: the Transport speaks HTTP/2 (NewH2): each round trip is held
+	// to H2MaxStreams and H2MaxDials (h2refused.go).
+	h2 bool
 }
 
 // NewStandard puts tr under Standard's contract; it wraps tr.DialContext
@@ -49,12 +52,24 @@ func NewStandard(tr *http.Transport, bodyTimeout time.Duration) *Standard {
 // RoundTripInformational is Transport.RoundTripInformational on net/http's
 // Transport.
 func (t *Standard) RoundTripInformational(req *http.Request, inf Informer) (*http.Response, error) {
-	ctx, cancel := context.WithCancel(req.Context())
+	var ctx context.Context
+	var cancel context.CancelFunc
+	var budget *h2Budget
+	if t.h2 {
+		budget = &h2Budget{addr: req.URL.Host}
+		ctx, budget.cancel = context.WithCancelCause(req.Context())
+		ctx, cancel = context.WithValue(ctx, h2BudgetKey{}, budget), budget.stop
+	} else {
+		ctx, cancel = context.WithCancel(req.Context())
+	}
 	trace := &httptrace.ClientTrace{
 		// Called before the Transport counts the request as expected on
 		// the connection: a pooled one is used only once its read loop
-		// has settled (standard_conn.go).
+		// has settled (standard_conn.go). On HTTP/2, before each stream.
 		GotConn: func(info httptrace.GotConnInfo) {
+			if budget != nil {
+				budget.gotConn()
+			}
 			if wc, ok := info.Conn.(*watchedConn); ok && info.Reused {
 				wc.settled(ctx)
 			}
@@ -70,7 +85,16 @@ func (t *Standard) RoundTripInformational(req *http.Request, inf Informer) (*htt
 	}
 	ctx = httptrace.WithClientTrace(ctx, trace)
 	resp, err := t.Transport.RoundTrip(req.WithContext(ctx))
+	if err == nil && budget != nil && budget.ended(ctx) {
+		// Answered on the stream whose start was cancelled: its body
+		// would break at the first read.
+		_ = resp.Body.Close()
+		resp, err = nil, ctx.Err()
+	}
 	if err != nil {
+		if budget != nil {
+			err = budget.finish(req.Context(), ctx, err)
+		}
 		cancel()
 		return nil, alertAsTLSError(t.TLSClientConfig, req.URL.Host, err)
 	}

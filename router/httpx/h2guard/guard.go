@@ -1,7 +1,8 @@
 // Package h2guard bounds the HTTP/2 frames a client may send that ask the
 // server for work without asking for a response: SETTINGS, WINDOW_UPDATE,
-// PRIORITY, PING and frames of unknown types (RFC 9113 4.1: an unknown
-// type is ignored, but it is still read and parsed). Each costs the server
+// PRIORITY, PING, RST_STREAM, GOAWAY and frames of unknown types (RFC
+// 9113 4.1: an unknown type is ignored, but it is still read and parsed).
+// Each costs the server
 // a little (a SETTINGS is applied and acknowledged, a PING answered), and
 // none is ever refused by the protocol, so a client sending nothing else,
 // as fast as it can, keeps a core busy per connection for as long as it
@@ -24,13 +25,30 @@
 //     4 KiB, and may do so a whole flow-control window after the server
 //     wrote it).
 //
+// RST_STREAM and GOAWAY are control frames too: an RST_STREAM for a
+// stream already closed is read and ignored (RFC 9113 5.1), a GOAWAY with
+// an error code read and logged by Go's server, as often as a client
+// sends them; a real client resets a stream at most once (paid for by its
+// HEADERS, or by the DATA the server sent on it) and goes away once.
+//
 // A client past the budget is sent GOAWAY with ENHANCE_YOUR_CALM (when
 // the server's output is between two frames; otherwise nothing more) and
 // TLS's close_notify, what it still sends is read and discarded for at
-// most a second, and the connection is closed. DATA, HEADERS, CONTINUATION, RST_STREAM, GOAWAY
-// and PUSH_PROMISE frames are never counted: requests and their bodies are
+// most a second, and the connection is closed. HEADERS and PUSH_PROMISE
+// frames are never counted (a client's PUSH_PROMISE is a connection
+// error, RFC 9113 8.4), nor are DATA and
+// CONTINUATION frames that carry a request: requests and their bodies are
 // not limited here (Go's HTTP/2 server bounds rapid resets, CONTINUATION
-// floods and header sizes itself).
+// floods and header sizes itself). Two frames carry nothing, or next to
+// nothing, of one, and are counted as control frames: a DATA frame that
+// does not end its stream and is empty, or padded and short enough to be
+// all padding, and a CONTINUATION under SmallFragment bytes that does not
+// end its header block (the empty-frame flood, CVE-2019-9518; Go's server
+// parses them for free but without end, while a stream of the connection
+// stays open). No client sends them: a body's last frame may be empty,
+// but it ends the stream, clients do not pad, and they split a header
+// block at the largest frame size the server allows (16 KiB at least,
+// RFC 9113 4.2), so only a block's last fragment is short.
 package h2guard
 
 import (
@@ -62,6 +80,23 @@ const (
 	// steps, more than any client's flow-control window.
 	workCeiling = 16
 )
+
+// SmallFragment is the size under which a CONTINUATION frame that does not
+// end its header block is counted as a control frame: a client sending
+// 1 KiB a frame reaches the header list limit (1 MiB) in a thousand.
+const SmallFragment = 1024
+
+// Frame flags (RFC 9113 6.1, 6.10).
+const (
+	flagEndStream  = 0x1
+	flagEndHeaders = 0x4
+	flagPadded     = 0x8
+)
+
+// maxPadding is the most padding a frame carries (its Pad Length is one
+// byte, RFC 9113 6.1): a padded DATA frame of maxPadding+1 bytes or fewer
+// may carry no data at all.
+const maxPadding = 255
 
 // Frame types (RFC 9113 6, RFC 9218 7.1).
 const (
@@ -178,10 +213,18 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	var flood uint8
-	c.in.feed(p[:n], func(typ, _ uint8, length, stream uint32) bool {
+	c.in.feed(p[:n], func(typ, flags uint8, length, stream uint32) bool {
 		switch typ {
-		case typeData, typeContinuation, typeRSTStream, typeGoAway, typePushPromise:
-			return true
+		case typeData:
+			if flags&flagEndStream != 0 || length > 0 && (flags&flagPadded == 0 || length > maxPadding+1) {
+				return true
+			}
+		case typeContinuation:
+			if length >= SmallFragment || flags&flagEndHeaders != 0 {
+				return true
+			}
+		case typePushPromise:
+			return true // a connection error from a client (RFC 9113 8.4)
 		case typeHeaders:
 			c.lastID = max(c.lastID, stream)
 			c.credit(c.opts.PerRequest)
@@ -280,6 +323,10 @@ func (c *Conn) Write(p []byte) (int, error) {
 // type HTTP/2 does not define.
 func FrameName(t uint8) string {
 	switch t {
+	case typeData:
+		return "DATA"
+	case typeContinuation:
+		return "CONTINUATION"
 	case typePriority:
 		return "PRIORITY"
 	case typeSettings:
@@ -288,6 +335,10 @@ func FrameName(t uint8) string {
 		return "PING"
 	case typeWindowUpdate:
 		return "WINDOW_UPDATE"
+	case typeRSTStream:
+		return "RST_STREAM"
+	case typeGoAway:
+		return "GOAWAY"
 	}
 	const hex = "0123456789abcdef"
 	return "0x" + string([]byte{hex[t>>4], hex[t&0xf]})

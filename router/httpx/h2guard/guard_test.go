@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +36,10 @@ func (s *server) flooded() []uint8 {
 
 var big = bytes.Repeat([]byte("levee "), 8<<20/6)
 
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T) *server { t.Helper(); return startServerBurst(t, 0) }
+
+// startServerBurst is startServer with the guard's Burst (0: Burst).
+func startServerBurst(t *testing.T, burst int64) *server {
 	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", testcert.Config(t, "h2.test", "h2"))
 	if err != nil {
@@ -44,8 +48,13 @@ func startServer(t *testing.T) *server {
 	t.Cleanup(func() { ln.Close() })
 	s := &server{addr: ln.Addr().String()}
 	frozen := time.Unix(1_000_000, 0)
-	h2 := &http2.Server{}
+	// The smallest frames HTTP/2 allows (RFC 9113 4.2), as browsers send:
+	// Go's client splits a header block over 16 KiB into CONTINUATIONs.
+	h2 := &http2.Server{MaxReadFrameSize: 16 << 10}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A body is read whole: a stream whose client sends one stays
+		// open until it ends.
+		_, _ = io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/big" {
 			_, _ = w.Write(big)
 			return
@@ -64,7 +73,7 @@ func startServer(t *testing.T) *server {
 					tc.Close()
 					return
 				}
-				g := New(tc, Options{Now: func() time.Time { return frozen }, OnFlood: func(typ uint8) {
+				g := New(tc, Options{Burst: burst, Now: func() time.Time { return frozen }, OnFlood: func(typ uint8) {
 					s.mu.Lock()
 					s.floods = append(s.floods, typ)
 					s.mu.Unlock()
@@ -252,5 +261,133 @@ func TestFrameReaderSplits(t *testing.T) {
 		if !bytes.Equal(types, []uint8{typeSettings, typeData, typePing, 0x20}) || !r.atBoundary() {
 			t.Fatalf("pieces of %d: types %v, at boundary %v", size, types, r.atBoundary())
 		}
+	}
+}
+
+// Frames that carry nothing of a request are control frames: empty or
+// padding-only DATA frames that do not end their stream, and CONTINUATIONs under
+// SmallFragment bytes that do not end their header block, sent while a
+// stream is open (Go's server reads them for as long as one is), are cut
+// once past the budget.
+func TestEmptyFramesAreCut(t *testing.T) {
+	s := startServer(t)
+	head := func(c *rawClient, endHeaders bool) {
+		var b bytes.Buffer
+		enc := hpack.NewEncoder(&b)
+		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "h2.test"}, {":path", "/"}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+		}
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b.Bytes(), EndHeaders: endHeaders}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		typ   uint8
+		open  func(c *rawClient)
+		write func(fr *http2.Framer) error
+	}{
+		{"empty DATA", typeData, func(c *rawClient) { head(c, true) }, func(fr *http2.Framer) error { return fr.WriteData(1, false, nil) }},
+		{"padding-only DATA", typeData, func(c *rawClient) { head(c, true) }, func(fr *http2.Framer) error {
+			return fr.WriteDataPadded(1, false, nil, make([]byte, 255))
+		}},
+		{"short CONTINUATION", typeContinuation, func(c *rawClient) { head(c, false) }, func(fr *http2.Framer) error {
+			return fr.WriteContinuation(1, false, nil)
+		}},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			before := len(s.flooded())
+			c := dial(t, s.addr)
+			f.open(c)
+			go func() {
+				for range 2 * Burst {
+					if f.write(c.fr) != nil {
+						return
+					}
+				}
+			}()
+			c.readsUntilEnd(t)
+			got := s.flooded()
+			if len(got) != before+1 || got[before] != f.typ {
+				t.Errorf("cut for %v, want one cut for %s", got[before:], FrameName(f.typ))
+			}
+		})
+	}
+}
+
+// What real clients send is never counted: Go's client uploading bodies
+// (a last, empty DATA frame ends the stream) with header lists of 900 KiB
+// (about 40 CONTINUATIONs, more than twice what a request's PerRequest
+// adds), request after request on one connection, within a budget of 50.
+func TestBigHeadersAndUploadsAreServed(t *testing.T) {
+	s := startServerBurst(t, 50)
+	tr := &http2.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	value := strings.Repeat("h", 900<<10)
+	body := bytes.Repeat([]byte("b"), 100<<10)
+	for i := range 10 {
+		req, _ := http.NewRequest(http.MethodPost, "https://"+s.addr+"/", bytes.NewReader(body))
+		req.Header.Set("X-Big", value)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v (cut for %v)", i, err, s.flooded())
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(got) != "ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, got)
+		}
+	}
+	if got := s.flooded(); len(got) != 0 {
+		t.Fatalf("a client sending big requests was cut: %v", got)
+	}
+}
+
+// RST_STREAM and GOAWAY frames ask for work without end too: an RST_STREAM
+// for a stream already closed is read and ignored (RFC 9113 5.1), and a
+// GOAWAY with an error code is read and logged by Go's server, as often as
+// a client sends them while one of its streams stays open. They are
+// control frames (a real client resets each stream at most once, paid
+// for by its HEADERS, and goes away once), cut once past the budget.
+func TestResetAndGoAwayFloodsAreCut(t *testing.T) {
+	s := startServer(t)
+	for _, f := range []struct {
+		name  string
+		typ   uint8
+		write func(fr *http2.Framer) error
+	}{
+		{"RST_STREAM", typeRSTStream, func(fr *http2.Framer) error { return fr.WriteRSTStream(1, http2.ErrCodeCancel) }},
+		{"GOAWAY", typeGoAway, func(fr *http2.Framer) error { return fr.WriteGoAway(1, http2.ErrCodeInternal, nil) }},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			before := len(s.flooded())
+			c := dial(t, s.addr)
+			if status := c.get(t, 1, "/"); status != "200" {
+				t.Fatalf("status %q, want 200", status)
+			}
+			// A stream left open (a POST whose body never ends) keeps
+			// the server reading.
+			var b bytes.Buffer
+			enc := hpack.NewEncoder(&b)
+			for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "h2.test"}, {":path", "/"}} {
+				_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+			}
+			if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: b.Bytes(), EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for range 2 * Burst {
+					if f.write(c.fr) != nil {
+						return
+					}
+				}
+			}()
+			c.readsUntilEnd(t)
+			got := s.flooded()
+			if len(got) != before+1 || got[before] != f.typ {
+				t.Errorf("cut for %v, want one cut for %s", got[before:], FrameName(f.typ))
+			}
+		})
 	}
 }

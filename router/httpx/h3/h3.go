@@ -12,9 +12,11 @@
 //
 // Every wait is bounded (Options): the handshake, an idle connection,
 // the concurrent streams a client may open, the size of a request head,
-// and the connections a listener holds. 0-RTT is never accepted: early
-// data can be replayed by anyone who saw it (RFC 8446 8, RFC 9001 9.2),
-// and the handler cannot tell it from a request sent once.
+// and the connections a listener holds. 0-RTT is accepted only when
+// Options.Allow0RTT says so: early data can be replayed by anyone who saw
+// it (RFC 8446 8, RFC 9001 9.2), so a request that arrived in it is
+// marked (Early) and the handler decides whether to serve it before the
+// handshake completes (RFC 8470).
 package h3
 
 import (
@@ -83,13 +85,16 @@ type Options struct {
 	// unbounded.
 	MaxConns  int
 	OnRefused func()
+	// Allow0RTT accepts early data from resumed clients; Early tells a
+	// handler which requests arrived in it. False: never (the default).
+	Allow0RTT bool
 }
 
 // Server serves HTTP/3 on one UDP socket.
 type Server struct {
 	srv    *http3.Server
 	tr     *quic.Transport
-	ln     *quic.Listener
+	ln     http3.QUICListener
 	altSvc string
 	conns  atomic.Int64
 }
@@ -115,17 +120,24 @@ func Listen(pc net.PacketConn, o Options) (*Server, error) {
 		IdleTimeout:    orDefault(o.IdleTimeout, DefaultIdleTimeout),
 		Port:           port,
 	}
-	if o.ConnContext != nil {
-		s.srv.ConnContext = func(ctx context.Context, _ *quic.Conn) context.Context { return o.ConnContext(ctx) }
-	}
+	s.srv.ConnContext = connContext(o.ConnContext, o.Allow0RTT)
 	s.tr = &quic.Transport{Conn: pc, ConnContext: s.admit(o.MaxConns, o.OnRefused)}
-	ln, err := s.tr.Listen(http3.ConfigureTLSConfig(o.TLS), &quic.Config{
+	tlsConf, quicConf := http3.ConfigureTLSConfig(o.TLS), &quic.Config{
 		HandshakeIdleTimeout:  orDefault(o.HandshakeTimeout, DefaultHandshakeTimeout),
 		MaxIdleTimeout:        orDefault(o.IdleTimeout, DefaultIdleTimeout),
 		MaxIncomingStreams:    orDefault(o.MaxStreams, DefaultMaxStreams),
 		MaxIncomingUniStreams: maxUniStreams,
-		Allow0RTT:             false, // replayable (see the package doc)
-	})
+		Allow0RTT:             o.Allow0RTT, // replayable (see the package doc)
+	}
+	var ln http3.QUICListener
+	var err error
+	if o.Allow0RTT {
+		// An early listener hands over connections before the handshake
+		// completes, so that their 0-RTT requests are served at once.
+		ln, err = s.tr.ListenEarly(tlsConf, quicConf)
+	} else {
+		ln, err = s.tr.Listen(tlsConf, quicConf)
+	}
 	if err != nil {
 		_ = s.tr.Close()
 		_ = pc.Close()
@@ -133,6 +145,46 @@ func Listen(pc net.PacketConn, o Options) (*Server, error) {
 	}
 	s.ln = ln
 	return s, nil
+}
+
+// connKey keys a connection in its requests' contexts.
+type connKey struct{}
+
+// connContext derives a connection's context: base's, with the connection
+// itself when 0-RTT is accepted, for Early.
+func connContext(base func(context.Context) context.Context, allow0RTT bool) func(context.Context, *quic.Conn) context.Context {
+	return func(ctx context.Context, c *quic.Conn) context.Context {
+		if base != nil {
+			ctx = base(ctx)
+		}
+		if allow0RTT {
+			ctx = context.WithValue(ctx, connKey{}, c)
+		}
+		return ctx
+	}
+}
+
+// Early reports whether r arrived in 0-RTT data on a connection whose
+// handshake has not completed yet: such a request may be a replay (RFC
+// 8470 5.2). The channel closes when the handshake completes (or the
+// connection fails first: then it never closes and r's context ends).
+// Requests over TCP, and any on a listener without Allow0RTT, are never
+// early.
+func Early(r *http.Request) (<-chan struct{}, bool) {
+	if r.ProtoMajor != 3 || (r.TLS != nil && r.TLS.HandshakeComplete) {
+		return nil, false
+	}
+	c, ok := r.Context().Value(connKey{}).(*quic.Conn)
+	if !ok {
+		return nil, false
+	}
+	done := c.HandshakeComplete()
+	select {
+	case <-done:
+		return nil, false
+	default:
+		return done, true
+	}
 }
 
 // admit is the transport's ConnContext: it counts the connections and

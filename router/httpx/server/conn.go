@@ -96,6 +96,21 @@ type conn struct {
 	watchAborting atomic.Bool
 	watchDone     chan struct{}
 	cur           *transaction
+
+	// Parking (park.go). parkable: the connection came from Serve and
+	// has a socket the server's poller can watch. waiting is its wait
+	// state, waitSeq counts its waits, sweptSeq is the count the sweeper
+	// saw last (the sweeper's alone); evictMu orders the sweeper's
+	// deadline before the wait's end. The rest is the poller's, under
+	// its lock.
+	parkable  bool
+	waiting   atomic.Int32
+	waitSeq   atomic.Uint64
+	sweptSeq  uint64
+	evictMu   sync.Mutex
+	inParkSet bool
+	parkToken uint64
+	parkTimer *time.Timer
 }
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
@@ -191,27 +206,28 @@ func (c *conn) handshake() bool {
 }
 
 func (c *conn) serve() {
-	hijacked := false
-	defer func() {
-		if hijacked {
-			return
-		}
-		c.srv.removeConn(c)
-		_ = c.rwc.Close()
-		if b := c.lastBody; b != nil {
-			// A goroutine of the handler's may still be reading the
-			// body (closing the connection ends its read): the buffered
-			// reader goes back to the pool only once it is out.
-			b.closed.Store(true)
-			b.waitReaders()
-		}
-		c.release()
-	}()
 	if !c.handshake() {
+		c.finish()
 		return
 	}
+	c.loop()
+}
+
+// loop serves requests until the connection ends, is hijacked, or is
+// parked (its goroutine then ends, and resume starts the loop again).
+func (c *conn) loop() {
+	handedOver := false // hijacked or parked: not to be closed here
+	defer func() {
+		if !handedOver {
+			c.finish()
+		}
+	}()
 	for {
 		ex, err := c.readRequest()
+		if errors.Is(err, errPark) {
+			handedOver = true
+			return
+		}
 		if err != nil {
 			c.answerReadError(err)
 			return
@@ -219,7 +235,7 @@ func (c *conn) serve() {
 		c.lastBody = ex.body
 		keep := c.serveRequest(ex)
 		if ex.resp.hijacked {
-			hijacked = true
+			handedOver = true
 			return
 		}
 		if !keep {
@@ -229,6 +245,20 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// finish closes the connection and gives its buffers back.
+func (c *conn) finish() {
+	c.srv.removeConn(c)
+	_ = c.rwc.Close()
+	if b := c.lastBody; b != nil {
+		// A goroutine of the handler's may still be reading the body
+		// (closing the connection ends its read): the buffered reader
+		// goes back to the pool only once it is out.
+		b.closed.Store(true)
+		b.waitReaders()
+	}
+	c.release()
 }
 
 // serveRequest runs the handler for one request and completes the

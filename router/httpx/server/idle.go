@@ -79,8 +79,19 @@ func (c *conn) awaitRequest() error {
 	c.forgetLastRequest()
 	c.release()
 	c.srv.idleBare.Add(1)
+	if c.parkable {
+		c.beginWait()
+	}
 	err = c.sock.WaitReadable()
 	c.srv.idleBare.Add(-1)
+	if c.parkable && c.endWait() {
+		// The sweeper's request: this wait's outcome is its deadline.
+		if c.park() {
+			return errPark
+		}
+		c.acquireBuffers() // closed as after an idle timeout
+		return errQuiet
+	}
 	c.acquireBuffers()
 	if err != nil {
 		return err

@@ -70,6 +70,10 @@ func (c *limitConn) Close() error {
 
 var errNotSupported = errors.New("server: not supported by the accepted connection")
 
+// PlainConn is the accepted connection: a limitConn moves its bytes
+// unchanged (the TCP proxy's spliced copy goes to it).
+func (c *limitConn) PlainConn() net.Conn { return c.Conn }
+
 // SyscallConn is the accepted connection's (syscall.Conn).
 func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
 	sc, ok := c.Conn.(syscall.Conn)

@@ -58,6 +58,9 @@ func (c *conn) readRequest() (*transaction, error) {
 		// (docs/performance-history.md: the yield before reading the next request).
 		runtime.Gosched()
 		if err := c.awaitRequest(); err != nil {
+			if errors.Is(err, errPark) {
+				return nil, errPark
+			}
 			return nil, errQuiet
 		}
 	}

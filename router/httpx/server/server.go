@@ -28,7 +28,11 @@
 // and write deadlines and full duplex (http.ResponseController), trailers,
 // Expect: 100-continue, keep-alive and pipelining, header and idle
 // timeouts, a header size limit, graceful Shutdown. It does not serve TLS
-// or HTTP/2. LimitListener caps the open connections of a listener, for
+// or HTTP/2.
+//
+// An idle keep-alive connection costs little: it gives its buffers back
+// while it waits (idle.go) and, once it has waited for ParkIdleAfter,
+// its goroutine too (park.go): the server's own poller wakes it. LimitListener caps the open connections of a listener, for
 // this server or net/http's.
 package server
 
@@ -71,6 +75,13 @@ type Server struct {
 	// PlainSocketIO makes connections use net.Conn's Read and Write
 	// instead of sockio.Socket's raw system calls.
 	PlainSocketIO bool
+	// ParkIdleAfter is how long a keep-alive connection may wait for its
+	// next request with a goroutine of its own; after that (between one
+	// and two times it) the connection is parked in the server's own
+	// poller without a goroutine until its next request arrives (see
+	// park.go). Zero means 1 s; negative, never. Linux only, and not
+	// with PlainSocketIO or for connections given to ServeConn.
+	ParkIdleAfter time.Duration
 
 	mu        sync.Mutex
 	listeners map[*net.Listener]struct{}
@@ -80,6 +91,10 @@ type Server struct {
 	// idleBare counts the connections waiting for a request without
 	// buffers (conn.awaitRequest).
 	idleBare atomic.Int64
+	// The poller of parked connections and its sweeper (park.go).
+	parks     atomic.Pointer[parkSet]
+	parkTried bool
+	sweepStop chan struct{}
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close. It is
@@ -120,6 +135,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		pause = 0
 		c := newConn(s, rw, base)
+		c.parkable = c.sock != nil && s.parks.Load() != nil
 		if !s.addConn(c) {
 			_ = rw.Close()
 			return ErrServerClosed
@@ -154,6 +170,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		if s.closeIdle() {
+			s.stopParking()
 			return nil
 		}
 		select {
@@ -170,10 +187,12 @@ func (s *Server) Close() error {
 	err := s.closeListeners()
 	s.mu.Lock()
 	for c := range s.conns {
+		s.unpark(c)
 		_ = c.rwc.Close()
 		delete(s.conns, c)
 	}
 	s.mu.Unlock()
+	s.stopParking()
 	return err
 }
 
@@ -188,6 +207,7 @@ func (s *Server) track(ln *net.Listener, add bool) bool {
 			s.listeners = make(map[*net.Listener]struct{})
 		}
 		s.listeners[ln] = struct{}{}
+		s.startParkingLocked()
 		return true
 	}
 	delete(s.listeners, ln)
@@ -233,6 +253,7 @@ func (s *Server) closeIdle() bool {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		if c.state.CompareAndSwap(stateIdle, stateClosed) {
+			s.unpark(c)
 			_ = c.rwc.Close()
 			delete(s.conns, c)
 		}

@@ -13,6 +13,7 @@ type catcher struct {
 	statuses breaker.StatusSet
 	base     http.Header // the header before the exchange (HSTS, …)
 	decided  bool
+	discard  bool  // a caught body is dropped, never replayed
 	caught   *held // the held answer; nil while passing through
 }
 
@@ -47,6 +48,9 @@ func (c *catcher) Write(b []byte) (int, error) {
 		c.WriteHeader(http.StatusOK)
 	}
 	if h := c.caught; h != nil {
+		if c.discard {
+			return len(b), nil
+		}
 		if !h.over && len(h.body)+len(b) <= MaxHeldBytes {
 			h.body = append(h.body, b...)
 		} else {

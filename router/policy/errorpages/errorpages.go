@@ -12,8 +12,10 @@
 // WWW-Authenticate, Allow and diagnostic headers, which give the status
 // its meaning); anything else (no such route, an error, a timeout, a
 // non-2xx page, a page over MaxPageBytes) sends the original answer as
-// it was, its body replayed from what was held (up to MaxHeldBytes). An
-// answer not in the list, an informational (1xx) head and an upgrade
+// it was, its body replayed from what was held (up to MaxHeldBytes).
+// With errors.file the page is the file, read when the route is built
+// and again when it changes (looked at once a second at most), and
+// always sent. An answer not in the list, an informational (1xx) head and an upgrade
 // pass straight through: once a head went out, the answer streams.
 package errorpages
 
@@ -42,28 +44,43 @@ const (
 	MaxHeldBytes = 64 << 10
 )
 
-// Policy is one route's compiled error pages.
+// Policy is one route's compiled error pages: asked of route, or the
+// page read from a file.
 type Policy struct {
 	statuses breaker.StatusSet
 	route    string
 	query    string
 	timeout  time.Duration
+	file     *pageFile
 }
 
-// New compiles c; nil when the validator refused it.
-func New(c *config.ErrorPages) *Policy {
-	if c == nil || c.Route == "" {
-		return nil
+// New compiles c; nil when the validator refused it. An errors.file is
+// read here, and again when it changes (pageFile; now tells the time,
+// nil: time.Now): an error is the file's (ErrPageTooLarge or why it
+// cannot be read), and the route then has no error pages.
+func New(c *config.ErrorPages, pagesDir string, now func() time.Time) (*Policy, error) {
+	if c == nil || (c.Route == "") == (c.File == "") {
+		return nil, nil
 	}
 	set, err := config.ParseErrorStatuses(c.Status)
 	if err != nil || config.CheckErrorQuery(c.Query) != nil {
-		return nil
+		return nil, nil
+	}
+	if c.File != "" {
+		if now == nil {
+			now = time.Now
+		}
+		f, err := openPageFile(c.File, pagesDir, now)
+		if err != nil {
+			return nil, err
+		}
+		return &Policy{statuses: set, file: f}, nil
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = config.DefaultErrorTimeout
 	}
-	return &Policy{statuses: set, route: c.Route, query: c.Query, timeout: timeout}
+	return &Policy{statuses: set, route: c.Route, query: c.Query, timeout: timeout}, nil
 }
 
 // Name implements policy.Policy.
@@ -76,12 +93,17 @@ func (p *Policy) Stage() policy.Stage { return policy.StageErrors }
 
 // References implements policy.Referrer.
 func (p *Policy) References() []policy.Reference {
+	if p.route == "" {
+		return nil
+	}
 	return []policy.Reference{{Key: "errors.route", Route: p.route, Code: diagnostics.ErrorServiceUnknown, Fallback: "the original answers"}}
 }
 
 // Serve implements policy.Policy.
 func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	c := &catcher{ResponseWriter: w, statuses: p.statuses, base: w.Header().Clone()}
+	// A file's page never fails, so the original body is never replayed
+	// and never held.
+	c := &catcher{ResponseWriter: w, statuses: p.statuses, base: w.Header().Clone(), discard: p.file != nil}
 	// The exchange replaces the forwarding fields with its own; the page
 	// request starts from the client's, so that its exchange does not
 	// append the client's address twice.
@@ -91,6 +113,11 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	}
 	next.ServeHTTP(c, r)
 	if c.caught == nil {
+		return
+	}
+	if p.file != nil {
+		page := p.file.current()
+		sendPage(w, r, c.caught, http.Header{"Content-Type": {page.ContentType}}, page.Body)
 		return
 	}
 	for i, k := range forwarding {
@@ -116,6 +143,13 @@ func (p *Policy) servePage(w http.ResponseWriter, r *http.Request, orig *held) b
 		page.status < 200 || page.status > 299 {
 		return false
 	}
+	sendPage(w, r, orig, page.header, page.body)
+	return true
+}
+
+// sendPage sends body, described by the pageHeaders of header, with the
+// original answer's status and the fields that give it its meaning.
+func sendPage(w http.ResponseWriter, r *http.Request, orig *held, header http.Header, body []byte) {
 	h := w.Header()
 	clear(h)
 	for k, v := range orig.base {
@@ -127,19 +161,18 @@ func (p *Policy) servePage(w http.ResponseWriter, r *http.Request, orig *held) b
 		}
 	}
 	for _, k := range pageHeaders {
-		if v, ok := page.header[k]; ok {
+		if v, ok := header[k]; ok {
 			h[k] = v
 		}
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(page.body))}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(orig.status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(page.body)
+		_, _ = w.Write(body)
 	}
 	// The page is whole: send it now, before a broken original answer
 	// ends the client's connection.
 	_ = http.NewResponseController(w).Flush()
-	return true
 }
 
 // forwarding are the fields each exchange sets from the client's.
@@ -153,10 +186,19 @@ var keptHeaders = []string{"Www-Authenticate", "Proxy-Authenticate", "Allow", "R
 // pageHeaders are the page's fields that describe its body.
 var pageHeaders = []string{"Content-Type", "Content-Language", "Cache-Control", "Expires", "Last-Modified", "X-Content-Type-Options"}
 
+// pageDropped are the client's fields the page request never carries: a
+// body's framing, a range or a condition, whose answers (206, 304) are
+// not pages, and the credentials (RFC 9110 11.6.2, 11.7.2; RFC 6265
+// 5.4), which were given to the original route, not to the pages route.
+var pageDropped = []string{
+	"Content-Length", "Content-Type", "Transfer-Encoding", "Expect",
+	"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
+	"Authorization", "Proxy-Authorization", "Cookie",
+}
+
 // pageRequest is the GET of the page: the client's request as far as it
 // says who asks (host, client address, TLS, the non-conditional fields),
-// without a body, a range or a condition, whose answers (206, 304) are
-// not pages.
+// without a body and without the fields of pageDropped.
 func pageRequest(ctx context.Context, r *http.Request, path string) *http.Request {
 	pr := r.Clone(ctx)
 	pr.Method = http.MethodGet
@@ -164,7 +206,7 @@ func pageRequest(ctx context.Context, r *http.Request, path string) *http.Reques
 	pr.RequestURI = path
 	pr.Body, pr.ContentLength, pr.GetBody = http.NoBody, 0, nil
 	pr.TransferEncoding = nil
-	for _, k := range []string{"Content-Length", "Content-Type", "Transfer-Encoding", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "Expect"} {
+	for _, k := range pageDropped {
 		delete(pr.Header, k)
 	}
 	return pr

@@ -33,8 +33,8 @@ func (s *server) ServeRoute(into http.ResponseWriter, r *http.Request, route str
 
 func compile(t *testing.T, status string) *Policy {
 	t.Helper()
-	p := New(&config.ErrorPages{Status: status, Route: "pages", Query: "/e/{status}", Timeout: time.Second})
-	if p == nil {
+	p, err := New(&config.ErrorPages{Status: status, Route: "pages", Query: "/e/{status}", Timeout: time.Second}, "", nil)
+	if p == nil || err != nil {
 		t.Fatal("not compiled")
 	}
 	return p
@@ -86,9 +86,10 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{Status: "5xx", Query: "/x"},
 		{Status: "200", Route: "p", Query: "/x"},
 		{Status: "5xx", Route: "p", Query: "x"},
+		{Status: "5xx", Route: "p", File: "/etc/hostname", Query: "/x"},
 	} {
-		if p := New(c); p != nil {
-			t.Errorf("New(%+v) compiled", c)
+		if p, err := New(c, "/etc", nil); p != nil || err != nil {
+			t.Errorf("New(%+v) compiled: %v", c, err)
 		}
 	}
 }

@@ -14,6 +14,9 @@
 // reset them while requests are under way; they are kept in a bounded
 // ratelimit.Store, so a flood of distinct sources cannot grow memory
 // without bound.
+//
+// With scope=fleet the limit holds over the replicas sharing a breaker
+// store (FleetPolicy, Fleet): see fleet.go.
 package inflight
 
 import (
@@ -73,10 +76,15 @@ func (p *Policy) Serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	c := p.counters.Get(k, newCounter)
 	if c.Add(1) > p.amount {
 		c.Add(-1)
-		w.Header()["Retry-After"] = retryAfter1
-		p.ref.Refuse(w, http.StatusTooManyRequests, policy.ReasonTooManyInFlight, "too many requests in flight\n")
+		refuse(w, p.ref)
 		return
 	}
 	defer c.Add(-1)
 	next.ServeHTTP(w, r)
+}
+
+// refuse answers 429 too-many-in-flight with Retry-After: 1.
+func refuse(w http.ResponseWriter, ref policy.Refuser) {
+	w.Header()["Retry-After"] = retryAfter1
+	ref.Refuse(w, http.StatusTooManyRequests, policy.ReasonTooManyInFlight, "too many requests in flight\n")
 }

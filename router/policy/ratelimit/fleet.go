@@ -2,14 +2,10 @@ package ratelimit
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
-	"weak"
-
-	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/router/policy/fleetsync"
 )
 
 // A fleet rate limit (rateLimit.scope=fleet) is one limit enforced
@@ -21,6 +17,9 @@ import (
 // burst, and answers what the fleet has left and how many replicas
 // spend from the route. The local bucket then holds its share of that,
 // and refills at its share of the average until the next reconciliation.
+// The reconciliation loop, its bounds and its failure handling are
+// package fleetsync's; a key spent from beyond what one flush sends
+// waits for a later flush (its spending is kept and charged then).
 //
 // Accuracy: the fleet admits the limit give or take about one flush
 // interval's traffic per replica (a replica spends its share before it
@@ -36,15 +35,6 @@ import (
 // burst on this replica: the fleet fails to local limits, never open)
 // with W059, until a reconciliation succeeds. What was spent meanwhile
 // is not charged to the fleet.
-
-// Defaults of FleetOptions.
-const (
-	DefaultFlushInterval = 200 * time.Millisecond
-	// DefaultMaxKeysPerFlush bounds the keys one reconciliation sends; a
-	// key spent from beyond it waits for a later flush (its spending is
-	// kept and charged then).
-	DefaultMaxKeysPerFlush = 4096
-)
 
 // DiagnosticsSource is the provider name of the fleet limits'
 // diagnostics.
@@ -82,98 +72,41 @@ type Budget struct {
 type FleetOptions struct {
 	// Shared is the store; required.
 	Shared SharedBuckets
-	// FlushInterval is how often buckets are reconciled (default
-	// DefaultFlushInterval); Timeout bounds one reconciliation (default
-	// FlushInterval).
-	FlushInterval, Timeout time.Duration
-	// MaxKeysPerFlush: see DefaultMaxKeysPerFlush.
-	MaxKeysPerFlush int
 	// Now tells the time (default time.Now).
 	Now func() time.Time
-	// OnDiagnostics is called with the complete current diagnostics
-	// whenever they change (never concurrently).
-	OnDiagnostics func([]diagnostics.Diagnostic)
-	Logger        zerolog.Logger
+	// Options: the interval, deadline and key bound of the
+	// reconciliations, and where their diagnostics and logs go.
+	fleetsync.Options
 }
 
 // Fleet reconciles the fleet rate limits of one process. Routes join it
 // when their policy is compiled and leave it when their state is
 // dropped (it holds them weakly).
 type Fleet struct {
-	opts FleetOptions
-
-	mu     sync.Mutex
-	routes map[weak.Pointer[fleetRoute]]struct{}
-
-	local          atomic.Bool // the store failed: every fleet limit is local
-	errors, synced atomic.Int64
-	flushMu        sync.Mutex // one reconciliation at a time
+	*fleetsync.Reconciler[fleetRoute, pending, Spend, Budget]
 }
 
 // NewFleet returns a Fleet; Run reconciles until its context ends.
 func NewFleet(o FleetOptions) *Fleet {
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = DefaultFlushInterval
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = o.FlushInterval
-	}
-	if o.MaxKeysPerFlush <= 0 {
-		o.MaxKeysPerFlush = DefaultMaxKeysPerFlush
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Fleet{opts: o, routes: make(map[weak.Pointer[fleetRoute]]struct{})}
-}
-
-// Run reconciles every FlushInterval until ctx ends.
-func (f *Fleet) Run(ctx context.Context) {
-	t := time.NewTicker(f.opts.FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f.Flush(ctx)
-		}
-	}
-}
-
-// Local reports whether the fleet limits are enforced locally because
-// the store failed.
-func (f *Fleet) Local() bool { return f.local.Load() }
-
-// Errors counts failed reconciliations; Synced the keys reconciled.
-func (f *Fleet) Errors() int64 { return f.errors.Load() }
-
-// Synced counts the keys reconciled successfully.
-func (f *Fleet) Synced() int64 { return f.synced.Load() }
-
-// FlushInterval returns the reconciliation interval.
-func (f *Fleet) FlushInterval() time.Duration { return f.opts.FlushInterval }
-
-func (f *Fleet) join(r *fleetRoute) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	// Weak pointers to one value are equal: joining twice is joining.
-	f.routes[weak.Make(r)] = struct{}{}
-}
-
-// liveRoutes returns the routes still held by some route state.
-func (f *Fleet) liveRoutes() []*fleetRoute {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]*fleetRoute, 0, len(f.routes))
-	for w := range f.routes {
-		if r := w.Value(); r != nil {
-			out = append(out, r)
-		} else {
-			delete(f.routes, w)
-		}
-	}
-	return out
+	return &Fleet{fleetsync.New(o.Options, fleetsync.Limit[fleetRoute, pending, Spend, Budget]{
+		Names: fleetsync.Names{
+			Limits: "rate limits", Reconciliation: "rate-limit reconciliation", Event: "rate_limit_store",
+			Source: diagnostics.Source{Provider: DiagnosticsSource, ObjectName: "rateLimit"}, Answers: "budgets",
+		},
+		Take:   (*fleetRoute).take,
+		Report: func(p pending) Spend { return p.spend },
+		Send:   o.Shared.Reconcile,
+		Apply: func(batch []pending, budgets []Budget) {
+			now := o.Now()
+			for i, p := range batch {
+				p.b.apply(now, p.params, budgets[i])
+				p.route.replicas.Store(int64(max(budgets[i].Replicas, 1)))
+			}
+		},
+	})}
 }
 
 // pending is one bucket's spending taken for a reconciliation.
@@ -182,72 +115,4 @@ type pending struct {
 	b      *fleetBucket
 	params *fleetParams
 	spend  Spend
-}
-
-// Flush reconciles the buckets spent from since the last flush, at most
-// MaxKeysPerFlush of them. While the limits are local, a flush with
-// nothing to reconcile still asks the store (an empty Reconcile), so that
-// an idle replica learns that it is back.
-func (f *Fleet) Flush(ctx context.Context) {
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
-	var batch []pending
-	for _, r := range f.liveRoutes() {
-		batch = r.take(batch, f.opts.MaxKeysPerFlush)
-		if len(batch) >= f.opts.MaxKeysPerFlush {
-			break
-		}
-	}
-	if len(batch) == 0 && !f.local.Load() {
-		return
-	}
-	spends := make([]Spend, len(batch))
-	for i, p := range batch {
-		spends[i] = p.spend
-	}
-	cctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
-	budgets, err := f.opts.Shared.Reconcile(cctx, spends)
-	cancel()
-	if err == nil && len(budgets) != len(spends) {
-		err = errBudgets
-	}
-	if err != nil {
-		f.errors.Add(1)
-		f.setLocal(true, err)
-		return
-	}
-	now := f.opts.Now()
-	for i, p := range batch {
-		p.b.apply(now, p.params, budgets[i])
-		p.route.replicas.Store(int64(max(budgets[i].Replicas, 1)))
-	}
-	f.synced.Add(int64(len(batch)))
-	f.setLocal(false, nil)
-}
-
-type budgetsError struct{}
-
-func (budgetsError) Error() string { return "the store answered a different number of budgets" }
-
-var errBudgets error = budgetsError{}
-
-// setLocal records whether the store failed, with W059 while it does.
-func (f *Fleet) setLocal(local bool, err error) {
-	if f.local.Swap(local) == local {
-		return
-	}
-	if local {
-		f.opts.Logger.Warn().Str("event", "rate_limit_store_lost").Err(err).Msg("fleet rate limits are enforced locally until the breaker store answers again")
-	} else {
-		f.opts.Logger.Info().Str("event", "rate_limit_store_back").Msg("fleet rate limits are shared again")
-	}
-	if f.opts.OnDiagnostics == nil {
-		return
-	}
-	var ds []diagnostics.Diagnostic
-	if local {
-		ds = append(ds, diagnostics.New(diagnostics.RateStoreLost, diagnostics.Source{Provider: DiagnosticsSource, ObjectName: "rateLimit"},
-			"", "", "local rate limits", "the breaker store did not answer the rate-limit reconciliation: "+err.Error(), "check the --breaker-store address and the store's health"))
-	}
-	f.opts.OnDiagnostics(ds)
 }

@@ -153,7 +153,7 @@ func NewFleetPolicy(cfg *config.RateLimit, r *fleetRoute, fleet *Fleet, env poli
 	}
 	pr := &fleetParams{rate: float64(cfg.Average) / period.Seconds(), burst: max(cfg.Burst, 1)}
 	r.params.Store(pr)
-	fleet.join(r)
+	fleet.Join(r)
 	return &FleetPolicy{
 		params: pr, crit: NewCriterion(cfg.SourceCriterion, env), route: r, fleet: fleet,
 		now: env.Clock(), ref: env.Refuser(Name),

@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
+	"github.com/levee-proxy/levee/router/policy/fleetsync"
+	"github.com/levee-proxy/levee/router/policy/internal/fleetsynctest"
 	"github.com/levee-proxy/levee/router/policy/internal/policytest"
 )
 
@@ -18,13 +22,12 @@ import (
 // bucket per route and key, refilled by the store's clock, and the
 // replicas that reconciled each route within live.
 type fakeRedis struct {
+	fleetsynctest.Outage
 	mu      sync.Mutex
 	clock   *policytest.Clock
 	live    time.Duration
 	buckets map[string]*fakeBucket
 	members map[string]map[string]time.Time
-	fail    error
-	calls   int
 }
 
 type fakeBucket struct {
@@ -46,9 +49,8 @@ func (r replica) Reconcile(_ context.Context, spends []Spend) ([]Budget, error) 
 	s := r.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls++
-	if s.fail != nil {
-		return nil, s.fail
+	if err := s.Call(); err != nil {
+		return nil, err
 	}
 	now := s.clock.Now()
 	out := make([]Budget, len(spends))
@@ -79,34 +81,28 @@ func (r replica) Reconcile(_ context.Context, spends []Spend) ([]Budget, error) 
 	return out, nil
 }
 
-// memState is a route's policy state.
-type memState map[string]any
-
-func (m memState) Retain(name string, keep func(any) bool, create func() any) any {
-	if v, ok := m[name]; ok && keep(v) {
-		return v
-	}
-	v := create()
-	m[name] = v
-	return v
-}
-
 // node is one replica: its Fleet and its compiled fleet policy.
 type node struct {
 	fleet *Fleet
 	pol   policy.Policy
-	diags [][]diagnostics.Diagnostic
+	diags fleetsynctest.Diagnostics
 }
 
 func newNode(t *testing.T, store *fakeRedis, name string, clk *policytest.Clock, cfg config.RateLimit) *node {
 	t.Helper()
+	return newNodeOf(t, replica{store, name}, clk, cfg, zerolog.Nop())
+}
+
+// newNodeOf is a replica of the store shared, logging to log.
+func newNodeOf(t *testing.T, shared SharedBuckets, clk *policytest.Clock, cfg config.RateLimit, log zerolog.Logger) *node {
+	t.Helper()
 	n := &node{}
-	n.fleet = NewFleet(FleetOptions{Shared: replica{store, name}, FlushInterval: 100 * time.Millisecond, Now: clk.Now,
-		OnDiagnostics: func(ds []diagnostics.Diagnostic) { n.diags = append(n.diags, ds) }})
+	n.fleet = NewFleet(FleetOptions{Shared: shared, Now: clk.Now,
+		Options: fleetsync.Options{FlushInterval: 100 * time.Millisecond, OnDiagnostics: n.diags.Report, Logger: log}})
 	cfg.Scope = config.ScopeFleet
 	ep := &config.Entrypoint{ID: "app@docker"}
 	ep.Access.RateLimit = &cfg
-	p, ds := Kind(n.fleet).Compile(policy.Input{Entrypoint: ep, Env: policy.Env{Route: ep.ID, Now: clk.Now}, State: memState{}})
+	p, ds := Kind(n.fleet).Compile(policy.Input{Entrypoint: ep, Env: policy.Env{Route: ep.ID, Now: clk.Now}, State: policytest.State{}})
 	if len(ds) != 0 {
 		t.Fatalf("compile: %v", ds)
 	}
@@ -234,18 +230,16 @@ func TestFleetStoreErrorsFailToLocal(t *testing.T) {
 	a, b := newNode(t, store, "a", clk, cfg), newNode(t, store, "b", clk, cfg)
 	nodes := []*node{a, b}
 	run(clk, nodes, 2*time.Second, 5)
-	if a.fleet.Local() || len(a.diags) != 0 {
-		t.Fatalf("healthy store: local=%v diagnostics %v", a.fleet.Local(), a.diags)
+	if got := a.diags.Codes(); a.fleet.Local() || got != "" {
+		t.Fatalf("healthy store: local=%v diagnostics %q", a.fleet.Local(), got)
 	}
-	store.mu.Lock()
-	store.fail = errors.New("connection refused")
-	store.mu.Unlock()
+	store.Set(errors.New("connection refused"))
 	got := run(clk, nodes, 3*time.Second, 5)
 	if !a.fleet.Local() || !b.fleet.Local() {
 		t.Fatal("failing store: the limits are not local")
 	}
-	if len(a.diags) != 1 || len(a.diags[0]) != 1 || a.diags[0][0].Code != diagnostics.RateStoreLost {
-		t.Fatalf("diagnostics %v, want W059 once", a.diags)
+	if got := a.diags.Codes(); got != "W059" || a.diags.Changes()[0][0].Source.Provider != DiagnosticsSource {
+		t.Fatalf("diagnostics %v, want W059 once from %s", a.diags.Changes(), DiagnosticsSource)
 	}
 	if a.fleet.Errors() < 20 {
 		t.Fatalf("%d errors counted over 30 failed flushes", a.fleet.Errors())
@@ -257,17 +251,48 @@ func TestFleetStoreErrorsFailToLocal(t *testing.T) {
 			t.Fatalf("replica %d admitted %d in 3s with the store down, want about %d (the whole limit, locally)", i, g, cfg.Average*3)
 		}
 	}
-	store.mu.Lock()
-	store.fail = nil
-	store.mu.Unlock()
+	store.Set(nil)
 	run(clk, nodes, time.Second, 5)
-	if a.fleet.Local() || len(a.diags) != 2 || len(a.diags[1]) != 0 {
-		t.Fatalf("store back: local=%v diagnostics %v, want W059 cleared", a.fleet.Local(), a.diags)
+	if got := a.diags.Codes(); a.fleet.Local() || got != "W059 -" {
+		t.Fatalf("store back: local=%v diagnostics %q, want W059 cleared", a.fleet.Local(), got)
 	}
 	if got := sum(run(clk, nodes, 3*time.Second, 5)); got > cfg.Average*3+2*(cfg.Burst+cfg.Average/10) {
 		t.Fatalf("store back: admitted %d in 3s, want the shared limit (about %d)", got, cfg.Average*3)
 	}
 }
+
+// What operators see of the store lost and back: the log lines and
+// W059 name the rate limits.
+func TestFleetStoreLostLogAndDiagnostic(t *testing.T) {
+	clk := &policytest.Clock{T: time.Unix(1_000_000, 0)}
+	store := newFakeRedis(clk)
+	var log fleetsynctest.Log
+	cfg := config.RateLimit{Average: 10, Period: time.Second, Burst: 10}
+	a := newNodeOf(t, replica{store, "a"}, clk, cfg, zerolog.New(&log))
+	a.try(1)
+	store.Set(errors.New("connection refused"))
+	a.fleet.Flush(t.Context())
+	store.Set(nil)
+	a.fleet.Flush(t.Context())
+	fleetsynctest.CheckLostAndBack(t, &log, &a.diags,
+		"warn rate_limit_store_lost: fleet rate limits are enforced locally until the breaker store answers again",
+		"info rate_limit_store_back: fleet rate limits are shared again",
+		diagnostics.New(diagnostics.RateStoreLost, diagnostics.Source{Provider: "rate-limit-store", ObjectName: "rateLimit"}, "", "",
+			"local rate limits", "the breaker store did not answer the rate-limit reconciliation: connection refused",
+			"check the --breaker-store address and the store's health"))
+
+	b := newNodeOf(t, bucketsFunc(func(context.Context, []Spend) ([]Budget, error) { return nil, nil }), clk, cfg, zerolog.Nop())
+	b.try(1)
+	b.fleet.Flush(t.Context())
+	if ch := b.diags.Changes(); len(ch) != 1 || ch[0][0].Message != "the breaker store did not answer the rate-limit reconciliation: the store answered a different number of budgets" {
+		t.Fatalf("an answer of no budgets to one spend: %v", ch)
+	}
+}
+
+// bucketsFunc is a SharedBuckets.
+type bucketsFunc func(context.Context, []Spend) ([]Budget, error)
+
+func (f bucketsFunc) Reconcile(ctx context.Context, sp []Spend) ([]Budget, error) { return f(ctx, sp) }
 
 // An idle replica whose limits are local asks the store anyway, and
 // learns that it is back.
@@ -276,19 +301,19 @@ func TestFleetIdleRecovery(t *testing.T) {
 	store := newFakeRedis(clk)
 	a := newNode(t, store, "a", clk, config.RateLimit{Average: 10, Period: time.Second, Burst: 10})
 	a.try(1)
-	store.fail = errors.New("timeout")
+	store.Set(errors.New("timeout"))
 	a.fleet.Flush(context.Background())
 	if !a.fleet.Local() {
 		t.Fatal("not local after a failed flush")
 	}
-	store.fail = nil
+	store.Set(nil)
 	a.fleet.Flush(context.Background())
 	if a.fleet.Local() {
 		t.Fatal("still local after a good (empty) reconciliation")
 	}
-	calls := store.calls
+	calls := store.Calls()
 	a.fleet.Flush(context.Background())
-	if store.calls != calls {
+	if store.Calls() != calls {
 		t.Fatal("a healthy idle replica asked the store")
 	}
 }
@@ -299,10 +324,10 @@ func TestFleetKeysPerFlushBounded(t *testing.T) {
 	clk := &policytest.Clock{T: time.Unix(1_000_000, 0)}
 	store := newFakeRedis(clk)
 	n := &node{}
-	n.fleet = NewFleet(FleetOptions{Shared: replica{store, "a"}, MaxKeysPerFlush: 3, Now: clk.Now})
+	n.fleet = NewFleet(FleetOptions{Shared: replica{store, "a"}, Now: clk.Now, Options: fleetsync.Options{MaxKeysPerFlush: 3}})
 	ep := &config.Entrypoint{ID: "app@docker"}
 	ep.Access.RateLimit = &config.RateLimit{Average: 10, Period: time.Second, Burst: 10, Scope: config.ScopeFleet}
-	p, _ := Kind(n.fleet).Compile(policy.Input{Entrypoint: ep, Env: policy.Env{Route: ep.ID, Now: clk.Now}, State: memState{}})
+	p, _ := Kind(n.fleet).Compile(policy.Input{Entrypoint: ep, Env: policy.Env{Route: ep.ID, Now: clk.Now}, State: policytest.State{}})
 	for i := range 5 {
 		policytest.Run(p, policytest.Request("192.0.2."+string(rune('1'+i))+":1"))
 	}
@@ -325,7 +350,7 @@ func TestFleetKeysPerFlushBounded(t *testing.T) {
 func TestFleetWithoutStore(t *testing.T) {
 	ep := &config.Entrypoint{ID: "app@docker"}
 	ep.Access.RateLimit = &config.RateLimit{Average: 1, Period: time.Hour, Burst: 1, Scope: config.ScopeFleet}
-	p, ds := Kind(nil).Compile(policy.Input{Entrypoint: ep, Env: policy.Env{Route: ep.ID}, State: memState{}})
+	p, ds := Kind(nil).Compile(policy.Input{Entrypoint: ep, Env: policy.Env{Route: ep.ID}, State: policytest.State{}})
 	if len(ds) != 1 || ds[0].Code != diagnostics.RateFleetWithoutStore {
 		t.Fatalf("diagnostics %v, want W068", ds)
 	}
@@ -368,14 +393,7 @@ func TestFleetConcurrentServeAndFlush(t *testing.T) {
 	store := newFakeRedis(clk)
 	cfg := config.RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000, SourceCriterion: config.CriterionIP}
 	n := newNode(t, store, "a", clk, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			n.fleet.Flush(ctx)
-		}
-	}()
+	stop := fleetsynctest.Flushing(n.fleet.Flush)
 	var wg sync.WaitGroup
 	var admitted sync.Map
 	for g := range 4 {
@@ -393,8 +411,7 @@ func TestFleetConcurrentServeAndFlush(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	cancel()
-	<-done
+	stop()
 	n.fleet.Flush(context.Background())
 	total := 0
 	admitted.Range(func(_, v any) bool { total += v.(int); return true })

@@ -58,6 +58,7 @@ type Proxy struct {
 	log     zerolog.Logger
 	termTLS *tls.Config   // Options.TLS without ALPN
 	splice  *spliceSwitch // nil with Options.NoSplice
+	bufs    *buffers      // the relays' copy buffers
 
 	conns  *prometheus.CounterVec
 	open   *prometheus.GaugeVec
@@ -86,6 +87,7 @@ func New(opts Options) *Proxy {
 			Help: "Client connections of TCP routes open now, by route.",
 		}, []string{"route"}),
 		clients: map[net.Conn]struct{}{},
+		bufs:    newBuffers(),
 	}
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(p.conns, p.open)
@@ -147,7 +149,7 @@ func (p *Proxy) Handle(c net.Conn, listener, sni string) {
 	g.Inc()
 	defer g.Dec()
 	start := time.Now()
-	res := relay(c, back, idleOf(cfg), p.splice)
+	res := relay(c, back, idleOf(cfg), p.splice, p.bufs)
 	tok.Report(breaker.Outcome{Result: res.verdict(), Elapsed: time.Since(start)})
 }
 

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -100,6 +101,16 @@ func (h *harness) outcomes(outcome string) float64 {
 // EOF it writes "bye\n" and closes (a half-close observer).
 func echoBackend(t *testing.T) string {
 	t.Helper()
+	return backendFunc(t, func(c net.Conn) {
+		_, _ = io.Copy(c, c)
+		_, _ = c.Write([]byte("bye\n"))
+	})
+}
+
+// backendFunc listens on a loopback port until the test ends, serving
+// each connection with serve, then closing it; it returns the address.
+func backendFunc(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +124,7 @@ func echoBackend(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
-				_, _ = c.Write([]byte("bye\n"))
+				serve(c)
 			}()
 		}
 	}()
@@ -173,8 +183,10 @@ func TestEchoAndHalfClose(t *testing.T) {
 func TestIdleTimeoutCloses(t *testing.T) {
 	h := newHarness(t)
 	h.route(config.TCP{IdleTimeout: 200 * time.Millisecond}, nil, echoBackend(t))
-	c := h.dial()
+	// The idle clock starts when the proxy accepts, which may be before
+	// the dial returns here: measure from before the dial.
 	start := time.Now()
+	c := h.dial()
 	_, err := c.Read(make([]byte, 1))
 	if !errors.Is(err, io.EOF) {
 		// The close may come as a reset once the backend's "bye" raced it.
@@ -530,4 +542,44 @@ func testBody(t *testing.T, c net.Conn) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The relays' copy buffers are reused from connection to connection, and
+// no byte of one connection reaches another: a connection that gets a
+// long answer, then one that gets a one-byte answer, which arrives alone.
+func TestReusedBuffersCarryNoByteAcrossConnections(t *testing.T) {
+	long := bytes.Repeat([]byte{'A'}, 30000)
+	addr := backendFunc(t, func(c net.Conn) {
+		var ask [1]byte
+		if _, err := io.ReadFull(c, ask[:]); err != nil {
+			return
+		}
+		if ask[0] == 'L' {
+			_, _ = c.Write(long)
+		} else {
+			_, _ = c.Write([]byte{'b'})
+		}
+	})
+	for _, noSplice := range []bool{true, false} {
+		h := newHarnessOf(t, Options{NoSplice: noSplice})
+		h.route(config.TCP{}, nil, addr)
+		for i, tc := range []struct {
+			ask  byte
+			want []byte
+		}{{'L', long}, {'s', []byte{'b'}}, {'L', long}, {'s', []byte{'b'}}} {
+			c := h.dial()
+			if _, err := c.Write([]byte{tc.ask}); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(c)
+			c.Close()
+			if err != nil {
+				t.Fatalf("noSplice=%v, connection %d: reading: %v", noSplice, i, err)
+			}
+			if !bytes.Equal(got, tc.want) {
+				t.Fatalf("noSplice=%v, connection %d: got %d bytes (%.10q…), want %d", noSplice, i, len(got), got, len(tc.want))
+			}
+		}
+	}
 }

@@ -15,6 +15,20 @@ import (
 // relayBuffer is the size of each direction's copy buffer.
 const relayBuffer = 32 << 10
 
+// buffers holds the copy buffers of a proxy's relays between connections:
+// a new connection takes one per direction that finished relays gave
+// back, instead of allocating and zeroing 64 KiB a connection for the
+// garbage collector. A buffer carries no byte from one connection to
+// another: pump writes only what its own read put in it (buf[:n]).
+type buffers struct{ pool sync.Pool }
+
+func newBuffers() *buffers {
+	return &buffers{pool: sync.Pool{New: func() any { b := make([]byte, relayBuffer); return &b }}}
+}
+
+func (b *buffers) get() *[]byte  { return b.pool.Get().(*[]byte) }
+func (b *buffers) put(p *[]byte) { b.pool.Put(p) }
+
 // Who ended a relay first: the side whose read or write failed first, or
 // the idle limit. Only the first end is blamed; the errors that closing
 // both sides then causes are not.
@@ -61,9 +75,10 @@ func closeWrite(c net.Conn) {
 // relay copies client to backend and back until both directions have
 // ended, one side fails, or nothing moved for idle. With splice, once the
 // backend has answered, a direction between two plain TCP connections
-// moves its bytes with splice(2), in the kernel (spliceRest). It closes
-// neither connection; the caller does.
-func relay(client, backend net.Conn, idle time.Duration, splice *spliceSwitch) result {
+// moves its bytes with splice(2), in the kernel (spliceRest). Each
+// direction's copy buffer comes from bufs. It closes neither connection;
+// the caller does.
+func relay(client, backend net.Conn, idle time.Duration, splice *spliceSwitch, bufs *buffers) result {
 	var (
 		last       atomic.Int64 // unix nanos of the last byte either way
 		answered   atomic.Bool
@@ -83,7 +98,7 @@ func relay(client, backend net.Conn, idle time.Duration, splice *spliceSwitch) r
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		switch err := pump(backend, client, idle, &last, nil, splice.after(&answered)); {
+		switch err := pump(backend, client, idle, &last, nil, splice.after(&answered), bufs); {
 		case err == nil:
 			// The client ended its stream: so does Levee toward the
 			// backend (RFC 9293 3.6), and the answer keeps coming.
@@ -98,7 +113,7 @@ func relay(client, backend net.Conn, idle time.Duration, splice *spliceSwitch) r
 			fail(endIdle)
 		}
 	}()
-	switch err := pump(client, backend, idle, &last, &answered, splice.after(&answered)); {
+	switch err := pump(client, backend, idle, &last, &answered, splice.after(&answered), bufs); {
 	case err == nil:
 		if !answered.Load() && !clientDone.Load() {
 			end.CompareAndSwap(endNone, endBackend) // closed before saying anything
@@ -126,13 +141,23 @@ var (
 // write error (errWrite), or idle without a byte either way or a write
 // to dst that does not complete in idle (errIdle). first, if set, is set
 // at the first byte. Once sw (if set) says so after a write, the rest of
-// the copy is spliceRest's.
-func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atomic.Bool, sw *spliceAfter) error {
-	buf := make([]byte, relayBuffer)
+// the copy is spliceRest's. Its buffer, from bufs, goes back when it
+// returns or hands over to spliceRest.
+func pump(dst, src net.Conn, idle time.Duration, last *atomic.Int64, first *atomic.Bool, sw *spliceAfter, bufs *buffers) error {
+	bp := bufs.get()
+	held := true
+	defer func() {
+		if held {
+			bufs.put(bp)
+		}
+	}()
+	buf := *bp
 	for {
 		if sw != nil && sw.ready.Load() {
 			if d, s, ok := tcpPair(dst, src); ok {
 				sw.started.Add(1)
+				held = false
+				bufs.put(bp)
 				return spliceRest(d, s, idle, last)
 			}
 			sw = nil

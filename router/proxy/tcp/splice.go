@@ -50,14 +50,36 @@ func (s *spliceSwitch) after(answered *atomic.Bool) *spliceAfter {
 	return &spliceAfter{ready: answered, started: &s.started}
 }
 
-// tcpPair returns dst and src as TCP connections when both are.
+// PlainConn is a connection wrapper that moves exactly the bytes of the
+// connection it wraps, in both directions, and holds none (the serve
+// listener's connection limit): the spliced copy may go to the wrapped
+// connection. TLS connections, which transform the bytes, must not have it.
+type PlainConn interface {
+	PlainConn() net.Conn
+}
+
+// tcpPair returns dst and src as TCP connections when both are, seen
+// through PlainConn wrappers.
 func tcpPair(dst, src net.Conn) (*net.TCPConn, *net.TCPConn, bool) {
-	d, ok := dst.(*net.TCPConn)
+	d, ok := plainTCP(dst)
 	if !ok {
 		return nil, nil, false
 	}
-	s, ok := src.(*net.TCPConn)
+	s, ok := plainTCP(src)
 	return d, s, ok
+}
+
+func plainTCP(c net.Conn) (*net.TCPConn, bool) {
+	for {
+		switch v := c.(type) {
+		case *net.TCPConn:
+			return v, true
+		case PlainConn:
+			c = v.PlainConn()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // spliceRest copies src to dst with splice(2) until src's EOF (nil), a

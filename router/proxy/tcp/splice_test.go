@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/httpx/server"
 )
 
 // Once the backend has answered, both directions between two plain TCP
@@ -57,6 +59,50 @@ func TestSplicedRelayMovesBytesIntact(t *testing.T) {
 		case !noSplice && n != 2:
 			t.Errorf("%d directions spliced, want both", n)
 		}
+	}
+}
+
+// Behind serve's connection limit (server.LimitListener, whose
+// connections are PlainConn wrappers) both directions still go over to
+// splice(2), and the bytes arrive intact.
+func TestSplicedRelayBehindTheConnectionLimit(t *testing.T) {
+	h := &harness{t: t, r: router.New(router.Options{}), reg: prometheus.NewRegistry()}
+	h.p = New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Registerer: h.reg})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ln = ln
+	go func() { _ = h.p.Serve(server.LimitListener(ln, 8, nil), "pg") }()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		_ = h.p.Close()
+		h.r.Close()
+	})
+	h.route(config.TCP{}, nil, echoBackend(t))
+	c := h.dial()
+	r := bufio.NewReader(c)
+	if _, err := c.Write([]byte("hi\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLine(t, r); got != "hi\n" {
+		t.Fatalf("echo %q", got)
+	}
+	data := make([]byte, 1<<20)
+	_, _ = rand.Read(data)
+	go func() {
+		_, _ = c.Write(data)
+		_ = c.(*net.TCPConn).CloseWrite()
+	}()
+	got := make([]byte, len(data))
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatalf("reading the echo: %v", err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("the echo differs from what was sent")
+	}
+	if n := h.p.spliced(); n != 2 {
+		t.Errorf("%d directions spliced behind the connection limit, want both", n)
 	}
 }
 
@@ -186,4 +232,61 @@ func (h *harness) routeOn(tb testing.TB, addr string) {
 	n, _ := strconv.Atoi(port)
 	ep.Backends = []config.Backend{{Address: host, Port: n, Weight: 1}}
 	h.r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
+}
+
+// BenchmarkRelayPingPong is small-message request/response traffic through
+// a route: one connection, a 64-byte message to an echo backend and back
+// per operation, on the buffered and on the spliced copy.
+func BenchmarkRelayPingPong(b *testing.B) {
+	for _, mode := range []struct {
+		name     string
+		noSplice bool
+	}{{"buffered", true}, {"spliced", false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			back, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer back.Close()
+			go func() {
+				for {
+					c, err := back.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						_, _ = io.Copy(c, c)
+					}()
+				}
+			}()
+			r := router.New(router.Options{})
+			defer r.Close()
+			p := New(Options{Snapshot: r.Snapshot, Logger: zerolog.Nop(), NoSplice: mode.noSplice})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			go func() { _ = p.Serve(ln, "pg") }()
+			defer p.Close()
+			h := &harness{r: r, p: p, ln: ln}
+			h.routeOn(b, back.Addr().String())
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			msg, got := make([]byte, 64), make([]byte, 64)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, got); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -13,10 +13,18 @@
 //     socket goes to that client, so replies never cross between clients.
 //   - A session ends when no datagram moved either way for the route's
 //     udp.idleTimeout; the next datagram from the address opens a new one.
-//   - A listener holds at most Options.MaxSessions sessions
-//     (config.MaxUDPSessions by default): a datagram from a new client
-//     beyond it is dropped and counted, so a flood of source addresses
-//     bounds the memory and sockets Levee spends.
+//   - A listener holds at most the route's udp.maxSessions sessions: a
+//     new client beyond it takes the place of the least recently active
+//     session (the table is kept in order of activity), which ends and is
+//     counted. A flood of source addresses bounds the memory and sockets
+//     Levee spends, and the clients that keep talking keep their sessions.
+//   - The route's breaker (breaker.go) admits a session when it opens and
+//     is told one outcome per session: its backend's first datagram back
+//     is a success; an ICMP port unreachable (ECONNREFUSED on the
+//     connected socket) or, with udp.circuitBreaker.answerTimeout, no
+//     datagram back within it after a client's datagram, is a failure and
+//     ends the session. While the breaker is open a new client's
+//     datagrams are dropped; sessions already open keep relaying.
 //   - Datagrams with no route, no backend up, or whose backend socket
 //     cannot be opened are dropped and counted: UDP has no refusal to send.
 package udp
@@ -24,14 +32,12 @@ package udp
 import (
 	"errors"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
-	"github.com/levee-proxy/levee/router/config"
 )
 
 // maxDatagram is the largest UDP payload (RFC 768: a 16-bit length, less
@@ -46,10 +52,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// Registerer receives the metrics; nil registers nowhere.
 	Registerer prometheus.Registerer
-	// MaxSessions bounds the sessions of one listener; zero is
-	// config.MaxUDPSessions.
-	MaxSessions int
-	// Now is the clock of idle expiry; nil is time.Now.
+	// Now is the clock of idle expiry; nil is time.Now. The answer
+	// timeout is a read deadline of the backend socket, on the system's
+	// clock.
 	Now func() time.Time
 	// Dial opens the socket toward a backend; nil is net.Dial("udp", …).
 	Dial func(addr string) (net.Conn, error)
@@ -58,11 +63,22 @@ type Options struct {
 // Outcomes of a client's first datagram, the outcome label of
 // levee_udp_sessions_total.
 const (
-	OutcomeOpened     = "opened"
-	OutcomeNoRoute    = "no_route"
-	OutcomeLimit      = "limit"
-	OutcomeNoBackend  = "no_backend"
-	OutcomeDialFailed = "dial_failed"
+	OutcomeOpened      = "opened"
+	OutcomeNoRoute     = "no_route"
+	OutcomeCircuitOpen = "circuit_open"
+	OutcomeNoBackend   = "no_backend"
+	OutcomeDialFailed  = "dial_failed"
+)
+
+// Reasons a session failed, the reason label of
+// levee_udp_session_failures_total.
+const (
+	// ReasonRefused: the backend answered a datagram with ICMP port
+	// unreachable (ECONNREFUSED on the connected socket).
+	ReasonRefused = "refused"
+	// ReasonNoAnswer: nothing came back within the route's
+	// udp.circuitBreaker.answerTimeout after a client's datagram.
+	ReasonNoAnswer = "no_answer"
 )
 
 // Proxy relays the datagrams of UDP routes (see the package doc).
@@ -72,13 +88,12 @@ type Proxy struct {
 	sessions *prometheus.CounterVec
 	open     *prometheus.GaugeVec
 	expired  *prometheus.CounterVec
+	evicted  *prometheus.CounterVec
+	failures *prometheus.CounterVec
 }
 
 // New returns a Proxy.
 func New(opts Options) *Proxy {
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = config.MaxUDPSessions
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -90,7 +105,7 @@ func New(opts Options) *Proxy {
 		log:  opts.Logger.With().Str("component", "udp").Logger(),
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "levee_udp_sessions_total",
-			Help: "First datagrams of UDP clients, by listener, route (empty without one) and outcome (opened, no_route, limit, no_backend, dial_failed); all but opened are dropped.",
+			Help: "First datagrams of UDP clients, by listener, route (empty without one) and outcome (opened, no_route, circuit_open, no_backend, dial_failed); all but opened are dropped.",
 		}, []string{"listener", "route", "outcome"}),
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "levee_udp_sessions_open",
@@ -100,36 +115,19 @@ func New(opts Options) *Proxy {
 			Name: "levee_udp_sessions_expired_total",
 			Help: "UDP sessions ended after their route's udp.idleTimeout without a datagram, by listener.",
 		}, []string{"listener"}),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "levee_udp_sessions_evicted_total",
+			Help: "UDP sessions ended to make room for a new client's when the listener held udp.maxSessions, the least recently active first, by listener.",
+		}, []string{"listener"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "levee_udp_session_failures_total",
+			Help: "UDP sessions ended by a backend failure, by listener, route and reason (refused: ICMP port unreachable; no_answer: nothing back within udp.circuitBreaker.answerTimeout).",
+		}, []string{"listener", "route", "reason"}),
 	}
 	if opts.Registerer != nil {
-		opts.Registerer.MustRegister(p.sessions, p.open, p.expired)
+		opts.Registerer.MustRegister(p.sessions, p.open, p.expired, p.evicted, p.failures)
 	}
 	return p
-}
-
-// Listener serves one UDP socket: its session table.
-type Listener struct {
-	p    *Proxy
-	name string
-	pc   net.PacketConn
-
-	mu       sync.Mutex
-	sessions map[string]*session // by client address
-	closed   bool
-}
-
-type session struct {
-	client net.Addr
-	back   net.Conn
-	route  string
-	idle   time.Duration
-	last   time.Time // guarded by Listener.mu
-}
-
-// Listen returns the session table of pc, a UDP socket named listener;
-// Serve runs it.
-func (p *Proxy) Listen(pc net.PacketConn, listener string) *Listener {
-	return &Listener{p: p, name: listener, pc: pc, sessions: map[string]*session{}}
 }
 
 // Serve reads pc's datagrams and relays them until pc is closed (then it
@@ -175,148 +173,44 @@ func (l *Listener) forward(b []byte, from net.Addr) {
 	if s == nil {
 		return
 	}
+	l.awaitAnswer(s)
 	if _, err := s.back.Write(b); err != nil {
+		if isRefused(err) {
+			l.fail(s, ReasonRefused)
+			return
+		}
 		l.p.log.Debug().Str("listener", l.name).Str("route", s.route).Str("client", from.String()).Err(err).Msg("udp datagram to backend failed")
 	}
 }
 
-// session returns from's session, opening one; nil drops the datagram.
-func (l *Listener) session(from net.Addr) *session {
-	key := from.String()
-	now := l.p.opts.Now()
-	l.mu.Lock()
-	if s := l.sessions[key]; s != nil {
-		s.last = now
-		l.mu.Unlock()
-		return s
-	}
-	full := len(l.sessions) >= l.p.opts.MaxSessions
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		return nil
-	}
-	rt := l.p.opts.Snapshot().MatchUDP(l.name)
-	if rt == nil {
-		l.p.sessions.WithLabelValues(l.name, "", OutcomeNoRoute).Inc()
-		return nil
-	}
-	id := rt.ID()
-	if full {
-		l.p.sessions.WithLabelValues(l.name, id, OutcomeLimit).Inc()
-		return nil
-	}
-	addr := pick(rt)
-	if addr == "" {
-		l.p.sessions.WithLabelValues(l.name, id, OutcomeNoBackend).Inc()
-		return nil
-	}
-	back, err := l.p.opts.Dial(addr)
-	if err != nil {
-		l.p.sessions.WithLabelValues(l.name, id, OutcomeDialFailed).Inc()
-		l.p.log.Warn().Str("listener", l.name).Str("route", id).Str("backend", addr).Err(err).Msg("udp backend socket failed")
-		return nil
-	}
-	idle := rt.Config().UDP.IdleTimeout
-	if idle <= 0 {
-		idle = config.DefaultUDPIdleTimeout
-	}
-	s := &session{client: from, back: back, route: id, idle: idle, last: now}
-	l.mu.Lock()
-	if l.closed || l.sessions[key] != nil || len(l.sessions) >= l.p.opts.MaxSessions {
-		// Closed, or another datagram of the client (or of a new one)
-		// won the race: this one is dropped, as UDP may.
-		l.mu.Unlock()
-		_ = back.Close()
-		return nil
-	}
-	l.sessions[key] = s
-	l.mu.Unlock()
-	l.p.sessions.WithLabelValues(l.name, id, OutcomeOpened).Inc()
-	l.p.open.WithLabelValues(l.name).Inc()
-	go l.replies(key, s)
-	return s
-}
-
 // replies relays the backend's datagrams of session s to its client until
-// the session's socket is closed.
-func (l *Listener) replies(key string, s *session) {
+// the session's socket is closed, or the backend fails.
+func (l *Listener) replies(s *session) {
 	buf := make([]byte, maxDatagram)
 	for {
 		n, err := s.back.Read(buf)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
+				if l.answerDue(s) {
+					l.fail(s, ReasonNoAnswer)
+					return
+				}
 				continue
 			}
-			// Closed by Sweep or Close, or an ICMP port unreachable
-			// (ECONNREFUSED on a connected socket): the session ends.
-			l.end(key, s)
+			if isRefused(err) {
+				l.fail(s, ReasonRefused)
+				return
+			}
+			// Closed by Sweep, an eviction or Close: the session ends.
+			l.end(s)
 			return
 		}
-		l.mu.Lock()
-		s.last = l.p.opts.Now()
-		l.mu.Unlock()
+		l.answered(s)
 		if _, err := l.pc.WriteTo(buf[:n], s.client); err != nil {
 			l.p.log.Debug().Str("listener", l.name).Str("client", s.client.String()).Err(err).Msg("udp reply to client failed")
 		}
 	}
-}
-
-// end removes session s (if it is still key's) and closes its socket.
-func (l *Listener) end(key string, s *session) {
-	l.mu.Lock()
-	mine := l.sessions[key] == s
-	if mine {
-		delete(l.sessions, key)
-	}
-	l.mu.Unlock()
-	_ = s.back.Close()
-	if mine {
-		l.p.open.WithLabelValues(l.name).Dec()
-	}
-}
-
-// Sweep ends the sessions idle for their route's udp.idleTimeout.
-func (l *Listener) Sweep() {
-	now := l.p.opts.Now()
-	var idle []*session
-	var keys []string
-	l.mu.Lock()
-	for k, s := range l.sessions {
-		if now.Sub(s.last) >= s.idle {
-			idle = append(idle, s)
-			keys = append(keys, k)
-		}
-	}
-	l.mu.Unlock()
-	for i, s := range idle {
-		l.end(keys[i], s)
-		l.p.expired.WithLabelValues(l.name).Inc()
-	}
-}
-
-// Sessions returns how many sessions are open.
-func (l *Listener) Sessions() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.sessions)
-}
-
-// Close ends every session and stops opening new ones; it does not close
-// the socket (its owner does, which ends Serve).
-func (l *Listener) Close() error {
-	l.mu.Lock()
-	l.closed = true
-	all := make(map[string]*session, len(l.sessions))
-	for k, s := range l.sessions {
-		all[k] = s
-	}
-	l.mu.Unlock()
-	for k, s := range all {
-		l.end(k, s)
-	}
-	return nil
 }
 
 // pick returns the next backend of rt in round-robin order that is up

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
 	"github.com/levee-proxy/levee/router"
@@ -25,27 +27,31 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 type harness struct {
 	t     *testing.T
 	r     *router.Router
+	p     *Proxy
 	l     *Listener
 	addr  string
 	clock *clock
 }
 
-// newHarness serves UDP listener "dns" on a loopback port, its route to
-// the echo backends at addrs.
-func newHarness(t *testing.T, maxSessions int, idle time.Duration, addrs ...string) *harness {
+// newHarness serves UDP listener "dns" on a loopback port, its route
+// (with u's settings and breaker cb) to the backends at addrs.
+func newHarness(t *testing.T, u config.UDP, cb *config.CircuitBreaker, addrs ...string) *harness {
 	t.Helper()
 	h := &harness{t: t, r: router.New(router.Options{}), clock: &clock{t: time.Unix(1000, 0)}}
 	ep := config.DefaultEntrypoint()
 	ep.ID, ep.Name, ep.Source = "dns", "dns", config.SourceAPI
 	ep.Protocol = config.ProtocolUDP
-	ep.UDP = config.UDP{Listener: "dns", IdleTimeout: idle}
+	u.Listener = "dns"
+	ep.UDP = u
+	ep.CircuitBreaker = cb
 	for _, a := range addrs {
 		host, port, _ := net.SplitHostPort(a)
 		n, _ := strconv.Atoi(port)
 		ep.Backends = append(ep.Backends, config.Backend{Address: host, Port: n, Weight: 1})
 	}
 	h.r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
-	p := New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), MaxSessions: maxSessions, Now: h.clock.now})
+	p := New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Now: h.clock.now})
+	h.p = p
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +115,7 @@ func ask(t *testing.T, c net.Conn, msg string) string {
 // sent them; a client keeps its backend, and new clients take the next
 // backend in turn.
 func TestEchoThroughTheProxy(t *testing.T) {
-	h := newHarness(t, 0, 0, echoBackend(t, "a"), echoBackend(t, "b"))
+	h := newHarness(t, config.UDP{}, nil, echoBackend(t, "a"), echoBackend(t, "b"))
 	c1, c2 := h.client(), h.client()
 	r1 := ask(t, c1, "one")
 	r2 := ask(t, c2, "two")
@@ -131,7 +137,7 @@ func TestEchoThroughTheProxy(t *testing.T) {
 
 // Many clients at once each get their own replies, never another's.
 func TestRepliesNeverCross(t *testing.T) {
-	h := newHarness(t, 0, 0, echoBackend(t, "a"), echoBackend(t, "b"), echoBackend(t, "c"))
+	h := newHarness(t, config.UDP{}, nil, echoBackend(t, "a"), echoBackend(t, "b"), echoBackend(t, "c"))
 	var wg sync.WaitGroup
 	for i := range 20 {
 		c := h.client()
@@ -152,7 +158,7 @@ func TestRepliesNeverCross(t *testing.T) {
 // A session idle for udp.idleTimeout ends at the next sweep; the client's
 // next datagram opens a new one (on the next backend).
 func TestSessionExpiresWhenIdle(t *testing.T) {
-	h := newHarness(t, 0, 30*time.Second, echoBackend(t, "a"), echoBackend(t, "b"))
+	h := newHarness(t, config.UDP{IdleTimeout: 30 * time.Second}, nil, echoBackend(t, "a"), echoBackend(t, "b"))
 	c := h.client()
 	first := ask(t, c, "x")
 	if first == "" {
@@ -176,32 +182,61 @@ func TestSessionExpiresWhenIdle(t *testing.T) {
 	}
 }
 
-// Beyond MaxSessions a new client's datagrams are dropped; the clients
-// with a session keep theirs, and a freed slot serves a new client.
-func TestSessionBound(t *testing.T) {
-	h := newHarness(t, 2, 10*time.Second, echoBackend(t, "a"))
+// With udp.maxSessions sessions open, a new client takes the place of
+// the least recently active session, which ends and is counted; the
+// evicted client's next datagram opens a new session, and every reply
+// still reaches the client that asked.
+func TestIdlestSessionEvicted(t *testing.T) {
+	h := newHarness(t, config.UDP{IdleTimeout: time.Minute, MaxSessions: 2}, nil, echoBackend(t, "a"))
 	c1, c2, c3 := h.client(), h.client(), h.client()
-	if ask(t, c1, "1") == "" || ask(t, c2, "2") == "" {
+	if ask(t, c1, "1") != "a:1" || ask(t, c2, "2") != "a:2" {
 		t.Fatal("no reply within the bound")
 	}
-	if got := ask(t, c3, "3"); got != "" {
-		t.Errorf("third client got %q beyond a bound of 2, want its datagram dropped", got)
+	if got := ask(t, c1, "1"); got != "a:1" { // c2 is now the least recently active
+		t.Fatalf("client 1 got %q, want a:1", got)
 	}
-	if got := ask(t, c1, "1"); got != "a:1" {
-		t.Errorf("a client with a session got %q, want a:1", got)
-	}
-	h.clock.add(11 * time.Second)
-	h.l.Sweep()
 	if got := ask(t, c3, "3"); got != "a:3" {
-		t.Errorf("after the sessions expired the third client got %q, want a:3", got)
+		t.Fatalf("a third client beyond a bound of 2 got %q, want a:3 (a session evicted for it)", got)
+	}
+	if n, ev := h.l.Sessions(), value(h.p.evicted.WithLabelValues("dns")); n != 2 || ev != 1 {
+		t.Fatalf("%d sessions, %v evicted, want 2 and 1", n, ev)
+	}
+	opened := func() float64 { return value(h.p.sessions.WithLabelValues("dns", "dns", OutcomeOpened)) }
+	if got := ask(t, c1, "1"); got != "a:1" || opened() != 3 {
+		t.Fatalf("client 1 got %q with %v sessions opened, want a:1 on its own session (3 opened)", got, opened())
+	}
+	// Client 2 was the one evicted: it opens a new session (evicting client 3 now).
+	if got := ask(t, c2, "2"); got != "a:2" || opened() != 4 {
+		t.Fatalf("evicted client 2 got %q with %v sessions opened, want a:2 on a new session (4 opened)", got, opened())
+	}
+	if got := ask(t, c1, "x"); got != "a:x" {
+		t.Errorf("client 1 got %q, want a:x", got)
+	}
+	if got := value(h.p.evicted.WithLabelValues("dns")); got != 2 {
+		t.Errorf("%v evicted, want 2", got)
+	}
+	if got := value(h.p.open.WithLabelValues("dns")); got != 2 {
+		t.Errorf("open gauge %v, want 2", got)
 	}
 }
 
 // Without a route for the listener datagrams are dropped.
 func TestNoRouteDrops(t *testing.T) {
-	h := newHarness(t, 0, 0, echoBackend(t, "a"))
+	h := newHarness(t, config.UDP{}, nil, echoBackend(t, "a"))
 	h.r.Update(config.SourceUpdate{Source: config.SourceAPI})
 	if got := ask(t, h.client(), "x"); got != "" {
 		t.Errorf("got %q without a route, want nothing", got)
 	}
+}
+
+// value reads a counter or gauge.
+func value(m prometheus.Metric) float64 {
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		panic(err)
+	}
+	if out.Counter != nil {
+		return out.Counter.GetValue()
+	}
+	return out.Gauge.GetValue()
 }

@@ -70,6 +70,10 @@ func New(c net.Conn) *Socket {
 	return s
 }
 
+// Control runs f with the socket's descriptor, which stays open while f
+// runs (syscall.RawConn.Control).
+func (s *Socket) Control(f func(fd uintptr)) error { return s.rc.Control(f) }
+
 // Read reads into p like net.Conn.Read.
 func (s *Socket) Read(p []byte) (int, error) {
 	if len(p) == 0 {

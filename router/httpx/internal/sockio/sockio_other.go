@@ -22,3 +22,6 @@ func (*Socket) TryRead([]byte) (int, error) { panic("sockio: Socket on a non-Lin
 
 // WaitReadable is never called: New returns nil.
 func (*Socket) WaitReadable() error { panic("sockio: Socket on a non-Linux system") }
+
+// Control is not available on this system.
+func (*Socket) Control(func(fd uintptr)) error { panic("sockio: Socket on a non-Linux system") }

@@ -82,3 +82,17 @@ func Request(peer string, xff ...string) *http.Request {
 	}
 	return r
 }
+
+// State is a route's policy state held in a map (policy.State).
+type State map[string]any
+
+// Retain implements policy.State: the value kept under name when keep
+// accepts it, else a new one from create.
+func (s State) Retain(name string, keep func(any) bool, create func() any) any {
+	if v, ok := s[name]; ok && keep(v) {
+		return v
+	}
+	v := create()
+	s[name] = v
+	return v
+}

@@ -1,6 +1,7 @@
-// Package fleetstore keeps the fleet rate limits' buckets in Redis (the
-// breaker store, --breaker-store): ratelimit.SharedBuckets for
-// rateLimit.scope=fleet.
+// Package fleetstore keeps the fleet rate limits' buckets and the fleet
+// in-flight limits' counts in Redis (the breaker store, --breaker-store):
+// ratelimit.SharedBuckets for rateLimit.scope=fleet and
+// inflight.SharedCounts for inFlight.scope=fleet.
 //
 // One Lua script per bucket, atomic in Redis, charges what a replica
 // admitted since its last reconciliation, refills the bucket by the
@@ -15,6 +16,14 @@
 // <prefix>rl:{<route>}:replicas (hash: replica -> last reconciliation).
 // They expire when unused for TTL (at least a minute, or twice the time
 // the bucket takes to refill), after which the bucket starts full.
+//
+// An in-flight counter is <prefix>if:{<route>}:<key>, a hash of replica
+// -> "count:ms" (the store's time of the replica's last report; a
+// replica with none in flight has no field). A script per counter, atomic
+// in Redis, records the replica's count and answers the sum of the other
+// replicas' counts reported within Live; older ones are deleted, so a
+// replica that died stops counting after Live, and the key expires Live
+// after the last report of a count.
 package fleetstore
 
 import (
@@ -31,7 +40,8 @@ import (
 )
 
 // DefaultLive is how long a replica counts as spending from a route
-// after its last reconciliation of it, at the default flush interval.
+// after its last reconciliation of it, and how long its in-flight counts
+// count, at the default flush interval.
 const DefaultLive = 2 * time.Second
 
 // minTTL is the least a bucket's keys outlive their last use.

@@ -1,21 +1,18 @@
-//lint:file-ignore SA1019 HTTP/2 is served by x/net/http2.Server (ServeConn, ConfigureServer), as on the TLS listeners (tlsserver.go)
+//lint:file-ignore SA1019 HTTP/2 is served by x/net/http2.Server (ServeConn, ConfigureServer), as on the TLS listeners (tls.go)
 
-package main
+package front
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	stdlog "log"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
 
-	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/httpx/h2guard"
 )
 
@@ -23,19 +20,18 @@ import (
 // beside HTTP/1.1 (`--listen name=addr,h2c`): a connection that opens
 // with the HTTP/2 client preface (prior knowledge, RFC 9113 3.4) is
 // served by net/http's HTTP/2 server behind h2guard, with the limits of
-// the TLS listeners' HTTP/2; any other is handed, its first bytes
+// a TLS listener's HTTP/2; any other is handed, its first bytes
 // replayed, to the listener's HTTP/1.1 server through Accept. The
 // HTTP/1.1 Upgrade to h2c (RFC 7540 3.2, removed in RFC 9113) is never
 // honoured. The preface must arrive within the listener's header
 // timeout, as a request head must.
 type h2cListener struct {
 	net.Listener
-	h2       *http2.Server
-	base     *http.Server // h2's base config: limits, error log, GOAWAY on shutdown
-	ctx      context.Context
-	timeout  time.Duration
-	errorLog *stdlog.Logger
-	cut      *prometheus.CounterVec
+	h2      *http2.Server
+	base    *http.Server // h2's base config: limits, error log, GOAWAY on shutdown
+	ctx     context.Context
+	timeout time.Duration
+	o       Options
 
 	start    sync.Once
 	accepted chan net.Conn
@@ -47,21 +43,27 @@ type h2cListener struct {
 	conns map[net.Conn]struct{} // the HTTP/2 connections being served
 }
 
-func newH2CListener(ln net.Listener, h http.Handler, spec listenerSpec, l *router.Listener, errorLog *stdlog.Logger, cut *prometheus.CounterVec) *h2cListener {
+// H2C wraps ln, a plain listener served by Plain(o), so that its
+// connections opening with the HTTP/2 preface are served as cleartext
+// HTTP/2 with o (the handler, limits and guard of a TLS listener's
+// HTTP/2), and the others reach the HTTP/1.1 server through Accept.
+func H2C(ln net.Listener, o Options) net.Listener { return newH2CListener(ln, o) }
+
+func newH2CListener(ln net.Listener, o Options) *h2cListener {
 	c := &h2cListener{
 		Listener: ln,
 		h2:       &http2.Server{},
 		base: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: spec.headerTimeout(),
-			IdleTimeout:       spec.idleTimeout(),
-			MaxHeaderBytes:    proxyMaxHeaderBytes,
-			ErrorLog:          errorLog,
+			Handler:           o.Handler,
+			ReadHeaderTimeout: o.Limits.HeaderTimeout,
+			IdleTimeout:       o.Limits.IdleTimeout,
+			MaxHeaderBytes:    o.Limits.MaxHeaderBytes,
+			ErrorLog:          o.ErrorLog,
+			HTTP2:             o.http2Config(),
 		},
-		ctx:      router.WithListener(context.Background(), l),
-		timeout:  spec.headerTimeout(),
-		errorLog: errorLog,
-		cut:      cut,
+		ctx:      o.base(),
+		timeout:  o.Limits.HeaderTimeout,
+		o:        o,
 		accepted: make(chan net.Conn),
 		failed:   make(chan error),
 		closed:   make(chan struct{}),
@@ -151,8 +153,7 @@ func (c *h2cListener) serveH2(conn net.Conn) {
 		delete(c.conns, conn)
 		c.mu.Unlock()
 	}()
-	remote := conn.RemoteAddr().String()
-	g := h2guard.NewPlain(conn, h2guard.Options{OnFlood: func(frameType uint8) { countFlood(c.errorLog, c.cut, remote, frameType) }})
+	g := h2guard.NewPlain(conn, c.o.floodGuard(conn.RemoteAddr().String()))
 	c.h2.ServeConn(g, &http2.ServeConnOpts{Context: c.ctx, BaseConfig: c.base, Handler: c.base.Handler})
 }
 
