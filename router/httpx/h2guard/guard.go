@@ -25,6 +25,16 @@
 //     4 KiB, and may do so a whole flow-control window after the server
 //     wrote it).
 //
+// A DATA frame pays for itself only on a stream whose request is still
+// being sent: one the client opened with a HEADERS that did not end it,
+// and that neither side has ended or reset since (the guard keeps these,
+// at most maxOpen). On any other stream it is a control frame, whatever
+// it carries: Go's server answers DATA on a closed stream with an
+// RST_STREAM (STREAM_CLOSED) and a WINDOW_UPDATE giving the bytes back
+// (RFC 9113 5.1, 6.9), two frames written for each one read, without
+// end. A real client sends a few such frames at most, those in flight
+// when the server reset the stream.
+//
 // RST_STREAM and GOAWAY are control frames too: an RST_STREAM for a
 // stream already closed is read and ignored (RFC 9113 5.1), a GOAWAY with
 // an error code read and logged by Go's server, as often as a client
@@ -165,6 +175,15 @@ type Conn struct {
 	lastID  uint32 // the highest stream the client opened
 	flooded bool
 	earned  atomic.Int64 // credit from the write side, collected by reads
+	// open holds the streams whose request the client is still sending
+	// (see the package doc); nil until the first such stream.
+	open map[uint32]struct{}
+
+	// The streams the server reset, from the write side to the read
+	// side, which takes them out of open.
+	rmu     sync.Mutex
+	resets  []uint32
+	pending atomic.Bool
 
 	// Write side.
 	wmu sync.Mutex
@@ -216,7 +235,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	c.in.feed(p[:n], func(typ, flags uint8, length, stream uint32) bool {
 		switch typ {
 		case typeData:
-			if flags&flagEndStream != 0 || length > 0 && (flags&flagPadded == 0 || length > maxPadding+1) {
+			if c.requestData(flags, length, stream) {
 				return true
 			}
 		case typeContinuation:
@@ -226,9 +245,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 		case typePushPromise:
 			return true // a connection error from a client (RFC 9113 8.4)
 		case typeHeaders:
-			c.lastID = max(c.lastID, stream)
+			c.headers(flags, stream)
 			c.credit(c.opts.PerRequest)
 			return true
+		case typeRSTStream:
+			delete(c.open, stream)
 		}
 		if c.spend() {
 			return true
@@ -241,6 +262,51 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, ErrFlood
 	}
 	return n, err
+}
+
+// maxOpen bounds the streams a connection's guard keeps as open, far
+// above the concurrent streams Go's server allows (250 by default); the
+// DATA of a stream past it counts as control frames.
+const maxOpen = 1024
+
+// headers takes note of a HEADERS frame on stream: a new stream whose
+// request goes on (no END_STREAM) is open; trailers end one.
+func (c *Conn) headers(flags uint8, stream uint32) {
+	if flags&flagEndStream != 0 {
+		delete(c.open, stream)
+	} else if stream > c.lastID {
+		if c.open == nil {
+			c.open = make(map[uint32]struct{})
+		}
+		if len(c.open) < maxOpen {
+			c.open[stream] = struct{}{}
+		}
+	}
+	c.lastID = max(c.lastID, stream)
+}
+
+// requestData reports whether a DATA frame carries a request's body (it
+// is free) rather than being a control frame: its stream is open, and
+// the frame ends it or carries data (an empty or padding-only frame that
+// does not end its stream carries nothing, CVE-2019-9518).
+func (c *Conn) requestData(flags uint8, length, stream uint32) bool {
+	if c.pending.Load() {
+		c.rmu.Lock()
+		for _, id := range c.resets {
+			delete(c.open, id)
+		}
+		c.resets = c.resets[:0]
+		c.pending.Store(false)
+		c.rmu.Unlock()
+	}
+	if _, ok := c.open[stream]; !ok {
+		return false
+	}
+	if flags&flagEndStream != 0 {
+		delete(c.open, stream)
+		return true
+	}
+	return length > 0 && (flags&flagPadded == 0 || length > maxPadding+1)
 }
 
 // spend takes one control frame from the budget, after adding what time
@@ -310,9 +376,17 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	n, err := c.Conn.Write(p)
-	c.out.feed(p[:n], func(typ, _ uint8, length, _ uint32) bool {
-		if typ == typeData {
+	c.out.feed(p[:n], func(typ, _ uint8, length, stream uint32) bool {
+		switch typ {
+		case typeData:
 			c.earned.Add(2 + int64(length)/2048)
+		case typeRSTStream:
+			c.rmu.Lock()
+			if len(c.resets) < maxOpen {
+				c.resets = append(c.resets, stream)
+				c.pending.Store(true)
+			}
+			c.rmu.Unlock()
 		}
 		return true
 	})

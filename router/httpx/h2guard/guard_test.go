@@ -52,8 +52,13 @@ func startServerBurst(t *testing.T, burst int64) *server {
 	// Go's client splits a header block over 16 KiB into CONTINUATIONs.
 	h2 := &http2.Server{MaxReadFrameSize: 16 << 10}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A body is read whole: a stream whose client sends one stays
-		// open until it ends.
+		// /noread answers at once, and the server resets the stream
+		// (NO_ERROR, RFC 9113 8.1); elsewhere a body is read whole: a
+		// stream whose client sends one stays open until it ends.
+		if r.URL.Path == "/noread" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/big" {
 			_, _ = w.Write(big)
@@ -199,6 +204,12 @@ func (c *rawClient) get(t *testing.T, id uint32, path string) string {
 	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
 		t.Fatal(err)
 	}
+	return c.answer(t, id)
+}
+
+// answer reads frames until the answer on stream id and returns its :status.
+func (c *rawClient) answer(t *testing.T, id uint32) string {
+	t.Helper()
 	dec := hpack.NewDecoder(4096, nil)
 	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
