@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/levee-proxy/levee/provider"
@@ -157,14 +158,7 @@ func TestWatchFailureDisconnectsAndRecovers(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	first := watch.NewFakeWithChanSize(1, false)
-	var watches atomic.Int32
-	client.PrependWatchReactor("ingresses", func(k8stesting.Action) (bool, watch.Interface, error) {
-		if watches.Add(1) == 1 {
-			return true, first, nil
-		}
-		return false, nil, nil
-	})
+	first, _ := firstIngressWatch(client)
 	reg := prometheus.NewRegistry()
 	logs := &syncBuffer{}
 	p, s := runProvider(t, Options{Client: client, Registerer: reg, Logger: zerolog.New(logs)})
@@ -233,19 +227,26 @@ func TestUnreachableAtStartIsDisconnectedUntilListed(t *testing.T) {
 	})
 }
 
-// A watch ended by a 410 Gone whose relist succeeds is routine: the
-// provider passes through connecting, never disconnected, and that is not
-// a reconnection.
-func TestRelistIsNotAReconnect(t *testing.T) {
-	client := clientWith(t, ingress("levee", "shop.example.com", nil), service(), slice(false))
-	first := watch.NewFakeWithChanSize(1, false)
-	var watches atomic.Int32
+// firstIngressWatch makes the client's first watch of Ingresses a fake
+// the test ends as it likes; it counts the watches opened.
+func firstIngressWatch(client *fake.Clientset) (first *watch.FakeWatcher, watches *atomic.Int32) {
+	first = watch.NewFakeWithChanSize(1, false)
+	watches = new(atomic.Int32)
 	client.PrependWatchReactor("ingresses", func(k8stesting.Action) (bool, watch.Interface, error) {
 		if watches.Add(1) == 1 {
 			return true, first, nil
 		}
 		return false, nil, nil
 	})
+	return first, watches
+}
+
+// A watch ended by a 410 Gone whose relist succeeds is routine: the
+// provider passes through connecting, never disconnected, and that is not
+// a reconnection.
+func TestRelistIsNotAReconnect(t *testing.T) {
+	client := clientWith(t, ingress("levee", "shop.example.com", nil), service(), slice(false))
+	first, watches := firstIngressWatch(client)
 	reg := prometheus.NewRegistry()
 	p, s := runProvider(t, Options{Client: client, Registerer: reg, Logger: zerolog.Nop()})
 	s.waitFor(t, "the route", func(u config.SourceUpdate) bool { return len(u.Entrypoints) == 1 })
@@ -265,14 +266,7 @@ func TestRelistIsNotAReconnect(t *testing.T) {
 // relist too: no failed request, no error line, not a reconnection.
 func TestExpiredListIsNotAnOutage(t *testing.T) {
 	client := clientWith(t, ingress("levee", "shop.example.com", nil), service(), slice(false))
-	first := watch.NewFakeWithChanSize(1, false)
-	var watches atomic.Int32
-	client.PrependWatchReactor("ingresses", func(k8stesting.Action) (bool, watch.Interface, error) {
-		if watches.Add(1) == 1 {
-			return true, first, nil
-		}
-		return false, nil, nil
-	})
+	first, watches := firstIngressWatch(client)
 	var lists atomic.Int32
 	client.PrependReactor("list", "ingresses", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if lists.Add(1) == 2 { // the relist after the watch's 410

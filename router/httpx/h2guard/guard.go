@@ -375,22 +375,34 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if c.out.stopped {
 		return 0, net.ErrClosed
 	}
+	// The server's resets are told to the read side before the client
+	// can see them, and so before the DATA it sends after them; a copy of
+	// the reader finds them, since what is written may fall short of p.
+	ahead := c.out
+	ahead.feed(p, func(typ, _ uint8, _, stream uint32) bool {
+		if typ == typeRSTStream {
+			c.serverReset(stream)
+		}
+		return true
+	})
 	n, err := c.Conn.Write(p)
-	c.out.feed(p[:n], func(typ, _ uint8, length, stream uint32) bool {
-		switch typ {
-		case typeData:
+	c.out.feed(p[:n], func(typ, _ uint8, length, _ uint32) bool {
+		if typ == typeData {
 			c.earned.Add(2 + int64(length)/2048)
-		case typeRSTStream:
-			c.rmu.Lock()
-			if len(c.resets) < maxOpen {
-				c.resets = append(c.resets, stream)
-				c.pending.Store(true)
-			}
-			c.rmu.Unlock()
 		}
 		return true
 	})
 	return n, err
+}
+
+// serverReset hands a stream the server reset to the read side.
+func (c *Conn) serverReset(stream uint32) {
+	c.rmu.Lock()
+	if len(c.resets) < maxOpen {
+		c.resets = append(c.resets, stream)
+		c.pending.Store(true)
+	}
+	c.rmu.Unlock()
 }
 
 // FrameName names a frame type for logs: "SETTINGS", or "0x1f" for a

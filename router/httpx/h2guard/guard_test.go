@@ -379,14 +379,7 @@ func TestResetAndGoAwayFloodsAreCut(t *testing.T) {
 			}
 			// A stream left open (a POST whose body never ends) keeps
 			// the server reading.
-			var b bytes.Buffer
-			enc := hpack.NewEncoder(&b)
-			for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "h2.test"}, {":path", "/"}} {
-				_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-			}
-			if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: b.Bytes(), EndHeaders: true}); err != nil {
-				t.Fatal(err)
-			}
+			c.post(t, 3, "/")
 			go func() {
 				for range 2 * Burst {
 					if f.write(c.fr) != nil {
