@@ -25,15 +25,9 @@ BASE_PORT=${BASE_PORT:-18870}
 OUT=${OUT:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-log() { echo "grpc.sh: $*" >&2; }
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_start grpc
 
 command -v nginx >/dev/null || { log "nginx is not installed (apt-get install nginx-light)"; exit 1; }
 

@@ -1,5 +1,6 @@
-# Sourced by run.sh, profile.sh, instructions.sh, idle.sh, tls.sh, tcp.sh
-# and h3.sh: what they share.
+# Sourced by every script here (run.sh, profile.sh, instructions.sh,
+# idle.sh, tls.sh, https.sh, tcp.sh, h3.sh, grpc.sh, writes.sh): what they
+# share.
 
 # PIDS lists the processes a script started; stop_started stops them (the
 # scripts call it on EXIT). Bounded: each gets 5 s after SIGTERM, then
