@@ -104,7 +104,7 @@ func (r *Router) onTransition(g *Guard, t breaker.Transition) {
 		Uint64("generation", t.Generation).
 		Msg("circuit breaker " + t.Event())
 	r.metrics.transitions.WithLabelValues(g.name(), t.To.String(), ruleLabel(t.Rule)).Inc()
-	r.bus.publish(status.Event{Type: status.EventBreaker, Time: t.At, Data: status.BreakerEvent{
+	r.bus.Publish(status.Event{Type: status.EventBreaker, Time: t.At, Data: status.BreakerEvent{
 		Route: g.route, Backend: g.backend, Event: t.Event(),
 		From: t.From.String(), To: t.To.String(), Rule: t.Rule.String(),
 		RetryAfter: t.RetryAfter.Seconds(), Generation: t.Generation, By: by, At: t.At,

@@ -197,7 +197,7 @@ func (r *Router) noteFallback(id string) {
 	now := r.clock.Now()
 	r.log.Info().Str("event", "fallback_"+change).Str("route", id).Str("kind", kind).Str("fallback", to).
 		Msg("route " + change + " using its fallback")
-	r.bus.publish(status.Event{Type: status.EventFallback, Time: now, Data: status.FallbackEvent{
+	r.bus.Publish(status.Event{Type: status.EventFallback, Time: now, Data: status.FallbackEvent{
 		Route: id, Fallback: to, Kind: kind, Change: change,
 	}})
 }

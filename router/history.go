@@ -92,7 +92,7 @@ func (r *Router) SampleHistory() {
 		}
 	}
 	if len(got) > 0 {
-		r.bus.publish(status.Event{Type: status.EventHistory, Time: now, Data: status.HistorySample{Time: now, Breakers: got}})
+		r.bus.Publish(status.Event{Type: status.EventHistory, Time: now, Data: status.HistorySample{Time: now, Breakers: got}})
 	}
 }
 

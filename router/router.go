@@ -15,6 +15,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/eventbus"
 	"github.com/levee-proxy/levee/router/status"
 )
 
@@ -31,7 +32,7 @@ type Router struct {
 	clock   Clock
 	store   *diagnostics.Store
 	metrics *metrics
-	bus     *bus
+	bus     *eventbus.Bus
 	reg     *registry
 	// refusals counts policy refusals (levee_policy_refusals_total).
 	refusals refusalRecorder
@@ -90,7 +91,7 @@ func New(opts Options) *Router {
 		volatile:   make(map[string]bool),
 	}
 	r.refusals = refusalRecorder{r.metrics}
-	r.bus = newBus(strconv.FormatInt(opts.Clock.Now().UnixNano(), 36), r.metrics.eventsDropped.Inc)
+	r.bus = eventbus.New(strconv.FormatInt(opts.Clock.Now().UnixNano(), 36), r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
 	r.grpcHealth.opts = opts
 	r.authTransport = newAuthTransport(opts)
@@ -128,14 +129,14 @@ func (r *Router) Snapshot() *Snapshot { return r.snap.Load() }
 // Subscribe returns a channel of events with room for buffer of them and a
 // function that ends the subscription (and closes the channel). Events a
 // full channel cannot take are dropped and counted, never waited for.
-func (r *Router) Subscribe(buffer int) (<-chan status.Event, func()) { return r.bus.subscribe(buffer) }
+func (r *Router) Subscribe(buffer int) (<-chan status.Event, func()) { return r.bus.Subscribe(buffer) }
 
-// RecentEvents returns the last RecentEvents events the bus carried
+// RecentEvents returns the last eventbus.Recent events the bus carried
 // (history samples excluded), oldest first: what a view opened now has
 // missed.
 func (r *Router) RecentEvents() status.RecentEvents {
-	events, last := r.bus.last()
-	return status.RecentEvents{Size: RecentEvents, Events: events, LastID: last}
+	events, last := r.bus.Last()
+	return status.RecentEvents{Size: eventbus.Recent, Events: events, LastID: last}
 }
 
 // SubscribeAfter is Subscribe that also returns the remembered events
@@ -144,7 +145,7 @@ func (r *Router) RecentEvents() status.RecentEvents {
 // nothing is lost or seen twice in between. An empty lastID returns none;
 // an id from another process returns every remembered event.
 func (r *Router) SubscribeAfter(buffer int, lastID string) (<-chan status.Event, []status.Event, func()) {
-	return r.bus.subscribeAfter(buffer, lastID)
+	return r.bus.SubscribeAfter(buffer, lastID)
 }
 
 // Update replaces one source's entrypoints and diagnostics, rebuilds the
@@ -183,13 +184,13 @@ func (r *Router) replaceDiagnostics(source string, ds []diagnostics.Diagnostic) 
 	now := r.clock.Now()
 	for _, d := range added {
 		logDiagnostic(r.log, d)
-		r.bus.publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "added", Diagnostic: d}})
+		r.bus.Publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "added", Diagnostic: d}})
 	}
 	for _, d := range removed {
 		r.log.Info().Str("event", "diagnostic_resolved").Str("code", string(d.Code)).
 			Str("provider", d.Source.Provider).Str("object", d.Source.ObjectName).Str("key", d.Key).
 			Msg("diagnostic resolved: " + d.Message)
-		r.bus.publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "removed", Diagnostic: d}})
+		r.bus.Publish(status.Event{Type: status.EventDiagnostic, Time: now, Data: status.DiagnosticEvent{Change: "removed", Diagnostic: d}})
 	}
 }
 
@@ -529,7 +530,7 @@ func (r *Router) announceRoute(prev, cur *Route, now time.Time) {
 		r.log.Info().Str("event", "route_"+change).Str("route", rt.ep.ID).Str("source", rt.ep.Source).
 			Strs("hosts", rt.ep.Hosts).Str("path", rt.ep.Path).Int("backends", len(rt.ep.Backends)).
 			Msg("route " + change)
-		r.bus.publish(status.Event{Type: status.EventRoute, Time: now, Data: status.RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
+		r.bus.Publish(status.Event{Type: status.EventRoute, Time: now, Data: status.RouteEvent{Route: rt.ep.ID, Source: rt.ep.Source, Change: change}})
 	}
 	live := func(rt *Route) bool { return rt != nil && !rt.ghost }
 	switch {
