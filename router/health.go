@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/grpchealth"
 )
 
 // healthTarget is what a health checker checks: the route's current
@@ -20,9 +21,8 @@ type healthTarget struct {
 	// tcp: the route is a TCP route, checked by a TCP connect instead of
 	// an HTTP GET.
 	tcp bool
-	// grpc reaches the backends when cfg.GRPC (health_grpc.go); never
-	// for a TCP route.
-	grpc *grpcProbe
+	// grpc reaches the backends when cfg.GRPC; never for a TCP route.
+	grpc *grpchealth.Probe
 }
 
 // healthChecker actively probes a route's backends and takes them out of
@@ -57,7 +57,7 @@ func (r *Router) configureHealth(rs *RouteState, rt *Route) {
 	// they are applied again for entrypoints built without it.
 	t := &healthTarget{cfg: rt.ep.HealthCheck.Effective(), backends: rt.backends, tcp: rt.ep.Protocol == config.ProtocolTCP}
 	if t.cfg.GRPC && !t.tcp {
-		t.grpc = r.newGRPCProbe(config.SpeaksTLS(rt.ep.Scheme), rt.backendTLS, rt.backendTLSErr)
+		t.grpc = grpchealth.NewProbe(r.grpcHealth, config.SpeaksTLS(rt.ep.Scheme), rt.backendTLS, rt.backendTLSErr)
 	}
 	if rs.health != nil {
 		rs.health.target.Store(t)
@@ -157,7 +157,7 @@ func (h *healthChecker) check(ctx context.Context, b *Backend, t *healthTarget) 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	if t.grpc != nil {
-		err := t.grpc.check(ctx, b.hostport, cfg.GRPCService, cfg.Timeout)
+		err := t.grpc.Check(ctx, b.hostport, cfg.GRPCService, cfg.Timeout)
 		if err != nil {
 			h.r.log.Debug().Str("route", h.route).Str("backend", b.hostport).Err(err).Msg("gRPC health check failed")
 		}
@@ -220,7 +220,7 @@ func (h *healthChecker) judge(b *Backend, cfg config.HealthCheck, ok bool) {
 // healthProbeName names what a check asks for, for the log.
 func healthProbeName(cfg config.HealthCheck) string {
 	if cfg.GRPC {
-		return grpcHealthPath + " " + cfg.GRPCService
+		return grpchealth.Path + " " + cfg.GRPCService
 	}
 	return cfg.Path
 }

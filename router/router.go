@@ -16,6 +16,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/eventbus"
+	"github.com/levee-proxy/levee/router/grpchealth"
 	"github.com/levee-proxy/levee/router/status"
 )
 
@@ -39,9 +40,9 @@ type Router struct {
 
 	snap atomic.Pointer[Snapshot]
 
-	healthTransport *http.Transport      // active health checks' connections
-	authTransport   *http.Transport      // forward-auth services' connections
-	grpcHealth      grpcHealthTransports // gRPC health checks' connections
+	healthTransport *http.Transport        // active health checks' connections
+	authTransport   *http.Transport        // forward-auth services' connections
+	grpcHealth      *grpchealth.Transports // gRPC health checks' connections
 
 	mu      sync.Mutex // serialises Update and sweeps
 	sources map[string]*sourceSet
@@ -93,7 +94,7 @@ func New(opts Options) *Router {
 	r.refusals = refusalRecorder{r.metrics}
 	r.bus = eventbus.New(strconv.FormatInt(opts.Clock.Now().UnixNano(), 36), r.metrics.eventsDropped.Inc)
 	r.healthTransport = newHealthTransport(opts)
-	r.grpcHealth.opts = opts
+	r.grpcHealth = &grpchealth.Transports{DialTimeout: opts.DialTimeout, IdleConnTimeout: opts.IdleConnTimeout, MaxHeaderBytes: maxHealthHeaderBytes}
 	r.authTransport = newAuthTransport(opts)
 	if r.opts.Policies == nil {
 		r.opts.Policies = DefaultPolicies(PolicyDeps{AuthTransport: r.authTransport, PasswordSlots: opts.PasswordSlots, Encoders: opts.Encoders, RateFleet: opts.RateFleet, InFlightFleet: opts.InFlightFleet, ErrorPagesDir: opts.ErrorPagesDir})
@@ -119,7 +120,7 @@ func (r *Router) Close() {
 		rs.stopHealth()
 	}
 	r.healthTransport.CloseIdleConnections()
-	r.grpcHealth.closeIdle()
+	r.grpcHealth.CloseIdle()
 	r.authTransport.CloseIdleConnections()
 }
 

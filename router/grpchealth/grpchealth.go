@@ -1,4 +1,14 @@
-package router
+// Package grpchealth asks backends for their health over the gRPC health
+// protocol (grpc/doc/health-checking.md): a unary call of
+// grpc.health.v1.Health/Check with a HealthCheckRequest{service}, whose
+// HealthCheckResponse{status} is SERVING when the service (the server as
+// a whole for "") can take calls. The two messages are one field each,
+// so they are written and read with protowire rather than a gRPC client:
+// a probe is one HTTP/2 request, as a plain health check is one HTTP/1.1
+// one. Transports keeps the probes' HTTP/2 connections, one pool per
+// backend TLS configuration, so that a route's probes verify its backends
+// as its requests do.
+package grpchealth
 
 import (
 	"bytes"
@@ -18,33 +28,34 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The gRPC health protocol (grpc/doc/health-checking.md): a unary call
-// of grpc.health.v1.Health/Check with a HealthCheckRequest{service}, whose
-// HealthCheckResponse{status} is SERVING when the service (the server as
-// a whole for "") can take calls. The two messages are one field each,
-// so they are written and read with protowire rather than a gRPC client:
-// a probe is one HTTP/2 request, as a plain health check is one HTTP one.
 const (
-	grpcHealthPath = "/grpc.health.v1.Health/Check"
-	// grpcServing is HealthCheckResponse.ServingStatus SERVING.
-	grpcServing = 1
-	// maxGRPCHealthMessage bounds the answer a probe reads: the real one
+	// Path is the health service's Check method.
+	Path = "/grpc.health.v1.Health/Check"
+	// serving is HealthCheckResponse.ServingStatus SERVING.
+	serving = 1
+	// maxMessage bounds the answer a probe reads: the real one
 	// is a few bytes.
-	maxGRPCHealthMessage = 4 << 10
+	maxMessage = 4 << 10
 )
 
-// grpcHealthTransports are the HTTP/2 connections of gRPC health checks,
-// one transport per backend TLS configuration (nil: h2c), so that a
-// route's probes verify its backends as its requests do.
-type grpcHealthTransports struct {
-	mu   sync.Mutex
-	opts Options
-	m    map[*tls.Config]*http.Transport
+// Transports are the HTTP/2 connections of gRPC health checks, one
+// transport per backend TLS configuration (nil: h2c). The zero value is
+// usable; set the fields before the first Get.
+type Transports struct {
+	// DialTimeout bounds connecting, and the TLS handshake.
+	DialTimeout time.Duration
+	// IdleConnTimeout closes connections unused this long (0: never).
+	IdleConnTimeout time.Duration
+	// MaxHeaderBytes bounds an answer's head (0: net/http's default).
+	MaxHeaderBytes int64
+
+	mu sync.Mutex
+	m  map[*tls.Config]*http.Transport
 }
 
-// get returns the transport for cfg (nil: cleartext HTTP/2 with prior
+// Get returns the transport for cfg (nil: cleartext HTTP/2 with prior
 // knowledge, RFC 9113 3.3), creating it the first time.
-func (g *grpcHealthTransports) get(cfg *tls.Config) *http.Transport {
+func (g *Transports) Get(cfg *tls.Config) *http.Transport {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if tr := g.m[cfg]; tr != nil {
@@ -54,15 +65,15 @@ func (g *grpcHealthTransports) get(cfg *tls.Config) *http.Transport {
 		g.m = make(map[*tls.Config]*http.Transport)
 	}
 	var p http.Protocols
-	d := &net.Dialer{Timeout: g.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: g.DialTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                  nil, // never route backend traffic through HTTP_PROXY
 		DialContext:            d.DialContext,
 		Protocols:              &p,
-		IdleConnTimeout:        g.opts.IdleConnTimeout,
-		MaxResponseHeaderBytes: maxHealthHeaderBytes,
+		IdleConnTimeout:        g.IdleConnTimeout,
+		MaxResponseHeaderBytes: g.MaxHeaderBytes,
 		DisableCompression:     true,
-		TLSHandshakeTimeout:    g.opts.DialTimeout,
+		TLSHandshakeTimeout:    g.DialTimeout,
 	}
 	if cfg == nil {
 		p.SetUnencryptedHTTP2(true)
@@ -76,7 +87,8 @@ func (g *grpcHealthTransports) get(cfg *tls.Config) *http.Transport {
 	return tr
 }
 
-func (g *grpcHealthTransports) closeIdle() {
+// CloseIdle closes the connections no probe is using.
+func (g *Transports) CloseIdle() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, tr := range g.m {
@@ -84,8 +96,8 @@ func (g *grpcHealthTransports) closeIdle() {
 	}
 }
 
-// grpcProbe is how a route's gRPC health checks reach its backends.
-type grpcProbe struct {
+// Probe is how a route's gRPC health checks reach its backends.
+type Probe struct {
 	client *http.Client
 	scheme string // "http" (h2c) or "https" (h2)
 	// err, when set, fails every probe: the route's backend TLS could
@@ -93,26 +105,28 @@ type grpcProbe struct {
 	err error
 }
 
-// newGRPCProbe returns the probe of a route: h2 with the route's backend
-// TLS for the schemes that speak TLS, else h2c.
-func (r *Router) newGRPCProbe(speaksTLS bool, cfg *tls.Config, cfgErr error) *grpcProbe {
+// NewProbe returns the probe of a route over trs: h2 with the route's
+// backend TLS cfg when speaksTLS, else h2c. A cfgErr (the route's backend
+// TLS could not be compiled) fails every check, as it fails the route's
+// requests.
+func NewProbe(trs *Transports, speaksTLS bool, cfg *tls.Config, cfgErr error) *Probe {
 	if !speaksTLS {
-		return &grpcProbe{client: &http.Client{Transport: r.grpcHealth.get(nil)}, scheme: "http"}
+		return &Probe{client: &http.Client{Transport: trs.Get(nil)}, scheme: "http"}
 	}
 	if cfgErr != nil {
-		return &grpcProbe{err: fmt.Errorf("backend TLS: %w", cfgErr)}
+		return &Probe{err: fmt.Errorf("backend TLS: %w", cfgErr)}
 	}
-	return &grpcProbe{client: &http.Client{Transport: r.grpcHealth.get(cfg)}, scheme: "https"}
+	return &Probe{client: &http.Client{Transport: trs.Get(cfg)}, scheme: "https"}
 }
 
-// check asks the backend at hostport for service's health; nil means
-// SERVING.
-func (p *grpcProbe) check(ctx context.Context, hostport, service string, timeout time.Duration) error {
+// Check asks the backend at hostport for service's health within timeout
+// (also sent as grpc-timeout); nil means SERVING.
+func (p *Probe) Check(ctx context.Context, hostport, service string, timeout time.Duration) error {
 	if p.err != nil {
 		return p.err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.scheme+"://"+hostport+grpcHealthPath,
-		bytes.NewReader(grpcHealthRequest(service)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.scheme+"://"+hostport+Path,
+		bytes.NewReader(healthRequest(service)))
 	if err != nil {
 		return fmt.Errorf("gRPC health request to %s: %w", hostport, err)
 	}
@@ -130,12 +144,12 @@ func (p *grpcProbe) check(ctx context.Context, hostport, service string, timeout
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/grpc") {
 		return fmt.Errorf("gRPC health check of %s: HTTP %d %q is not a gRPC answer", hostport, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxGRPCHealthMessage+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
 	if err != nil {
 		return fmt.Errorf("gRPC health check of %s: reading the answer: %w", hostport, err)
 	}
-	if len(body) > maxGRPCHealthMessage {
-		return fmt.Errorf("gRPC health check of %s: answer over %d bytes", hostport, maxGRPCHealthMessage)
+	if len(body) > maxMessage {
+		return fmt.Errorf("gRPC health check of %s: answer over %d bytes", hostport, maxMessage)
 	}
 	// Trailers-Only answers carry grpc-status in the head, others in the
 	// trailers, read once the body is.
@@ -147,19 +161,19 @@ func (p *grpcProbe) check(ctx context.Context, hostport, service string, timeout
 		msg := resp.Trailer.Get("Grpc-Message") + resp.Header.Get("Grpc-Message")
 		return fmt.Errorf("gRPC health check of %s: grpc-status %q %s", hostport, st, msg)
 	}
-	status, err := grpcHealthStatus(body)
+	status, err := healthStatus(body)
 	if err != nil {
 		return fmt.Errorf("gRPC health check of %s: %w", hostport, err)
 	}
-	if status != grpcServing {
+	if status != serving {
 		return fmt.Errorf("gRPC health check of %s: status %d, not SERVING", hostport, status)
 	}
 	return nil
 }
 
-// grpcHealthRequest is a length-prefixed HealthCheckRequest{service = 1}
+// healthRequest is a length-prefixed HealthCheckRequest{service = 1}
 // (gRPC over HTTP2: Length-Prefixed-Message, uncompressed).
-func grpcHealthRequest(service string) []byte {
+func healthRequest(service string) []byte {
 	var msg []byte
 	if service != "" {
 		msg = protowire.AppendTag(msg, 1, protowire.BytesType)
@@ -170,9 +184,9 @@ func grpcHealthRequest(service string) []byte {
 	return append(out, msg...)
 }
 
-// grpcHealthStatus reads HealthCheckResponse.status (field 1, an enum)
+// healthStatus reads HealthCheckResponse.status (field 1, an enum)
 // from one length-prefixed message; an absent field is its zero, UNKNOWN.
-func grpcHealthStatus(frame []byte) (uint64, error) {
+func healthStatus(frame []byte) (uint64, error) {
 	if len(frame) < 5 {
 		return 0, errors.New("no response message")
 	}
