@@ -11,6 +11,7 @@ import (
 
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
+	"github.com/levee-proxy/levee/router/retrybudget"
 	"github.com/levee-proxy/levee/router/traffic"
 )
 
@@ -151,7 +152,7 @@ type RouteState struct {
 	// usingFallback: the route's refused traffic goes to its fallback
 	// (for the started/stopped events, fallback.go).
 	usingFallback atomic.Bool
-	budget        RetryBudget
+	budget        retrybudget.Budget
 	// rejected is levee_breaker_rejected_total{route=id}, made by
 	// NoteRejected on first use: a route whose breakers never refuse has
 	// no such series (bounded metrics at 10,000 routes).
@@ -181,7 +182,7 @@ func (rs *RouteState) ID() string { return rs.id }
 func (rs *RouteState) Guard() *Guard { return rs.guard.Load() }
 
 // RetryBudget returns the route's retry budget.
-func (rs *RouteState) RetryBudget() *RetryBudget { return &rs.budget }
+func (rs *RouteState) RetryBudget() *retrybudget.Budget { return &rs.budget }
 
 // Balancer returns the route's balancer state.
 func (rs *RouteState) Balancer() *BalancerState { return &rs.lb }

@@ -43,7 +43,7 @@ func (x *exchange) grpcRetryable(res *attemptResult, maxAttempts int) bool {
 		if x.attempts-x.free >= maxAttempts {
 			return false
 		}
-		return x.route.State().RetryBudget().Allow(x.p.clock.Now().UnixNano(), x.p.opts.RetryBudgetWindow, x.p.opts.RetryBudget, x.p.opts.RetryBudgetMin)
+		return x.retryBudgetAllows()
 	}
 	return false
 }

@@ -31,9 +31,7 @@ import (
 
 // refusedStreamRetry reports whether the retry budget allows one more
 // attempt after a refused stream.
-func (x *exchange) refusedStreamRetry() bool {
-	return x.route.State().RetryBudget().Allow(x.p.clock.Now().UnixNano(), x.p.opts.RetryBudgetWindow, x.p.opts.RetryBudget, x.p.opts.RetryBudgetMin)
-}
+func (x *exchange) refusedStreamRetry() bool { return x.retryBudgetAllows() }
 
 // logRefusedStream logs the backend that took the request on no stream,
 // and why.

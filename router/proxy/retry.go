@@ -59,8 +59,13 @@ func (x *exchange) mayRetry(res *attemptResult, maxAttempts int) bool {
 	if !client.Idempotent(x.req) {
 		return false
 	}
-	rt := x.route
-	return rt.State().RetryBudget().Allow(x.p.clock.Now().UnixNano(), x.p.opts.RetryBudgetWindow, x.p.opts.RetryBudget, x.p.opts.RetryBudgetMin)
+	return x.retryBudgetAllows()
+}
+
+// retryBudgetAllows reports whether the route's retry budget has room for
+// one more attempt, and takes it when it has.
+func (x *exchange) retryBudgetAllows() bool {
+	return x.route.State().RetryBudget().Allow(x.p.clock.Now().UnixNano(), x.p.opts.RetryBudgetWindow, x.p.opts.RetryBudget, x.p.opts.RetryBudgetMin)
 }
 
 // bufferBody reads a small request body into memory so that a retry can
