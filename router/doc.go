@@ -15,7 +15,7 @@
 // requests read through an atomic.Pointer: no lock on the request path
 // and no request ever sees half a config. A snapshot is built from the
 // previous one: unchanged routes are carried over, and its id and host
-// indexes are split in shards (shardMap) so that only the shards a change
+// indexes are split in shards (router/shardmap) so that only the shards a change
 // touches are copied; a patch rebuilds only its ids' routes, so one write
 // costs about the same at 10 routes as at 10,000. Matching is one map
 // lookup for the exact host (a few more for wildcards) and one per path

@@ -44,7 +44,7 @@ func resolveFallbacks(s *Snapshot) []diagnostics.Diagnostic {
 		if name == "" || r.ghost {
 			continue
 		}
-		t, ok := s.byID.get(name)
+		t, ok := s.byID.Get(name)
 		if !ok && len(byName[name]) == 1 {
 			t, ok = byName[name][0], true
 		}

@@ -119,7 +119,7 @@ func (r *Router) rebuildIDs(ids []string) {
 		delete(r.volatile, id)
 		ep := r.entrypoint(id)
 		if ep == nil {
-			if prev, _ := old.byID.get(id); prev != nil {
+			if prev, _ := old.byID.Get(id); prev != nil {
 				gone = append(gone, prev)
 			}
 			goneIDs = append(goneIDs, id)
@@ -141,8 +141,8 @@ func (r *Router) rebuildIDs(ids []string) {
 	r.snap.Store(snap)
 
 	for _, id := range work {
-		prev, _ := old.byID.get(id)
-		cur, _ := snap.byID.get(id)
+		prev, _ := old.byID.Get(id)
+		cur, _ := snap.byID.Get(id)
 		r.announceRoute(prev, cur, now)
 	}
 	r.replaceDiagnostics(routerSource, r.routerDiagnostics(tableDiags))
@@ -173,7 +173,7 @@ func (r *Router) patchable(old *Snapshot, ids []string) ([]string, bool) {
 		if _, ok := r.ghosts[id]; ok {
 			return nil, false
 		}
-		prev, _ := old.byID.get(id)
+		prev, _ := old.byID.Get(id)
 		if prev != nil && prev.ghost {
 			return nil, false
 		}

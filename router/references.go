@@ -38,7 +38,7 @@ func resolveReferences(s *Snapshot) []diagnostics.Diagnostic {
 			continue
 		}
 		for _, ref := range r.refs {
-			t, ok := s.byID.get(ref.Route)
+			t, ok := s.byID.Get(ref.Route)
 			if !ok && len(byName[ref.Route]) == 1 {
 				t, ok = byName[ref.Route][0], true
 			}

@@ -352,7 +352,7 @@ func isVolatile(rt *Route) bool {
 // an unchanged route again would give the same result. Routes are
 // immutable once published, so sharing them is safe.
 func reusable(old *Snapshot, ep *config.Entrypoint) *Route {
-	rt, ok := old.byID.get(ep.ID)
+	rt, ok := old.byID.Get(ep.ID)
 	if !ok || rt.ghost || rt.state == nil || !sameEntrypoint(&rt.ep, ep) {
 		return nil
 	}
@@ -512,12 +512,12 @@ func (r *Router) scheduleSweep(now time.Time) {
 func (r *Router) announceRouteChanges(old, cur *Snapshot, now time.Time) {
 	for _, rt := range cur.routes {
 		if !rt.ghost {
-			prev, _ := old.byID.get(rt.ep.ID)
+			prev, _ := old.byID.Get(rt.ep.ID)
 			r.announceRoute(prev, rt, now)
 		}
 	}
 	for _, rt := range old.routes {
-		if next, _ := cur.byID.get(rt.ep.ID); !rt.ghost && (next == nil || next.ghost) {
+		if next, _ := cur.byID.Get(rt.ep.ID); !rt.ghost && (next == nil || next.ghost) {
 			r.announceRoute(rt, next, now)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
+	"github.com/levee-proxy/levee/router/shardmap"
 )
 
 // Route is one entrypoint compiled for matching. Routes are immutable once a
@@ -83,11 +84,11 @@ type hostTable struct {
 // entrypoint, then the smallest id. A host whose routes all reject the
 // request (path, method or regex) falls through to the next host pattern.
 type Snapshot struct {
-	exact    shardMap[*hostTable]
-	wildcard shardMap[*hostTable] // keyed by the suffix after "*."
+	exact    shardmap.Map[*hostTable]
+	wildcard shardmap.Map[*hostTable] // keyed by the suffix after "*."
 	any      *hostTable
 	routes   []*Route // sorted by id; ghosts included
-	byID     shardMap[*Route]
+	byID     shardmap.Map[*Route]
 	// collided are the hosts whose table has collisions (W018), so that
 	// gathering them does not walk every table.
 	collided map[string]bool

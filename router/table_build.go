@@ -11,6 +11,7 @@ import (
 
 	"github.com/levee-proxy/levee/diagnostics"
 	"github.com/levee-proxy/levee/router/config"
+	"github.com/levee-proxy/levee/router/shardmap"
 )
 
 // NewSnapshot compiles entrypoints into a route table without runtime state.
@@ -56,10 +57,10 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 	b := newSnapshotBuild(old, routes)
 	if old != nil {
 		for _, r := range c.gone {
-			b.byID.delete(r.ep.ID)
+			b.byID.Delete(r.ep.ID)
 		}
 		for _, r := range c.fresh {
-			b.byID.set(r.ep.ID, r)
+			b.byID.Set(r.ep.ID, r)
 		}
 		replaced := make(map[string]bool, len(c.fresh)+len(c.gone))
 		for _, r := range c.fresh {
@@ -91,7 +92,7 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 		}
 	} else {
 		for _, r := range routes {
-			b.byID.set(r.ep.ID, r)
+			b.byID.Set(r.ep.ID, r)
 			for _, h := range r.ep.Hosts {
 				b.add(strings.ToLower(h), r)
 			}
@@ -119,8 +120,8 @@ func buildSnapshotFrom(old *Snapshot, routes []*Route, c change) (*Snapshot, []d
 // previous snapshot's, which stays untouched.
 type snapshotBuild struct {
 	s               *Snapshot
-	exact, wildcard *shardEdit[*hostTable]
-	byID            *shardEdit[*Route]
+	exact, wildcard *shardmap.Edit[*hostTable]
+	byID            *shardmap.Edit[*Route]
 	built           map[*hostTable]string // tables made by this build, with their host
 }
 
@@ -128,14 +129,14 @@ func newSnapshotBuild(old *Snapshot, routes []*Route) *snapshotBuild {
 	s := &Snapshot{routes: routes}
 	if old == nil {
 		seed := maphash.MakeSeed()
-		old = &Snapshot{exact: newShardMap[*hostTable](seed), wildcard: newShardMap[*hostTable](seed), byID: newShardMap[*Route](seed)}
+		old = &Snapshot{exact: shardmap.New[*hostTable](seed), wildcard: shardmap.New[*hostTable](seed), byID: shardmap.New[*Route](seed)}
 	}
 	s.any = old.any
 	s.collided = maps.Clone(old.collided)
 	if s.collided == nil {
 		s.collided = map[string]bool{}
 	}
-	return &snapshotBuild{s: s, exact: old.exact.edit(), wildcard: old.wildcard.edit(), byID: old.byID.edit(),
+	return &snapshotBuild{s: s, exact: old.exact.Edit(), wildcard: old.wildcard.Edit(), byID: old.byID.Edit(),
 		built: map[*hostTable]string{}}
 }
 
@@ -168,10 +169,10 @@ func (b *snapshotBuild) table(host string) *hostTable {
 	if strings.HasPrefix(host, "*.") {
 		m, key = b.wildcard, host[2:]
 	}
-	t, _ := m.get(key)
+	t, _ := m.Get(key)
 	if t == nil || b.built[t] == "" {
 		t = &hostTable{byPrefix: make(map[string][]*Route)}
-		m.set(key, t)
+		m.Set(key, t)
 		b.built[t] = host
 	}
 	return t
@@ -184,9 +185,9 @@ func (b *snapshotBuild) forget(host string) {
 	case host == "*":
 		b.s.any = nil
 	case strings.HasPrefix(host, "*."):
-		b.wildcard.delete(host[2:])
+		b.wildcard.Delete(host[2:])
 	default:
-		b.exact.delete(host)
+		b.exact.Delete(host)
 	}
 }
 
@@ -201,7 +202,7 @@ func (b *snapshotBuild) done() *Snapshot {
 			delete(b.s.collided, h)
 		}
 	}
-	b.s.exact, b.s.wildcard, b.s.byID = b.exact.done(), b.wildcard.done(), b.byID.done()
+	b.s.exact, b.s.wildcard, b.s.byID = b.exact.Done(), b.wildcard.Done(), b.byID.Done()
 	return b.s
 }
 
@@ -216,7 +217,7 @@ func changedHosts(old *Snapshot, c change) map[string]bool {
 	}
 	for _, r := range c.fresh {
 		note(r)
-		if prev, _ := old.byID.get(r.ep.ID); prev != nil {
+		if prev, _ := old.byID.Get(r.ep.ID); prev != nil {
 			note(prev)
 		}
 	}

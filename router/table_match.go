@@ -73,10 +73,10 @@ func (s *Snapshot) lookup(host string) *hostTable {
 	case host == "*":
 		return s.any
 	case strings.HasPrefix(host, "*."):
-		t, _ := s.wildcard.get(host[2:])
+		t, _ := s.wildcard.Get(host[2:])
 		return t
 	default:
-		t, _ := s.exact.get(host)
+		t, _ := s.exact.Get(host)
 		return t
 	}
 }
@@ -98,19 +98,19 @@ func (s *Snapshot) matchWith(method, host, path string, l *Listener, on listener
 // match looks host up with m[string(b)] expressions, which the compiler
 // performs without converting (allocating) the byte slice.
 func (s *Snapshot) match(method string, host []byte, path string, l *Listener, on listenerFilter) *Route {
-	if t, _ := s.exact.getBytes(host); t != nil {
+	if t, _ := s.exact.GetBytes(host); t != nil {
 		if r := t.match(method, path, l, on); r != nil {
 			return r
 		}
 	}
-	if s.wildcard.len() > 0 {
+	if s.wildcard.Len() > 0 {
 		// Walk the suffixes after each dot, longest first: the most
 		// specific wildcard wins.
 		for i := 0; i < len(host); i++ {
 			if host[i] != '.' {
 				continue
 			}
-			if t, _ := s.wildcard.getBytes(host[i+1:]); t != nil {
+			if t, _ := s.wildcard.GetBytes(host[i+1:]); t != nil {
 				if r := t.match(method, path, l, on); r != nil {
 					return r
 				}
@@ -125,7 +125,7 @@ func (s *Snapshot) match(method string, host []byte, path string, l *Listener, o
 
 // Route returns the route with the given entrypoint id.
 func (s *Snapshot) Route(id string) (*Route, bool) {
-	return s.byID.get(id)
+	return s.byID.Get(id)
 }
 
 // Routes returns every route, ghosts included, sorted by id.
