@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -42,18 +43,7 @@ func TestGRPCHealthCheckTakesBackendsOutAndBack(t *testing.T) {
 		rt, ok := r.Snapshot().Route("g")
 		return ok && rt.Backends()[0].State().Down()
 	}
-	waitFor(t, "backend down while NOT_SERVING", down)
+	poll.Until(t, 10*time.Second, "backend down while NOT_SERVING", down)
 	hs.SetServingStatus("shop.Cart", healthpb.HealthCheckResponse_SERVING)
-	waitFor(t, "backend up once SERVING", func() bool { return !down() })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "backend up once SERVING", func() bool { return !down() })
 }

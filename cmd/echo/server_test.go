@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-proxy/levee/e2e/poll"
 )
 
 // newTestServer starts an echo server answering as host "h1", name "blue".
@@ -59,17 +61,7 @@ func control(t *testing.T, ts *httptest.Server, pathQuery string) State {
 // eventually polls f until it returns nil or the generous deadline passes.
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within 10s: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
-	}
+	poll.UntilNil(t, 10*time.Second, "the condition", f)
 }
 
 func TestEchoReportsWhoAnsweredAndWhatItSaw(t *testing.T) {

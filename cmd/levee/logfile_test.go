@@ -12,18 +12,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/levee-proxy/levee/e2e/poll"
 )
 
 // waitFor polls until cond holds, failing after 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 func fileHas(path, s string) func() bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -48,17 +49,7 @@ const changeDeadline = 2 * time.Second
 // eventually polls check until it passes or the deadline is reached.
 func eventually(t *testing.T, deadline time.Duration, check func() error) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("after %s: %v", deadline, err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
+	poll.UntilNil(t, deadline, "the provider's state", check)
 }
 
 func start(t *testing.T, opts Options) (*Provider, *sink) {

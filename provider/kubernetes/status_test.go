@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/router/config"
 )
@@ -56,17 +57,7 @@ func (s *syncBuffer) lines(want ...string) int {
 // error after the deadline.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.UntilNil(t, 30*time.Second, what, check)
 }
 
 // connection checks the status, and the levee_provider_* series in reg.

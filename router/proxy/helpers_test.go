@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/httpx/server"
@@ -330,13 +331,7 @@ func (h *harness) get(host, path string) (int, string, *http.Response) {
 // eventually polls cond until it holds or a generous deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 func waitArrived(t *testing.T, b *testBackend) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/router/config"
 )
 
@@ -77,13 +78,7 @@ func (h *harness) outcomes(outcome string) float64 {
 // waitFor polls cond until it holds, failing after five seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, what, cond)
 }
 
 // send writes one datagram from c to the proxy.
