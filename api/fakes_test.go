@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/e2e/logbuf"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
 )
@@ -472,23 +472,8 @@ func diagCodes(t *testing.T, m map[string]any) []string {
 	return out
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer = logbuf.Buffer
 
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()

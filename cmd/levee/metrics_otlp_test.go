@@ -21,6 +21,8 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/levee-proxy/levee/e2e/logbuf"
 )
 
 // metricsReceiver is an OTLP metrics receiver (the gRPC service, and the
@@ -319,21 +321,5 @@ type fakeExporter struct {
 
 func (f *fakeExporter) Export(context.Context, *metricdata.ResourceMetrics) error { return f.err }
 
-// syncBuffer is a bytes.Buffer safe for the exporter's goroutine and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer = logbuf.Buffer

@@ -5,8 +5,9 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/levee-proxy/levee/e2e/logbuf"
 )
 
 func TestCheckToken(t *testing.T) {
@@ -113,19 +114,4 @@ func TestServeAcceptsStrongTokens(t *testing.T) {
 }
 
 // lockedBuffer is a bytes.Buffer that several goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = logbuf.Buffer

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/levee-proxy/levee/diagnostics"
+	"github.com/levee-proxy/levee/e2e/logbuf"
 	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/provider/labels"
 	"github.com/levee-proxy/levee/router/config"
@@ -426,32 +426,11 @@ func names(cs []labels.Container) string {
 }
 
 // syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer struct{ logbuf.Buffer }
 
 // lines returns the log lines at level whose message contains substr.
 func (b *syncBuffer) lines(level, substr string) []string {
-	var out []string
-	for _, l := range strings.Split(b.String(), "\n") {
-		if strings.Contains(l, fmt.Sprintf(`"level":"%s"`, level)) && strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return out
+	return b.Lines(`"level":"`+level+`"`, substr)
 }
 
 var errDown = errors.New("connection refused")

@@ -1,10 +1,8 @@
 package kubernetes
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,39 +17,17 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/levee-proxy/levee/e2e/logbuf"
 	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/provider"
 	"github.com/levee-proxy/levee/router/config"
 )
 
 // syncBuffer is a log sink safe for the informers' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type syncBuffer struct{ logbuf.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines are the log lines holding every one of want.
-func (s *syncBuffer) lines(want ...string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, l := range strings.Split(s.b.String(), "\n") {
-		ok := l != ""
-		for _, w := range want {
-			ok = ok && strings.Contains(l, w)
-		}
-		if ok {
-			n++
-		}
-	}
-	return n
-}
+// lines counts the log lines holding every one of want.
+func (s *syncBuffer) lines(want ...string) int { return len(s.Lines(want...)) }
 
 // eventually polls check until it returns nil, or fails with its last
 // error after the deadline.
@@ -172,7 +148,7 @@ func TestWatchFailureDisconnectsAndRecovers(t *testing.T) {
 		return nil
 	})
 	if n := logs.lines(`"level":"error"`, "forbidden"); n != 1 {
-		t.Errorf("%d error lines for one outage, want 1:\n%s", n, logs.b.String())
+		t.Errorf("%d error lines for one outage, want 1:\n%s", n, logs.String())
 	}
 	if st := p.Status(); !st.Since.After(connectedSince) || st.Retries < 2 {
 		t.Errorf("status %+v: Since should date the outage, Retries count the failures", st)
@@ -188,7 +164,7 @@ func TestWatchFailureDisconnectsAndRecovers(t *testing.T) {
 	eventually(t, "connected again", func() error { return connection(p, reg, provider.StateConnected, "") })
 	reconnects(t, p, reg, 1)
 	if n := logs.lines(`"level":"info"`, "connected to the API server again"); n != 1 {
-		t.Errorf("%d reconnection lines, want 1:\n%s", n, logs.b.String())
+		t.Errorf("%d reconnection lines, want 1:\n%s", n, logs.String())
 	}
 }
 
@@ -285,6 +261,6 @@ func TestExpiredListIsNotAnOutage(t *testing.T) {
 		t.Errorf("status %+v: an expired list counted as a failed request", st)
 	}
 	if n := logs.lines(`"level":"error"`); n != 0 {
-		t.Errorf("%d error lines for a routine relist:\n%s", n, logs.b.String())
+		t.Errorf("%d error lines for a routine relist:\n%s", n, logs.String())
 	}
 }

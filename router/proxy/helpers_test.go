@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/e2e/logbuf"
 	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
@@ -209,22 +209,8 @@ type harness struct {
 	logs  *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer = logbuf.Buffer
 
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
