@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-proxy/levee/e2e/fakeclock"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
 )
@@ -11,7 +12,7 @@ import (
 // A manual transition's status names who forced it and when; the
 // breaker's own transitions name no one.
 func TestLastTransitionNamesWhoForcedIt(t *testing.T) {
-	clock := &manualClock{now: epoch}
+	clock := fakeclock.New(epoch)
 	r := New(Options{Clock: clock})
 	defer r.Close()
 	ep := route("app", "/", "app.test")
@@ -19,7 +20,7 @@ func TestLastTransitionNamesWhoForcedIt(t *testing.T) {
 	ep.CircuitBreaker = &cb
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
 
-	clock.add(time.Second)
+	clock.Advance(time.Second)
 	if err := r.ControlBreaker("app", status.ActionOpen, "admin@10.0.0.7:51234"); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestLastTransitionNamesWhoForcedIt(t *testing.T) {
 	if lt := st.LastTransition; lt.By != "admin@10.0.0.7:51234" || lt.Rule != "manual" || !lt.At.Equal(epoch.Add(time.Second)) {
 		t.Errorf("last transition %+v, want manual by admin@10.0.0.7:51234 at epoch+1s", lt)
 	}
-	clock.add(time.Second)
+	clock.Advance(time.Second)
 	if err := r.ControlBreaker("app", status.ActionClose, "admin@10.0.0.8:1"); err != nil {
 		t.Fatal(err)
 	}

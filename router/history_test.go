@@ -3,33 +3,20 @@ package router
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/levee-proxy/levee/breaker"
+	"github.com/levee-proxy/levee/e2e/fakeclock"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/status"
 )
-
-// manualClock is a Clock tests move by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *manualClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // TestHistoryRing: each sample is the counters' increase since the one
 // before (the first: since the breaker was created), oldest first; the ring keeps the last HistorySamples; a reset
 // (counters back to zero) does not wrap around.
 func TestHistoryRing(t *testing.T) {
-	clock := &manualClock{now: epoch}
+	clock := fakeclock.New(epoch)
 	r := New(Options{Clock: clock, HistorySamples: 3, HistoryInterval: time.Second})
 	defer r.Close()
 	ep := route("app", "/", "app.test")
@@ -53,7 +40,7 @@ func TestHistoryRing(t *testing.T) {
 			b.Admit().Token.Report(breaker.Outcome{Result: breaker.Failure})
 		}
 	}
-	sample := func() { clock.add(time.Second); r.SampleHistory() }
+	sample := func() { clock.Advance(time.Second); r.SampleHistory() }
 
 	traffic(5, 0) // the first sample counts from the breaker's creation
 	sample()

@@ -3,6 +3,7 @@ package router
 import (
 	"testing"
 
+	"github.com/levee-proxy/levee/e2e/fakeclock"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/eventbus"
 	"github.com/levee-proxy/levee/router/status"
@@ -10,7 +11,7 @@ import (
 
 // A route added before anyone subscribed is in the router's RecentEvents.
 func TestRecentEventsHoldsWhatHappenedBeforeSubscribing(t *testing.T) {
-	r := New(Options{Clock: &manualClock{now: epoch}})
+	r := New(Options{Clock: fakeclock.New(epoch)})
 	defer r.Close()
 	r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{route("app", "/", "app.test")}})
 	rec := r.RecentEvents()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/e2e/fakeclock"
 	"github.com/levee-proxy/levee/e2e/logbuf"
 	"github.com/levee-proxy/levee/e2e/poll"
 	"github.com/levee-proxy/levee/router"
@@ -23,25 +24,10 @@ import (
 	"github.com/levee-proxy/levee/router/httpx/server"
 )
 
-// fakeClock is a manually advanced clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is the harness's clock: it moves only by Advance.
+type fakeClock = fakeclock.Clock
 
-func newFakeClock() *fakeClock { return &fakeClock{now: epoch} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeClock { return fakeclock.New(epoch) }
 
 // Backend modes.
 const (

@@ -11,33 +11,26 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
+	"github.com/levee-proxy/levee/e2e/fakeclock"
 	"github.com/levee-proxy/levee/router"
 	"github.com/levee-proxy/levee/router/config"
 )
 
 // clock is a settable clock for idle expiry.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 type harness struct {
 	t     *testing.T
 	r     *router.Router
 	p     *Proxy
 	l     *Listener
 	addr  string
-	clock *clock
+	clock *fakeclock.Clock
 }
 
 // newHarness serves UDP listener "dns" on a loopback port, its route
 // (with u's settings and breaker cb) to the backends at addrs.
 func newHarness(t *testing.T, u config.UDP, cb *config.CircuitBreaker, addrs ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, r: router.New(router.Options{}), clock: &clock{t: time.Unix(1000, 0)}}
+	h := &harness{t: t, r: router.New(router.Options{}), clock: fakeclock.New(time.Unix(1000, 0))}
 	ep := config.DefaultEntrypoint()
 	ep.ID, ep.Name, ep.Source = "dns", "dns", config.SourceAPI
 	ep.Protocol = config.ProtocolUDP
@@ -50,7 +43,7 @@ func newHarness(t *testing.T, u config.UDP, cb *config.CircuitBreaker, addrs ...
 		ep.Backends = append(ep.Backends, config.Backend{Address: host, Port: n, Weight: 1})
 	}
 	h.r.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
-	p := New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Now: h.clock.now})
+	p := New(Options{Snapshot: h.r.Snapshot, Logger: zerolog.Nop(), Now: h.clock.Now})
 	h.p = p
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -164,7 +157,7 @@ func TestSessionExpiresWhenIdle(t *testing.T) {
 	if first == "" {
 		t.Fatal("no reply")
 	}
-	h.clock.add(29 * time.Second)
+	h.clock.Advance(29 * time.Second)
 	h.l.Sweep()
 	if n := h.l.Sessions(); n != 1 {
 		t.Fatalf("%d sessions before the idle timeout, want 1", n)
@@ -172,7 +165,7 @@ func TestSessionExpiresWhenIdle(t *testing.T) {
 	if got := ask(t, c, "x"); got != first {
 		t.Errorf("before expiry got %q, want the same backend's %q", got, first)
 	}
-	h.clock.add(30 * time.Second)
+	h.clock.Advance(30 * time.Second)
 	h.l.Sweep()
 	if n := h.l.Sessions(); n != 0 {
 		t.Fatalf("%d sessions after the idle timeout, want 0", n)
