@@ -155,6 +155,20 @@ func (o Options) http2Config() *http.HTTP2Config {
 	return &http.HTTP2Config{WriteByteTimeout: o.Limits.WriteTimeout}
 }
 
+// h2Base is the net/http server whose settings the HTTP/2 server takes
+// (http2.ConfigureServer, ServeConnOpts.BaseConfig): the handler, the
+// header and idle limits, the error log and the write timeout above.
+func (o Options) h2Base() *http.Server {
+	return &http.Server{
+		Handler:           o.Handler,
+		ReadHeaderTimeout: o.Limits.HeaderTimeout,
+		IdleTimeout:       o.Limits.IdleTimeout,
+		MaxHeaderBytes:    o.Limits.MaxHeaderBytes,
+		ErrorLog:          o.ErrorLog,
+		HTTP2:             o.http2Config(),
+	}
+}
+
 // floodGuard is h2guard's options for a connection from remote: a cut is
 // logged and counted.
 func (o Options) floodGuard(remote string) h2guard.Options {

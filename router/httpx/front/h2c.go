@@ -53,14 +53,7 @@ func newH2CListener(ln net.Listener, o Options) *h2cListener {
 	c := &h2cListener{
 		Listener: ln,
 		h2:       &http2.Server{},
-		base: &http.Server{
-			Handler:           o.Handler,
-			ReadHeaderTimeout: o.Limits.HeaderTimeout,
-			IdleTimeout:       o.Limits.IdleTimeout,
-			MaxHeaderBytes:    o.Limits.MaxHeaderBytes,
-			ErrorLog:          o.ErrorLog,
-			HTTP2:             o.http2Config(),
-		},
+		base:     o.h2Base(),
 		ctx:      o.base(),
 		timeout:  o.Limits.HeaderTimeout,
 		o:        o,

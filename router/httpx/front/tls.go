@@ -41,16 +41,9 @@ type splitTLSServer struct {
 // Limits.WriteTimeout, what its other writes get.
 func newSplitTLSServer(o Options, cfg *tls.Config) *splitTLSServer {
 	s := &splitTLSServer{
-		o:  o,
-		h1: leveeServer(o),
-		base: &http.Server{
-			Handler:           o.Handler,
-			ReadHeaderTimeout: o.Limits.HeaderTimeout,
-			IdleTimeout:       o.Limits.IdleTimeout,
-			MaxHeaderBytes:    o.Limits.MaxHeaderBytes,
-			ErrorLog:          o.ErrorLog,
-			HTTP2:             o.http2Config(),
-		},
+		o:       o,
+		h1:      leveeServer(o),
+		base:    o.h2Base(),
 		h2:      &http2.Server{},
 		handler: o.Handler,
 		ctx:     o.base(),
