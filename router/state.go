@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/levee-proxy/levee/breaker"
 	"github.com/levee-proxy/levee/router/config"
 	"github.com/levee-proxy/levee/router/policy"
 	"github.com/levee-proxy/levee/router/retrybudget"
@@ -180,6 +181,24 @@ func (rs *RouteState) ID() string { return rs.id }
 
 // Guard returns the route's breaker (scope=route), nil without one.
 func (rs *RouteState) Guard() *Guard { return rs.guard.Load() }
+
+// AdmitConnection asks the route's breaker (when it has one) for a new
+// TCP connection or UDP session: an open breaker refuses it, and the
+// refusal is counted for the breaker and the route. Without a breaker
+// every connection is admitted, with a Token that reports nowhere.
+func (rs *RouteState) AdmitConnection() (breaker.Token, bool) {
+	g := rs.Guard()
+	if g == nil {
+		return breaker.Token{}, true
+	}
+	d := g.Breaker().Admit()
+	if !d.Admitted {
+		g.NoteRejected()
+		rs.NoteRejected()
+		return breaker.Token{}, false
+	}
+	return d.Token, true
+}
 
 // RetryBudget returns the route's retry budget.
 func (rs *RouteState) RetryBudget() *retrybudget.Budget { return &rs.budget }

@@ -156,18 +156,11 @@ func (p *Proxy) Handle(c net.Conn, listener, sni string) {
 // admit asks the route's breaker; an open one closes the connection at
 // once and says why.
 func (p *Proxy) admit(rt *router.Route, listener string, c net.Conn) (breaker.Token, bool) {
-	g := rt.State().Guard()
-	if g == nil {
-		return breaker.Token{}, true
-	}
-	d := g.Breaker().Admit()
-	if !d.Admitted {
-		g.NoteRejected()
-		rt.State().NoteRejected()
+	tok, ok := rt.State().AdmitConnection()
+	if !ok {
 		p.refuse(listener, rt.ID(), OutcomeCircuitOpen, c, nil)
-		return breaker.Token{}, false
 	}
-	return d.Token, true
+	return tok, ok
 }
 
 // connect dials the route's backends in round-robin order, each once,

@@ -13,18 +13,11 @@ import (
 // the datagram (and the router logs the breaker's transitions, not each
 // drop).
 func (l *Listener) admit(rt *router.Route) (breaker.Token, bool) {
-	g := rt.State().Guard()
-	if g == nil {
-		return breaker.Token{}, true
-	}
-	d := g.Breaker().Admit()
-	if !d.Admitted {
-		g.NoteRejected()
-		rt.State().NoteRejected()
+	tok, ok := rt.State().AdmitConnection()
+	if !ok {
 		l.p.sessions.WithLabelValues(l.name, rt.ID(), OutcomeCircuitOpen).Inc()
-		return breaker.Token{}, false
 	}
-	return d.Token, true
+	return tok, ok
 }
 
 // judge reports r as the outcome of s to the breaker, unless an outcome
