@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"strings"
 )
 
 // The Kubernetes provider (provider/kubernetes) is linked only into a
@@ -29,15 +28,4 @@ func (k *kubernetesConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.Kubeconfig, "kubernetes-kubeconfig", "", "kubeconfig file of the cluster; without it the in-cluster service account is used")
 	fs.StringVar(&k.IngressClass, "kubernetes-ingress-class", defaultIngressClass, "spec.ingressClassName of the Ingresses routed")
 	fs.StringVar(&k.Namespaces, "kubernetes-namespaces", "", "comma-separated namespaces watched (default every namespace)")
-}
-
-// namespaces are the --kubernetes-namespaces, without blanks.
-func (k kubernetesConfig) namespaces() []string {
-	var out []string
-	for _, ns := range strings.Split(k.Namespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			out = append(out, ns)
-		}
-	}
-	return out
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -54,4 +55,15 @@ func newKubernetes(cfg serveConfig, log zerolog.Logger, reg prometheus.Registere
 		}
 	}
 	return check, run, nil
+}
+
+// namespaces are the --kubernetes-namespaces, without blanks.
+func (k kubernetesConfig) namespaces() []string {
+	var out []string
+	for _, ns := range strings.Split(k.Namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

@@ -21,7 +21,7 @@ var valueEarlyData = []string{"1"}
 type earlyState int8
 
 const (
-	earlyNone earlyState = iota
+	_ earlyState = iota // the zero value: nothing done for early data
 	// earlySent: forwarded before the handshake completed, marked
 	// Early-Data: 1 by Levee (the client sent no Early-Data).
 	earlySent

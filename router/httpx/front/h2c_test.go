@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the test reads the settings http2.ConfigureServer gives the x/net/http2.Server of the h2c and TLS listeners (h2c.go, tls.go)
+
 package front
 
 import (
