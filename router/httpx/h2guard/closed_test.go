@@ -112,3 +112,21 @@ func TestSmallFramesOfAnOpenStreamAreServed(t *testing.T) {
 		t.Fatalf("a client streaming small frames was cut: %v", got)
 	}
 }
+
+// Resets past what the guard holds between two frames of the client are
+// not lost: it forgets every open stream instead, so that no stream the
+// server reset stays free.
+func TestResetsPastTheLimitForgetEveryOpenStream(t *testing.T) {
+	var c Conn
+	c.headers(0, 1) // stream 1 opened, its body to come
+	if !c.requestData(0, 16, 1) {
+		t.Fatal("DATA on an open stream was counted")
+	}
+	for i := range maxOpen + 1 {
+		c.serverReset(uint32(3 + 2*i))
+	}
+	c.takeResets()
+	if c.requestData(0, 16, 1) {
+		t.Fatal("after more resets than the guard holds, DATA on a stream was still free")
+	}
+}

@@ -28,7 +28,9 @@
 // A DATA frame pays for itself only on a stream whose request is still
 // being sent: one the client opened with a HEADERS that did not end it,
 // and that neither side has ended or reset since (the guard keeps these,
-// at most maxOpen). On any other stream it is a control frame, whatever
+// at most maxOpen; should the server reset more streams between two
+// frames of the client than the guard can hold, it forgets them all
+// rather than keep one it reset). On any other stream it is a control frame, whatever
 // it carries: Go's server answers DATA on a closed stream with an
 // RST_STREAM (STREAM_CLOSED) and a WINDOW_UPDATE giving the bytes back
 // (RFC 9113 5.1, 6.9), two frames written for each one read, without
@@ -180,10 +182,13 @@ type Conn struct {
 	open map[uint32]struct{}
 
 	// The streams the server reset, from the write side to the read
-	// side, which takes them out of open.
-	rmu     sync.Mutex
-	resets  []uint32
-	pending atomic.Bool
+	// side, which takes them out of open before it looks at each frame;
+	// overflowed: more were reset than resets holds (maxOpen), and the
+	// read side forgets every open stream rather than miss one.
+	rmu        sync.Mutex
+	resets     []uint32
+	overflowed bool
+	pending    atomic.Bool
 
 	// Write side.
 	wmu sync.Mutex
@@ -233,6 +238,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	var flood uint8
 	c.in.feed(p[:n], func(typ, flags uint8, length, stream uint32) bool {
+		if c.pending.Load() {
+			c.takeResets()
+		}
 		switch typ {
 		case typeData:
 			if c.requestData(flags, length, stream) {
@@ -290,15 +298,6 @@ func (c *Conn) headers(flags uint8, stream uint32) {
 // the frame ends it or carries data (an empty or padding-only frame that
 // does not end its stream carries nothing, CVE-2019-9518).
 func (c *Conn) requestData(flags uint8, length, stream uint32) bool {
-	if c.pending.Load() {
-		c.rmu.Lock()
-		for _, id := range c.resets {
-			delete(c.open, id)
-		}
-		c.resets = c.resets[:0]
-		c.pending.Store(false)
-		c.rmu.Unlock()
-	}
 	if _, ok := c.open[stream]; !ok {
 		return false
 	}
@@ -307,6 +306,21 @@ func (c *Conn) requestData(flags uint8, length, stream uint32) bool {
 		return true
 	}
 	return length > 0 && (flags&flagPadded == 0 || length > maxPadding+1)
+}
+
+// takeResets takes the streams the server reset out of open.
+func (c *Conn) takeResets() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.overflowed {
+		clear(c.open)
+		c.overflowed = false
+	}
+	for _, id := range c.resets {
+		delete(c.open, id)
+	}
+	c.resets = c.resets[:0]
+	c.pending.Store(false)
 }
 
 // spend takes one control frame from the budget, after adding what time
@@ -400,8 +414,10 @@ func (c *Conn) serverReset(stream uint32) {
 	c.rmu.Lock()
 	if len(c.resets) < maxOpen {
 		c.resets = append(c.resets, stream)
-		c.pending.Store(true)
+	} else {
+		c.overflowed = true
 	}
+	c.pending.Store(true)
 	c.rmu.Unlock()
 }
 
