@@ -3,6 +3,7 @@ package h2guard
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -87,6 +88,49 @@ func TestDataOnClosedStreamsIsCut(t *testing.T) {
 				t.Errorf("cut for %v, want one cut for DATA", got[before:])
 			}
 		})
+	}
+}
+
+// An upload the server answered early, whose client had a window of it
+// in flight, is not cut: frames of a kilobyte and more on a stream the
+// server reset pay for themselves, twice the budget of them.
+func TestUploadInFlightAfterTheServerResetIsServed(t *testing.T) {
+	s := startServer(t)
+	c := dial(t, s.addr)
+	c.post(t, 1, "/noread")
+	c.untilReset(t, 1)
+	chunk := bytes.Repeat([]byte("u"), SmallFragment)
+	done := make(chan error, 1)
+	go func() {
+		for range 2 * Burst {
+			if err := c.fr.WriteData(1, false, chunk); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	// The server answers each frame on the closed stream (RST_STREAM and
+	// a WINDOW_UPDATE); they are read here until the writer is done.
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("writing the upload: %v (cut for %v)", err, s.flooded())
+			}
+			if status := c.get(t, 3, "/"); status != "200" {
+				t.Fatalf("after the upload: status %q, want 200 (cut for %v)", status, s.flooded())
+			}
+			if got := s.flooded(); len(got) != 0 {
+				t.Fatalf("a client whose upload was answered early was cut: %v", got)
+			}
+			return
+		default:
+		}
+		if _, err := c.fr.ReadFrame(); err != nil {
+			t.Fatalf("reading the server's answers: %v (cut for %v)", err, s.flooded())
+		}
 	}
 }
 

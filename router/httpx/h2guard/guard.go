@@ -25,17 +25,19 @@
 //     4 KiB, and may do so a whole flow-control window after the server
 //     wrote it).
 //
-// A DATA frame pays for itself only on a stream whose request is still
-// being sent: one the client opened with a HEADERS that did not end it,
-// and that neither side has ended or reset since (the guard keeps these,
-// at most maxOpen; should the server reset more streams between two
-// frames of the client than the guard can hold, it forgets them all
-// rather than keep one it reset). On any other stream it is a control frame, whatever
-// it carries: Go's server answers DATA on a closed stream with an
-// RST_STREAM (STREAM_CLOSED) and a WINDOW_UPDATE giving the bytes back
-// (RFC 9113 5.1, 6.9), two frames written for each one read, without
-// end. A real client sends a few such frames at most, those in flight
-// when the server reset the stream.
+// A small DATA frame pays for itself only on a stream whose request is
+// still being sent: one the client opened with a HEADERS that did not end
+// it, and that neither side has ended or reset since (the guard keeps
+// these, at most maxOpen; should the server reset more streams between
+// two frames of the client than the guard can hold, it forgets them all
+// rather than keep one it reset). On any other stream a DATA frame under
+// SmallFragment bytes is a control frame: Go's server answers DATA on a
+// closed stream with an RST_STREAM (STREAM_CLOSED) and a WINDOW_UPDATE
+// giving the bytes back (RFC 9113 5.1, 6.9), two frames written for each
+// one read, without end. A larger frame costs its sender what it costs
+// the server, as a body does. What a real client sends on a closed stream
+// is what it had in flight when the server reset it (an upload the
+// server answered early): a window of body in frames of kilobytes.
 //
 // RST_STREAM and GOAWAY are control frames too: an RST_STREAM for a
 // stream already closed is read and ignored (RFC 9113 5.1), a GOAWAY with
@@ -94,8 +96,10 @@ const (
 )
 
 // SmallFragment is the size under which a CONTINUATION frame that does not
-// end its header block is counted as a control frame: a client sending
-// 1 KiB a frame reaches the header list limit (1 MiB) in a thousand.
+// end its header block, or a DATA frame on a stream no longer sending its
+// request, is counted as a control frame: a client sending 1 KiB a frame
+// reaches the header list limit (1 MiB) in a thousand, and pays for the
+// server's answer to each frame with the bytes it sends.
 const SmallFragment = 1024
 
 // Frame flags (RFC 9113 6.1, 6.10).
@@ -294,12 +298,13 @@ func (c *Conn) headers(flags uint8, stream uint32) {
 }
 
 // requestData reports whether a DATA frame carries a request's body (it
-// is free) rather than being a control frame: its stream is open, and
-// the frame ends it or carries data (an empty or padding-only frame that
-// does not end its stream carries nothing, CVE-2019-9518).
+// is free) rather than being a control frame: on an open stream, the
+// frame ends it or carries data (an empty or padding-only frame that
+// does not end its stream carries nothing, CVE-2019-9518); on any other,
+// it is at least SmallFragment bytes long.
 func (c *Conn) requestData(flags uint8, length, stream uint32) bool {
 	if _, ok := c.open[stream]; !ok {
-		return false
+		return length >= SmallFragment
 	}
 	if flags&flagEndStream != 0 {
 		delete(c.open, stream)
