@@ -5,12 +5,15 @@
 # allocation profiles; the profiles stay in $PROFILE_DIR.
 #
 # Environment: DURATION=10s (profiling window; 3 s of warm-up come first),
-# BREAKER=false, PROXY_CPU=0, LOAD_CPU=1, BASE_PORT=18280,
-# PROFILE_DIR=/tmp/levee-profile, CONNECTIONS=64.
+# BREAKER=false, SERVER=edge (or stdlib: net/http's server), CLIENT=levee
+# (or stdlib: net/http's Transport), PROXY_CPU=0, LOAD_CPU=1,
+# BASE_PORT=18280, PROFILE_DIR=/tmp/levee-profile, CONNECTIONS=64.
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
 BREAKER=${BREAKER:-false}
+SERVER=${SERVER:-edge}
+CLIENT=${CLIENT:-levee}
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 BASE_PORT=${BASE_PORT:-18280}
@@ -31,7 +34,7 @@ PROXY=127.0.0.1:$((BASE_PORT + 1))
 GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$PROFILE_DIR/backend" -listen "$BACKEND" &
 PIDS+=($!)
 GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$PROFILE_DIR/harness" -listen "$PROXY" -backend "$BACKEND" \
-	-breaker="$BREAKER" -warmup 3s -duration "${DUR_S}s" \
+	-breaker="$BREAKER" -server "$SERVER" -client "$CLIENT" -warmup 3s -duration "${DUR_S}s" \
 	-cpuprofile "$PROFILE_DIR/cpu.pprof" -memprofile "$PROFILE_DIR/allocs.pprof" >"$PROFILE_DIR/harness.out" &
 HARNESS=$!
 PIDS+=("$HARNESS")

@@ -62,6 +62,7 @@ func run() error {
 	backend := flag.String("backend", "127.0.0.1:18080", "backend host:port")
 	withBreaker := flag.Bool("breaker", false, "give the route a circuit breaker")
 	serverKind := flag.String("server", "edge", "HTTP/1.1 server: edge (Levee's, as levee serve uses by default) or stdlib (net/http)")
+	clientKind := flag.String("client", "levee", "HTTP/1.1 client to the backend: levee (Levee's, the default of levee serve) or stdlib (net/http's Transport, --backend-client=stdlib)")
 	warmup := flag.Duration("warmup", 2*time.Second, "load time before profiling starts")
 	window := flag.Duration("duration", 10*time.Second, "profiling window")
 	plainIO := flag.Bool("plain-socket-io", false, "net.Conn's Read/Write instead of raw system calls, in the edge server and the backend client (server.Server.PlainSocketIO, proxy.Options.PlainSocketIO)")
@@ -96,7 +97,10 @@ func run() error {
 	reg := prometheus.NewRegistry()
 	rt := router.New(router.Options{Logger: log, Registerer: reg})
 	defer rt.Close()
-	handler := proxy.New(rt, proxy.Options{Logger: log, Registerer: reg, PlainSocketIO: *plainIO})
+	if *clientKind != "levee" && *clientKind != "stdlib" {
+		return fmt.Errorf("-client %q: want levee or stdlib", *clientKind)
+	}
+	handler := proxy.New(rt, proxy.Options{Logger: log, Registerer: reg, PlainSocketIO: *plainIO, StandardTransport: *clientKind == "stdlib"})
 	defer handler.Close()
 	rt.Update(config.SourceUpdate{Source: config.SourceAPI, Entrypoints: []config.Entrypoint{ep}})
 
